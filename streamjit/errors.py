@@ -1,0 +1,24 @@
+"""Exceptions and warnings raised by streamjit.
+
+All errors derive from ``StreamError`` (a ``ValueError``) so a caller can
+catch every streaming problem at once; the subclasses say *when* it was
+found: ``StreamConfigError`` at decoration (or, for options that depend on
+the kernel body, at first compile), ``StreamLegalityError`` when a signature
+is compiled and streaming a store would be unsafe.
+"""
+
+
+class StreamError(ValueError):
+    """Base class of every streamjit error."""
+
+
+class StreamConfigError(StreamError):
+    """Bad streaming options: unknown parameter names, wrong option types."""
+
+
+class StreamLegalityError(StreamError):
+    """Streaming a store would be unsafe; the message names array and line."""
+
+
+class StreamWarning(UserWarning):
+    """A named array is never stored (or loaded) by the kernel."""
