@@ -1,0 +1,19 @@
+"""streamjit: a Numba JIT for NumPy loops whose large outputs bypass the cache.
+
+``@stream_kernel(stream_stores=[...])`` compiles a loop function with Numba
+and turns the stores to the named arrays into aligned, full-width vector
+non-temporal stores, followed by a store fence (see README.md).
+"""
+
+from numba import prange
+
+from .dispatcher import StreamDispatcher, stream_kernel
+from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
+from .report import ArrayReport, StreamReport
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange",
+    "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
+]

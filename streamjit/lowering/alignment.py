@@ -6,13 +6,18 @@ each streamed loop until the destination is `STREAM_ALIGN_BYTES`-aligned
 and checks that at run time; this module hands that fact to LLVM.
 
 LLVM's AlignmentFromAssumptions pass, which runs after the loop vectorizer,
-only reads `llvm.assume(i1 true) ["align"(ptr base, i64 A, i64 off)]`
-operand bundles (meaning `base - off` is A-aligned), and llvmlite cannot
-build operand bundles. So lowering emits a call to a placeholder function,
-`emit_alignment_promise`, and `bundle_alignment_promises` rewrites those
-calls into the bundle form in the module text, before O3 runs. The bundle is
-stated on the array's data pointer, which every address in the loop is
-computed from, so LLVM can propagate it to each vectorized store.
+only reads `llvm.assume(i1 true) ["align"(ptr p, i64 A)]` operand bundles,
+and llvmlite cannot build operand bundles. So lowering emits a call to a
+placeholder function (`emit_alignment_promise`), and
+`bundle_alignment_promises` rewrites those calls into the bundle form in the
+module text, before O3 runs.
+
+The promise is made on a *laundered* copy of the element pointer
+(`llvm.launder.invariant.group`: same address, but LLVM cannot fold it back
+into the array's data pointer). Every store of the aligned loop is addressed
+from that one pointer, so the pass can prove each vector store's alignment
+by scalar evolution from it; addresses re-derived from the data pointer
+often reach the loop through phis that the proof cannot see into.
 """
 
 import re
@@ -22,17 +27,20 @@ import llvmlite.ir as llir
 from .targets import STREAM_ALIGN_BYTES
 
 PLACEHOLDER = "streamjit.alignment_promise"
-_CALL = re.compile(r'call void @"?%s"?\((ptr [^,]+), (i64 [^)]+)\)' % re.escape(PLACEHOLDER))
+_CALL = re.compile(r'call void @"?%s"?\((ptr [^)]+)\)' % re.escape(PLACEHOLDER))
 _DECLARATION = re.compile(r'^declare void @"?%s"?\(.*$' % re.escape(PLACEHOLDER), re.M)
 
 
-def emit_alignment_promise(builder, base, element_ptr):
-    """Promise that ``element_ptr`` (derived from ``base``) is stream-aligned."""
-    fnty = llir.FunctionType(llir.VoidType(), (base.type, llir.IntType(64)))
-    fn = builder.module.globals.get(PLACEHOLDER) or llir.Function(builder.module, fnty, PLACEHOLDER)
-    i64 = llir.IntType(64)
-    offset = builder.sub(builder.ptrtoint(base, i64), builder.ptrtoint(element_ptr, i64))
-    builder.call(fn, (base, offset))
+def emit_alignment_promise(builder, element_ptr):
+    """Return a laundered copy of ``element_ptr`` promised stream-aligned."""
+    module = builder.module
+    launder = module.declare_intrinsic("llvm.launder.invariant.group", (element_ptr.type,))
+    pointer = builder.bitcast(builder.call(launder, (builder.bitcast(element_ptr, launder.args[0].type),)),
+                              element_ptr.type)
+    fnty = llir.FunctionType(llir.VoidType(), (pointer.type,))
+    fn = module.globals.get(PLACEHOLDER) or llir.Function(module, fnty, PLACEHOLDER)
+    builder.call(fn, (pointer,))
+    return pointer
 
 
 def bundle_alignment_promises(llvm_text):
@@ -40,7 +48,7 @@ def bundle_alignment_promises(llvm_text):
     if PLACEHOLDER not in llvm_text:
         return llvm_text
     text = _CALL.sub(
-        lambda m: f'call void @llvm.assume(i1 true) [ "align"({m.group(1)}, i64 {STREAM_ALIGN_BYTES}, {m.group(2)}) ]',
+        lambda m: f'call void @llvm.assume(i1 true) [ "align"({m.group(1)}, i64 {STREAM_ALIGN_BYTES}) ]',
         llvm_text,
     )
     text = _DECLARATION.sub("", text)

@@ -11,8 +11,9 @@ overload or intrinsic that does the real work:
   addresses and vectorize. ``stream_store`` tags the store for
   ``lowering/nontemporal.py``.
 - ``in_bounds``: the run-time check that licenses the two above.
-- ``aligned_start`` / ``same_alignment`` / ``assume_aligned``: where the
-  aligned loop starts, and the proof of that alignment handed to LLVM.
+- ``aligned_start`` / ``same_alignment`` / ``aligned_pointer``: where the
+  aligned loop starts, and the pointer its stores use, with the proof of
+  its alignment handed to LLVM.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 
 Anything they cannot handle with certainty (non-array targets, partial
@@ -26,6 +27,7 @@ from numba.core import cgutils
 from numba.core.registry import cpu_target
 from numba.extending import intrinsic, overload, register_jitable
 from numba.np.arrayobj import make_array
+from numba.np.numpy_support import as_dtype
 
 from ..lowering.alignment import emit_alignment_promise
 from ..lowering.markers import mark_streamed_store
@@ -59,8 +61,10 @@ def _element_pointer(context, builder, aryty, ary_value, idxty, idx_value):
     return cgutils.get_item_pointer(context, builder, aryty, ary, inds, wraparound=False)
 
 
-def stream_store(arr, index, value):
-    """``arr[index] = value``; a non-temporal candidate when compiled."""
+def stream_store(arr, index, value, base, offset):
+    """``arr[index] = value``. When compiled for a supported array, the store
+    goes to ``base[offset]`` (the same element, addressed from the aligned
+    pointer of ``aligned_pointer``) and is a non-temporal candidate."""
     arr[index] = value
 
 
@@ -70,17 +74,16 @@ def direct_load(arr, index):
 
 
 @intrinsic
-def _store_element(typingctx, arr, index, value):
+def _store_at(typingctx, base, offset, value):
     def codegen(context, builder, sig, args):
-        aryty, idxty, valty = sig.args
-        ptr = _element_pointer(context, builder, aryty, args[0], idxty, args[1])
-        val = context.cast(builder, args[2], valty, aryty.dtype)
-        data = context.data_model_manager[aryty.dtype].as_data(builder, val)
-        align = None if aryty.aligned else 1
-        mark_streamed_store(builder, builder.store(data, ptr, align=align))
+        ptrty, offty, valty = sig.args
+        ptr = cgutils.gep(builder, args[0], context.cast(builder, args[1], offty, types.intp))
+        val = context.cast(builder, args[2], valty, ptrty.dtype)
+        data = context.data_model_manager[ptrty.dtype].as_data(builder, val)
+        mark_streamed_store(builder, builder.store(data, ptr))
         return context.get_dummy_value()
 
-    return types.none(arr, index, value), codegen
+    return types.none(base, offset, value), codegen
 
 
 @intrinsic
@@ -104,14 +107,14 @@ def _element_address(typingctx, arr, index):
 
 
 @overload(stream_store)
-def _stream_store_impl(arr, index, value):
+def _stream_store_impl(arr, index, value, base, offset):
     # Same conversions as Numba's setitem, which also allows unsafe casts;
     # anything else takes the plain path so Numba reports its usual error.
-    if (_is_element_access(arr, index) and arr.mutable
+    if (isinstance(base, types.CPointer) and _is_element_access(arr, index) and arr.mutable
             and cpu_target.typing_context.can_convert(value, arr.dtype) is not None):
-        return lambda arr, index, value: _store_element(arr, index, value)
+        return lambda arr, index, value, base, offset: _store_at(base, offset, value)
 
-    def plain(arr, index, value):
+    def plain(arr, index, value, base, offset):
         arr[index] = value
 
     return plain
@@ -171,9 +174,10 @@ def _peeled_start(address, itemsize, lo, hi, ok):
 def _aligned_start_impl(arr, first, lo, hi, ok):
     if not (_is_element_access(arr, first) and arr.layout == "C"):
         return lambda arr, first, lo, hi, ok: hi
+    itemsize = as_dtype(arr.dtype).itemsize  # a constant, so the peel needs no division
 
     def impl(arr, first, lo, hi, ok):
-        return _peeled_start(_element_address(arr, first), arr.itemsize, lo, hi, ok)
+        return _peeled_start(_element_address(arr, first), itemsize, lo, hi, ok)
 
     return impl
 
@@ -197,21 +201,23 @@ def _same_alignment_impl(arr, index, anchor, anchor_index):
 
 
 @intrinsic
-def assume_aligned(typingctx, arr, index):
-    """Promise LLVM that ``arr[index]`` is stream-aligned (checked by caller).
+def aligned_pointer(typingctx, arr, index):
+    """Pointer to ``arr[index]``, promised to LLVM to be stream-aligned (the
+    caller checked it); stores of the aligned loop are addressed from it.
 
-    Called directly by the kernel, so the promise lands in the kernel's own
-    module, where ``lowering/alignment.py`` turns it into an `llvm.assume`."""
-    supported = _is_element_access(arr, index) and arr.layout == "C"
+    The pointer is laundered so LLVM keeps it as the one base of the loop's
+    addresses instead of re-deriving them from the array's data pointer
+    (through phis the alignment proof cannot see into). Called directly by
+    the kernel, so the promise lands in the kernel's own module, where
+    ``lowering/alignment.py`` turns it into an `llvm.assume`."""
+    if not (_is_element_access(arr, index) and arr.layout == "C"):
+        return types.intp(arr, index), lambda context, builder, sig, args: context.get_constant(types.intp, 0)
 
     def codegen(context, builder, sig, args):
-        if supported:
-            ary = make_array(sig.args[0])(context, builder, args[0])
-            ptr = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-            emit_alignment_promise(builder, ary.data, ptr)
-        return context.get_dummy_value()
+        ptr = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        return emit_alignment_promise(builder, ptr)
 
-    return types.none(arr, index), codegen
+    return types.CPointer(arr.dtype)(arr, index), codegen
 
 
 def store_fence():

@@ -1,0 +1,47 @@
+"""Validation of `stream_kernel` options at decoration time.
+
+Bad options are caught before any compilation, with the option and the
+offending value named: a name that is not a parameter, a value of the wrong
+type, a Numba option streamjit does not forward.
+"""
+
+import inspect
+
+from .errors import StreamConfigError
+
+# Numba options passed through unchanged to the nopython compiler.
+FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals")
+
+
+def _names(option_name, value, params, func):
+    if value is True or value is False or value is None:
+        return bool(value)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise StreamConfigError(
+            f"{option_name} must be True, False or a list of parameter names, got {value!r}")
+    unknown = [v for v in value if v not in params]
+    if unknown:
+        raise StreamConfigError(
+            f"{option_name} names '{unknown[0]}', which is not a parameter of {func.__qualname__}"
+            f" (parameters: {', '.join(params) or 'none'})")
+    return tuple(dict.fromkeys(value))
+
+
+def validate_options(func, stream_stores, stream_loads, threshold, numba_options):
+    """Return ``(stream_stores, stream_loads, numba_options)`` checked against ``func``."""
+    if not callable(func) or not hasattr(func, "__code__"):
+        raise StreamConfigError(f"stream_kernel expects a Python function, got {func!r}")
+    params = list(inspect.signature(func).parameters)
+    stores = _names("stream_stores", stream_stores, params, func)
+    loads = _names("stream_loads", stream_loads, params, func)
+    if threshold is not None:
+        raise StreamConfigError(f"threshold={threshold!r} is not supported yet; only None (always stream)")
+    if numba_options.get("parallel"):
+        raise StreamConfigError("parallel=True is not supported yet by stream_kernel")
+    numba_options = {k: v for k, v in numba_options.items() if not (k == "parallel" and not v)}
+    unknown = sorted(set(numba_options) - set(FORWARDED_NUMBA_OPTIONS))
+    if unknown:
+        raise StreamConfigError(
+            f"unknown option {unknown[0]!r}; stream_kernel accepts stream_stores, stream_loads, threshold "
+            f"and the Numba options {', '.join(FORWARDED_NUMBA_OPTIONS)}")
+    return stores, loads, numba_options

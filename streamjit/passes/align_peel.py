@@ -1,0 +1,217 @@
+"""Split streamed loops so their stores can be aligned vector NT stores.
+
+A vector non-temporal store must be aligned to its width, but a kernel's
+destination may be any view (``out[1:]``) and its loop may start anywhere.
+For each innermost ``range`` loop with streamed stores whose last index is
+the loop variable plus an invariant offset, this pass rewrites
+
+    for j in range(lo, hi): BODY
+
+into (names shortened)
+
+    ok = in_bounds(...) and ...            # every rewritten access, at j=lo and j=hi-1
+    sv = aligned_start(out, idx(lo), lo, hi, ok)   # hi if no aligned loop
+    for j in range(lo, sv): BODY           # head: plain code, Python semantics
+    if hi > sv:
+        p = aligned_pointer(out, idx(sv))  # alignment proven above, handed to LLVM
+        for j in range(sv, hi): BODY'      # aligned loop
+
+``BODY'`` stores to the streamed arrays with ``stream_store`` (addressed
+as ``p[j - sv]``, so every vector store derives from the aligned pointer) and reads
+affine elements with ``direct_load``: both skip negative-index wraparound,
+which the bounds check made exact, so LLVM sees consecutive addresses and
+vectorizes. LLVM's vectorizer ends the aligned loop with its own remainder
+loop, so no separate tail copy is needed. When the check fails (an index out
+of range, a non-contiguous or unaligned array, a short loop), the head loop
+runs the whole range exactly as Numba would.
+
+Several streamed destinations in one loop are aligned together only when
+they share their offset within a cache line (checked at run time).
+"""
+
+import ast
+import copy
+from dataclasses import dataclass
+
+from .affine import AffineAnalyzer, to_ast
+from .source import HELPERS_NAME
+
+
+@dataclass(eq=False)
+class PeelPlan:
+    loop: object
+    aligned_stores: list  # [(Access, dims)]
+    loads: list  # [(Access, dims)]
+
+    @property
+    def nest_root(self):
+        return self.aligned_stores[0][0].loops[0]
+
+    @property
+    def depth(self):
+        return len(self.aligned_stores[0][0].loops)
+
+
+def helper_call(name, *args):
+    func = ast.Attribute(value=ast.Name(id=HELPERS_NAME, ctx=ast.Load()), attr=name, ctx=ast.Load())
+    return ast.Call(func=func, args=list(args), keywords=[])
+
+
+def _name(id_):
+    return ast.Name(id=id_, ctx=ast.Load())
+
+
+def _breaks_directly(statements):
+    for stmt in statements:
+        if isinstance(stmt, ast.Break):
+            return True
+        if isinstance(stmt, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and _breaks_directly(inner):
+                return True
+    return False
+
+
+def _why_not_peelable(scan, loop):
+    if not loop.unit_step:
+        return "its loop step is not 1"
+    if loop.node.orelse:
+        return "its loop has an 'else' clause"
+    if _breaks_directly(loop.node.body):
+        return "its loop contains 'break'"
+    if scan.assignments_within(loop.var, loop.node) != [loop.node]:
+        return f"its loop variable '{loop.var}' is reassigned"
+    return None
+
+
+def _is_simple_store(access):
+    stmt = access.stmt
+    if isinstance(stmt, ast.Assign):
+        return len(stmt.targets) == 1 and stmt.targets[0] is access.node
+    return isinstance(stmt, ast.AugAssign) and stmt.target is access.node
+
+
+def _affine_dims(analyzer, access):
+    if any(isinstance(d, ast.Slice) for d in access.dims):
+        return None
+    dims = [analyzer.of(d, access.loops) for d in access.dims]
+    return dims if all(d is not None for d in dims) else None
+
+
+def plan_peels(scan, streamed, notes):
+    """Choose the loops to split; record why other streamed stores stay plain."""
+    plans = []
+    for loop in scan.loops:
+        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop]
+        if not direct:
+            continue
+        reason = _why_not_peelable(scan, loop)
+        if reason:
+            for s in direct:
+                notes.setdefault(s.array, []).append(f"line {s.lineno}: not aligned because {reason}; plain stores")
+            continue
+        analyzer = AffineAnalyzer(scan, loop if not direct[0].loops else direct[0].loops[0])
+        aligned = []
+        for s in direct:
+            dims = _affine_dims(analyzer, s) if _is_simple_store(s) else None
+            if dims and dims[-1].coeffs == {loop: 1}:
+                aligned.append((s, dims))
+            else:
+                notes.setdefault(s.array, []).append(
+                    f"line {s.lineno}: the last index is not '{loop.var}' plus a loop-invariant offset; plain stores")
+        if not aligned:
+            continue
+        loads = []
+        for a in scan.loads():
+            if a.loops and a.loops[-1] is loop and isinstance(a.node.ctx, ast.Load) and a.array not in scan.assignments:
+                dims = _affine_dims(analyzer, a)
+                if dims:
+                    loads.append((a, dims))
+        plans.append(PeelPlan(loop, aligned, loads))
+    return plans
+
+
+class _RewriteAccesses(ast.NodeTransformer):
+    """In a copied loop body, turn planned loads/stores into helper calls."""
+
+    def __init__(self, loads, stores, offset):
+        self.loads = loads  # id(copied Subscript) -> array name
+        self.stores = stores  # id(copied statement) -> (array name, copied Subscript, aligned pointer name)
+        self.offset = offset  # elements from the aligned pointer, as an expression
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if id(node) in self.loads:
+            return helper_call("direct_load", _name(self.loads[id(node)]), node.slice)
+        return node
+
+    def _store(self, node):
+        self.generic_visit(node)
+        if id(node) not in self.stores:
+            return node
+        array, target, pointer = self.stores[id(node)]
+        value = node.value
+        if isinstance(node, ast.AugAssign):
+            old = helper_call("direct_load", _name(array), copy.deepcopy(target.slice))
+            value = ast.BinOp(left=old, op=node.op, right=value)
+        return ast.Expr(value=helper_call("stream_store", _name(array), target.slice, value,
+                                          _name(pointer), copy.deepcopy(self.offset)))
+
+    visit_Assign = visit_AugAssign = _store
+
+
+def _index_at(dims, loop, value):
+    elts = [to_ast(d, {loop: value}) for d in dims]
+    return elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
+
+
+def apply_peel(scan, plan):
+    """Replace the planned loop in the tree by its head and aligned loops."""
+    loop, node = plan.loop, plan.loop.node
+    n = loop.serial
+    lo, hi, ok, sv = (f"__streamjit_{part}{n}" for part in ("lo", "hi", "ok", "start"))
+    pointers = [f"__streamjit_ptr{n}_{k}" for k in range(len(plan.aligned_stores))]
+    first, last = _name(lo), ast.BinOp(left=_name(hi), op=ast.Sub(), right=ast.Constant(value=1))
+    anchor, anchor_dims = plan.aligned_stores[0]
+
+    checks = [helper_call("in_bounds", _name(a.array), _index_at(d, loop, first), _index_at(d, loop, last))
+              for a, d in plan.aligned_stores + plan.loads]
+    checks += [helper_call("same_alignment", _name(a.array), _index_at(d, loop, first),
+                           _name(anchor.array), _index_at(anchor_dims, loop, first))
+               for a, d in plan.aligned_stores[1:]]
+
+    def assign(name, value):
+        return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value)
+
+    memo = {}
+    streamed_body = copy.deepcopy(node.body, memo)
+    loads = {id(memo[id(a.node)]): a.array for a, _ in plan.loads}
+    stores = {id(memo[id(a.stmt)]): (a.array, memo[id(a.node)], p) for (a, _), p in zip(plan.aligned_stores, pointers)}
+    offset = ast.BinOp(left=_name(loop.var), op=ast.Sub(), right=_name(sv))
+    streamed_body = [_RewriteAccesses(loads, stores, offset).visit(s) for s in streamed_body]
+
+    def loop_over(start, stop, body):
+        call = ast.Call(func=copy.deepcopy(node.iter.func), args=[_name(start), _name(stop)], keywords=[])
+        return ast.For(target=ast.Name(id=loop.var, ctx=ast.Store()), iter=call, body=body, orelse=[])
+
+    aligned_pointers = [assign(p, helper_call("aligned_pointer", _name(a.array), _index_at(d, loop, _name(sv))))
+                        for (a, d), p in zip(plan.aligned_stores, pointers)]
+    replacement = [
+        assign(lo, loop.start or ast.Constant(value=0)),
+        assign(hi, loop.stop),
+        assign(ok, ast.BoolOp(op=ast.And(), values=checks) if len(checks) > 1 else checks[0]),
+        assign(sv, helper_call("aligned_start", _name(anchor.array), _index_at(anchor_dims, loop, first),
+                               _name(lo), _name(hi), _name(ok))),
+        loop_over(lo, sv, node.body),
+        ast.If(test=ast.Compare(left=_name(hi), ops=[ast.Gt()], comparators=[_name(sv)]),
+               body=aligned_pointers + [loop_over(sv, hi, streamed_body)], orelse=[]),
+    ]
+    for stmt in replacement:
+        for sub in ast.walk(stmt):
+            if not hasattr(sub, "lineno") and isinstance(sub, (ast.stmt, ast.expr)):
+                ast.copy_location(sub, node)
+    block = scan.block_of(node)
+    at = block.index(node)
+    block[at:at + 1] = replacement

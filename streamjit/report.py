@@ -1,0 +1,151 @@
+"""`stream_report`: what the compiled code of one signature actually does.
+
+Counts are read from the code, not echoed from the options. Per-array
+counts come from the final LLVM IR of the kernel function, the module
+exactly as handed to the backend: every load, store and prefetch whose
+address derives from an array parameter's data pointer (followed through
+`getelementptr`, `phi` and `select`) is attributed to that parameter, and
+classified as vector or scalar, non-temporal or plain. Fences and the total
+of streaming store instructions are counted in the machine code.
+"""
+
+import inspect
+import re
+from dataclasses import dataclass, field
+
+from numba import types
+
+from .lowering.targets import count_asm_streaming
+
+_ASSIGN = re.compile(r"^\s*(%[\w.\-]+) = (.*)$")
+_STORE = re.compile(r"^\s*store (?:volatile )?(<\d+ x [^>]+>|[^,]+?) [^,]+, ptr (%[\w.\-]+)(.*)$")
+_LOAD = re.compile(r"^load (?:volatile )?(<\d+ x [^>]+>|[^,]+), ptr (%[\w.\-]+)(.*)$")
+_PREFETCH = re.compile(r"call void @llvm\.prefetch\.\w+\(ptr (%[\w.\-]+)")
+_MASKED_STORE = re.compile(r"call void @llvm\.masked\.(?:store|scatter)\.[^(]+\([^,]+, ptr (%[\w.\-]+)")
+_DATA_ARG = re.compile(r"^%arg\.(\w+)\.4$")
+
+
+@dataclass
+class ArrayReport:
+    nt_vector_stores: int = 0
+    nt_scalar_stores: int = 0
+    plain_stores: int = 0
+    nt_loads: int = 0
+    plain_loads: int = 0
+    prefetches: int = 0
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class StreamReport:
+    signature: tuple
+    arrays: dict
+    fences: int
+    peeled_loops: int
+    machine_nt_vector_stores: int
+    machine_nt_scalar_stores: int
+
+    def __str__(self):
+        cols = ("nt_vector_stores", "nt_scalar_stores", "plain_stores", "nt_loads", "plain_loads", "prefetches")
+        heads = ("array", "NT vec st", "NT scal st", "plain st", "NT ld", "plain ld", "prefetch")
+        width = max([len(h) for h in heads] + [len(n) for n in self.arrays])
+        lines = [f"stream report for ({', '.join(map(str, self.signature))})",
+                 "  ".join(h.rjust(width) for h in heads)]
+        for name, rep in self.arrays.items():
+            lines.append("  ".join([name.rjust(width)] + [str(getattr(rep, c)).rjust(width) for c in cols]))
+        lines.append(f"fences: {self.fences}   peeled loops: {self.peeled_loops}   machine NT stores: "
+                     f"{self.machine_nt_vector_stores} vector, {self.machine_nt_scalar_stores} scalar")
+        for name, rep in self.arrays.items():
+            lines.extend(f"  {name}: {note}" for note in rep.notes)
+        return "\n".join(lines)
+
+
+def function_body(text, name, opener, closer):
+    """Lines of the named function in LLVM or assembly text."""
+    start = next((m.start() for m in re.finditer(opener(re.escape(name)), text, re.M)), None)
+    if start is None:
+        return ""
+    end = text.find(closer, start)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def _origin_arrays(pointer, defs, seen=None):
+    """Array parameters whose data pointer ``pointer`` is derived from."""
+    seen = set() if seen is None else seen
+    if pointer in seen:
+        return set()
+    seen.add(pointer)
+    match = _DATA_ARG.match(pointer)
+    if match:
+        return {match.group(1)}
+    instr = defs.get(pointer, "")
+    if instr.startswith("getelementptr") or "@llvm.launder.invariant.group" in instr:
+        base = re.search(r"ptr (%[\w.\-]+)", instr)
+        return _origin_arrays(base.group(1), defs, seen) if base else set()
+    if instr.startswith(("phi ptr", "select")):
+        return set().union(*(_origin_arrays(p, defs, seen) for p in re.findall(r"(%[\w.\-]+)", instr)))
+    return set()
+
+
+def count_array_accesses(llvm_function, arrays):
+    """Per-array access counts of one LLVM function's text."""
+    defs = {}
+    for line in llvm_function.splitlines():
+        m = _ASSIGN.match(line)
+        if m:
+            defs[m.group(1)] = m.group(2)
+    reports = {name: ArrayReport() for name in arrays}
+
+    def owners(pointer):
+        return [reports[n] for n in _origin_arrays(pointer, defs) if n in reports]
+
+    for line in llvm_function.splitlines():
+        assigned = _ASSIGN.match(line)
+        body = assigned.group(2) if assigned else line.strip()
+        store = _STORE.match(line)
+        load = _LOAD.match(body)
+        if store:
+            ty, ptr, tail = store.groups()
+            nt, vector = "!nontemporal" in tail, ty.startswith("<")
+            attr = "plain_stores" if not nt else "nt_vector_stores" if vector else "nt_scalar_stores"
+        elif load:
+            ty, ptr, tail = load.groups()
+            attr = "nt_loads" if "!nontemporal" in tail else "plain_loads"
+        elif _PREFETCH.search(body):
+            ptr, attr = _PREFETCH.search(body).group(1), "prefetches"
+        elif _MASKED_STORE.search(body):
+            ptr, attr = _MASKED_STORE.search(body).group(1), "plain_stores"
+        else:
+            continue
+        for rep in owners(ptr):
+            setattr(rep, attr, getattr(rep, attr) + 1)
+    return reports
+
+
+def _signature_notes(dispatcher, name, aryty, rep):
+    plan = dispatcher.stream_plan
+    notes = list(plan.notes.get(name, []))
+    if name in plan.streamed_stores:
+        if aryty.layout != "C":
+            notes.append(f"layout '{aryty.layout}' is not C-contiguous: no aligned loop, plain stores")
+        elif rep.nt_vector_stores == 0 and not notes:
+            notes.append("no aligned vector store was generated (the loop did not vectorize): plain stores")
+    return notes
+
+
+def build_report(dispatcher, sig):
+    cres = dispatcher.overloads[sig]
+    library = cres.library
+    mangled = cres.fndesc.mangled_name
+    llvm_text = getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str()
+    llvm_function = function_body(llvm_text, mangled, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n")
+    asm_function = function_body(library.get_asm_str(), mangled, lambda n: rf'^"?{n}"?:', ".Lfunc_end")
+    params = list(inspect.signature(dispatcher.py_func).parameters)
+    arrays = {p: t for p, t in zip(params, sig) if isinstance(t, types.Array)}
+    reports = count_array_accesses(llvm_function, arrays)
+    for name, rep in reports.items():
+        rep.notes = _signature_notes(dispatcher, name, arrays[name], rep)
+    vector, scalar, fences = count_asm_streaming(asm_function)
+    return StreamReport(signature=sig, arrays=reports, fences=fences,
+                        peeled_loops=llvm_function.count('"align"('),
+                        machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar)

@@ -1,0 +1,81 @@
+"""The stream pass: from a kernel and its stream options to the function
+Numba compiles, plus the decisions `stream_report` explains.
+
+Order of work (each step is one module under `passes/`):
+1. `accesses`: find loops, subscripts and assignments in the syntax tree;
+2. `legality`: prove that streamed stores never write an element twice;
+3. `align_peel` (planning): pick the loops whose stores can be aligned;
+4. `fence_placement`: one store fence after each such loop nest;
+5. `align_peel` (rewrite): split those loops into head and aligned loop;
+6. `source`: build the new function.
+Errors found here are kept and raised when a signature is compiled, as the
+options promise; nothing is streamed when there is nothing to stream.
+"""
+
+import warnings
+from dataclasses import dataclass, field
+
+from .errors import StreamConfigError, StreamError, StreamWarning
+from .passes.accesses import scan_kernel
+from .passes.align_peel import apply_peel, plan_peels
+from .passes.fence_placement import place_fences
+from .passes.legality import check_stream_stores
+from .passes.source import build_function, function_tree, source_file
+from .typing import intrinsics
+
+
+@dataclass
+class StreamPlan:
+    func: object  # what Numba compiles
+    streamed_stores: frozenset = frozenset()
+    streamed_loads: frozenset = frozenset()
+    notes: dict = field(default_factory=dict)  # array -> [str]
+    peeled_loops: int = 0
+    fenced_nests: int = 0
+    error: StreamError | None = None
+
+
+def _named(option, candidates):
+    return set(candidates) if option is True else set(option or ())
+
+
+def plan_stream(func, stream_stores, stream_loads):
+    """Analyse and rewrite ``func`` for the validated stream options."""
+    if not stream_stores and not stream_loads:
+        return StreamPlan(func=func)
+    tree = function_tree(func)
+    scan = scan_kernel(tree)
+    filename = source_file(func)
+    stored = {s.array for s in scan.stores()} & set(scan.params)
+    loaded = {a.array for a in scan.loads()} & set(scan.params)
+    streamed = _named(stream_stores, stored)
+    for name in sorted(streamed - stored):
+        warnings.warn(f"stream_stores names '{name}', but {func.__qualname__} never stores to it",
+                      StreamWarning, stacklevel=4)
+    loads = _named(stream_loads, loaded - stored)
+    for name in sorted(set(stream_loads if isinstance(stream_loads, (list, tuple)) else ()) - loaded):
+        warnings.warn(f"stream_loads names '{name}', but {func.__qualname__} never loads it",
+                      StreamWarning, stacklevel=4)
+    notes = {name: ["stream_loads is not implemented yet: loads stay ordinary"] for name in sorted(loads)}
+    plan = StreamPlan(func=func, streamed_stores=frozenset(streamed & stored), streamed_loads=frozenset(loads),
+                      notes=notes)
+    self_loads = sorted(loads & stored)
+    if self_loads:
+        plan.error = StreamConfigError(
+            f"stream_loads names '{self_loads[0]}', which {func.__qualname__} also stores to: "
+            "a kernel cannot stream its own self-loads")
+        return plan
+    try:
+        check_stream_stores(scan, sorted(plan.streamed_stores), filename)
+    except StreamError as exc:
+        plan.error = exc
+        return plan
+    peels = plan_peels(scan, plan.streamed_stores, plan.notes)
+    if not peels:
+        return plan
+    plan.fenced_nests = place_fences(scan, [p.nest_root for p in peels])
+    for peel in sorted(peels, key=lambda p: -p.depth):
+        apply_peel(scan, peel)
+    plan.peeled_loops = len(peels)
+    plan.func = build_function(func, tree, intrinsics)
+    return plan
