@@ -1,0 +1,171 @@
+"""Side-by-side measurements of streamed kernels, shared by the CLI
+(`python -m streamjit demo|bench`) and the scripts in `bench/`.
+
+Machines are shared and noisy, so implementations are timed in one process,
+interleaved round by round, and compared by medians and ratios; every table
+names the CPU, the size and the dtype.
+"""
+
+import os
+import platform
+import statistics
+import time
+
+import numba
+import numpy as np
+
+from .dispatcher import stream_kernel
+
+MIB = 1 << 20
+
+
+# The STREAM kernels, written as a user would. Each gets a streamed build
+# (stream_kernel) and a plain build (numba.njit) of the same source.
+def stream_copy(a, b):
+    for i in range(a.shape[0]):
+        a[i] = b[i]
+
+
+def stream_scale(a, b, q):
+    for i in range(a.shape[0]):
+        a[i] = q * b[i]
+
+
+def stream_add(a, b, c):
+    for i in range(a.shape[0]):
+        a[i] = b[i] + c[i]
+
+
+def stream_triad(a, b, c, q):
+    for i in range(a.shape[0]):
+        a[i] = b[i] + q * c[i]
+
+
+def _numpy_triad(a, b, c, q):
+    np.multiply(c, q, out=a)
+    a += b
+
+
+# name -> (kernel, NumPy equivalent, arrays read, uses the scalar q)
+STREAM_KERNELS = {
+    "copy": (stream_copy, lambda a, b, c, q: np.copyto(a, b), 1, False),
+    "scale": (stream_scale, lambda a, b, c, q: np.multiply(b, q, out=a), 1, True),
+    "add": (stream_add, lambda a, b, c, q: np.add(b, c, out=a), 2, False),
+    "triad": (stream_triad, _numpy_triad, 2, True),
+}
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def host_description():
+    return (f"{cpu_name()} ({os.cpu_count()} CPUs, {numba.config.CPU_NAME or 'host'} target); "
+            f"numba {numba.__version__}, numpy {np.__version__}")
+
+
+def stream_builds(name):
+    """(streamed, plain) dispatchers of one STREAM kernel."""
+    kernel = STREAM_KERNELS[name][0]
+    return stream_kernel(stream_stores=["a"])(kernel), numba.njit(kernel)
+
+
+def _kernel_args(name, a, b, c, q):
+    _, _, reads, uses_q = STREAM_KERNELS[name]
+    args = (a, b, c)[: reads + 1]
+    return args + ((q,) if uses_q else ())
+
+
+def interleaved_medians(runners, rounds):
+    """Run each callable once per round, in turn; return median seconds."""
+    times = {key: [] for key in runners}
+    for _ in range(rounds):
+        for key, run in runners.items():
+            start = time.perf_counter()
+            run()
+            times[key].append(time.perf_counter() - start)
+    return {key: statistics.median(t) for key, t in times.items()}
+
+
+def stream_table(mib=256, dtype=np.float32, rounds=7, offset=1, kernels=tuple(STREAM_KERNELS), verify=True,
+                 progress=print):
+    """Bandwidth of streamed vs plain vs NumPy STREAM kernels.
+
+    Arrays are views starting ``offset`` elements into their buffer, so
+    destinations are only element-aligned (the peel must do its work).
+    Returns a list of row dicts.
+    """
+    dtype = np.dtype(dtype)
+    n = mib * MIB // dtype.itemsize
+    rng = np.random.default_rng(0)
+    buffers = [rng.random(n + offset, dtype=np.float64).astype(dtype) for _ in range(3)]
+    a, b, c = (buf[offset:] for buf in buffers)
+    q = dtype.type(3.0)
+    rows = []
+    for name in kernels:
+        streamed, plain = stream_builds(name)
+        numpy_impl = STREAM_KERNELS[name][1]
+        args = _kernel_args(name, a, b, c, q)
+        streamed(*args)
+        plain(*args)
+        if verify:
+            expected = np.empty_like(a)
+            numpy_impl(expected, b, c, q)
+            streamed(*args)
+            if not np.array_equal(a, expected) and not np.allclose(a, expected, rtol=1e-6):
+                raise AssertionError(f"streamed {name} differs from NumPy")
+        medians = interleaved_medians({
+            "streamjit": lambda: streamed(*args),
+            "numba.njit": lambda: plain(*args),
+            "numpy": lambda: numpy_impl(a, b, c, q),
+        }, rounds)
+        moved = (STREAM_KERNELS[name][2] + 1) * n * dtype.itemsize
+        row = {"kernel": name, "dtype": dtype.name, "MiB/array": mib}
+        for impl, seconds in medians.items():
+            row[f"{impl} GB/s"] = moved / seconds / 1e9
+        row["streamjit/njit"] = medians["numba.njit"] / medians["streamjit"]
+        row["streamjit/numpy"] = medians["numpy"] / medians["streamjit"]
+        rows.append(row)
+        progress(format_row(row))
+    return rows
+
+
+def compile_times(rounds=5, kernels=tuple(STREAM_KERNELS)):
+    """Median first-call compile seconds: streamjit vs numba.njit, per kernel."""
+    a = np.zeros(64, np.float32)
+    rows = []
+    for name in kernels:
+        args = _kernel_args(name, a, a.copy(), a.copy(), np.float32(2))
+
+        def first_call(build):
+            return lambda: build(name)(*args)
+
+        medians = interleaved_medians({
+            "streamjit": first_call(lambda k: stream_builds(k)[0]),
+            "numba.njit": first_call(lambda k: stream_builds(k)[1]),
+        }, rounds)
+        rows.append({"kernel": name, "streamjit s": medians["streamjit"], "numba.njit s": medians["numba.njit"],
+                     "ratio": medians["streamjit"] / medians["numba.njit"]})
+    return rows
+
+
+def format_row(row):
+    return "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items())
+
+
+def format_table(rows):
+    if not rows:
+        return ""
+    keys = list(rows[0])
+    cells = [[f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]) for k in keys] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    lines = ["  ".join(k.rjust(w) for k, w in zip(keys, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(cell, widths)) for cell in cells]
+    return "\n".join(lines)
