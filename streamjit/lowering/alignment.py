@@ -27,6 +27,7 @@ import llvmlite.ir as llir
 from .targets import STREAM_ALIGN_BYTES
 
 PLACEHOLDER = "streamjit.alignment_promise"
+_LAUNDER = "llvm.launder.invariant.group.p0"
 _CALL = re.compile(r'call void @"?%s"?\((ptr [^)]+)\)' % re.escape(PLACEHOLDER))
 _DECLARATION = re.compile(r'^declare void @"?%s"?\(.*$' % re.escape(PLACEHOLDER), re.M)
 
@@ -34,9 +35,9 @@ _DECLARATION = re.compile(r'^declare void @"?%s"?\(.*$' % re.escape(PLACEHOLDER)
 def emit_alignment_promise(builder, element_ptr):
     """Return a laundered copy of ``element_ptr`` promised stream-aligned."""
     module = builder.module
-    launder = module.declare_intrinsic("llvm.launder.invariant.group", (element_ptr.type,))
-    pointer = builder.bitcast(builder.call(launder, (builder.bitcast(element_ptr, launder.args[0].type),)),
-                              element_ptr.type)
+    byte_ptr = llir.IntType(8).as_pointer()
+    launder = module.globals.get(_LAUNDER) or llir.Function(module, llir.FunctionType(byte_ptr, (byte_ptr,)), _LAUNDER)
+    pointer = builder.bitcast(builder.call(launder, (builder.bitcast(element_ptr, byte_ptr),)), element_ptr.type)
     fnty = llir.FunctionType(llir.VoidType(), (pointer.type,))
     fn = module.globals.get(PLACEHOLDER) or llir.Function(module, fnty, PLACEHOLDER)
     builder.call(fn, (pointer,))
