@@ -51,11 +51,11 @@ def plan_stream(func, stream_stores, stream_loads):
     streamed = _named(stream_stores, stored)
     for name in sorted(streamed - stored):
         warnings.warn(f"stream_stores names '{name}', but {func.__qualname__} never stores to it",
-                      StreamWarning, stacklevel=4)
+                      StreamWarning, stacklevel=3)
     loads = _named(stream_loads, loaded - stored)
-    for name in sorted(set(stream_loads if isinstance(stream_loads, (list, tuple)) else ()) - loaded):
+    for name in sorted(set(stream_loads if isinstance(stream_loads, (list, tuple)) else ()) - loaded - stored):
         warnings.warn(f"stream_loads names '{name}', but {func.__qualname__} never loads it",
-                      StreamWarning, stacklevel=4)
+                      StreamWarning, stacklevel=3)
     notes = {name: ["stream_loads is not implemented yet: loads stay ordinary"] for name in sorted(loads)}
     plan = StreamPlan(func=func, streamed_stores=frozenset(streamed & stored), streamed_loads=frozenset(loads),
                       notes=notes)

@@ -1,15 +1,16 @@
-"""The functions the stream pass inserts into a kernel, typed for Numba.
+"""The intrinsics the stream pass inserts into a kernel, typed for Numba.
 
-The rewritten kernel calls these through a closure variable; each one is a
-plain Python function (its meaning when run uninterpreted) with a Numba
-overload or intrinsic that does the real work:
+The rewritten kernel calls these through a closure variable. Each is a Numba
+``@intrinsic``: typed and emitted inline in the kernel, with no helper
+function to compile, link and inline (that kept first-call compile time
+near plain ``numba.njit``).
 
 - ``stream_store`` / ``direct_load``: array element access *without* Python's
   negative-index wraparound. The stream pass only calls them inside the
   aligned loop, whose index range it has checked to lie inside the array, so
   dropping wraparound is exact; it is also what lets LLVM see consecutive
-  addresses and vectorize. ``stream_store`` tags the store for
-  ``lowering/nontemporal.py``.
+  addresses and vectorize. ``stream_store`` writes through the aligned
+  pointer and tags the store for ``lowering/nontemporal.py``.
 - ``in_bounds``: the run-time check that licenses the two above.
 - ``aligned_start`` / ``same_alignment`` / ``aligned_pointer``: where the
   aligned loop starts, and the pointer its stores use, with the proof of
@@ -17,15 +18,17 @@ overload or intrinsic that does the real work:
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 
 Anything they cannot handle with certainty (non-array targets, partial
-indices, non-contiguous layouts, unaligned data) falls back to NumPy
-semantics or to "no aligned loop", never to a guessed alignment.
+indices, non-contiguous layouts, unaligned data) falls back to Numba's own
+indexing or to "no aligned loop", never to a guessed alignment.
 """
+
+import operator
 
 import llvmlite.ir as llir
 from numba import types
 from numba.core import cgutils
-from numba.core.registry import cpu_target
-from numba.extending import intrinsic, overload, register_jitable
+from numba.core.typing import signature
+from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 from numba.np.numpy_support import as_dtype
 
@@ -52,152 +55,156 @@ def _is_element_access(arr, index):
     return parts is not None and len(parts) == arr.ndim
 
 
+def _is_contiguous_element(arr, index):
+    return _is_element_access(arr, index) and arr.layout == "C"
+
+
+def _index_values(context, builder, idxty, idx_value):
+    """The index components as intp values."""
+    parts = _integer_indices(idxty)
+    if isinstance(idxty, types.BaseTuple):
+        values = cgutils.unpack_tuple(builder, idx_value, len(parts))
+    else:
+        values = [idx_value]
+    return [context.cast(builder, v, t, types.intp) for v, t in zip(values, parts)]
+
+
 def _element_pointer(context, builder, aryty, ary_value, idxty, idx_value):
     """Pointer to ``ary[idx]`` with no wraparound and no bounds check."""
     ary = make_array(aryty)(context, builder, ary_value)
-    parts = _integer_indices(idxty)
-    values = cgutils.unpack_tuple(builder, idx_value, len(parts)) if isinstance(idxty, types.BaseTuple) else [idx_value]
-    inds = [context.cast(builder, v, t, types.intp) for v, t in zip(values, parts)]
+    inds = _index_values(context, builder, idxty, idx_value)
     return cgutils.get_item_pointer(context, builder, aryty, ary, inds, wraparound=False)
 
 
-def stream_store(arr, index, value, base, offset):
-    """``arr[index] = value``. When compiled for a supported array, the store
-    goes to ``base[offset]`` (the same element, addressed from the aligned
-    pointer of ``aligned_pointer``) and is a non-temporal candidate."""
-    arr[index] = value
+def _element_address(context, builder, aryty, ary_value, idxty, idx_value):
+    ptr = _element_pointer(context, builder, aryty, ary_value, idxty, idx_value)
+    return builder.ptrtoint(ptr, context.get_value_type(types.intp))
 
 
-def direct_load(arr, index):
-    """``arr[index]``; without wraparound when compiled."""
-    return arr[index]
+def _numba_operation(typingctx, op, argtys):
+    """Numba's own signature for ``op(*argtys)`` (getitem/setitem), or None."""
+    return typingctx.resolve_function_type(op, argtys, {})
+
+
+def _call_numba_operation(context, builder, op, sig, actual_types, args):
+    impl = context.get_function(op, sig)
+    cast = [context.cast(builder, v, t, want) for v, t, want in zip(args, actual_types, sig.args)]
+    return impl(builder, cast)
 
 
 @intrinsic
-def _store_at(typingctx, base, offset, value):
-    def codegen(context, builder, sig, args):
-        ptrty, offty, valty = sig.args
-        ptr = cgutils.gep(builder, args[0], context.cast(builder, args[1], offty, types.intp))
-        val = context.cast(builder, args[2], valty, ptrty.dtype)
-        data = context.data_model_manager[ptrty.dtype].as_data(builder, val)
-        mark_streamed_store(builder, builder.store(data, ptr))
+def direct_load(typingctx, arr, index):
+    """``arr[index]``, without wraparound for a single element."""
+    if _is_element_access(arr, index):
+        def codegen(context, builder, sig, args):
+            aryty, idxty = sig.args
+            ptr = _element_pointer(context, builder, aryty, args[0], idxty, args[1])
+            return context.unpack_value(builder, aryty.dtype, ptr, align=None if aryty.aligned else 1)
+
+        return arr.dtype(arr, index), codegen
+    plain = _numba_operation(typingctx, operator.getitem, (arr, index))
+    if plain is None:
+        return None
+
+    def codegen_plain(context, builder, sig, args):
+        return _call_numba_operation(context, builder, operator.getitem, plain, sig.args, args)
+
+    return plain.return_type(arr, index), codegen_plain
+
+
+@intrinsic
+def stream_store(typingctx, arr, index, value, base, offset):
+    """``arr[index] = value``. For a supported array the store goes to
+    ``base[offset]`` (the same element, addressed from the aligned pointer of
+    ``aligned_pointer``) and is tagged as a non-temporal candidate."""
+    if (isinstance(base, types.CPointer) and _is_element_access(arr, index) and arr.mutable
+            and typingctx.can_convert(value, arr.dtype) is not None):
+        def codegen(context, builder, sig, args):
+            ptrty, offty, valty = sig.args[3], sig.args[4], sig.args[2]
+            ptr = cgutils.gep(builder, args[3], context.cast(builder, args[4], offty, types.intp))
+            val = context.cast(builder, args[2], valty, ptrty.dtype)
+            data = context.data_model_manager[ptrty.dtype].as_data(builder, val)
+            mark_streamed_store(builder, builder.store(data, ptr))
+            return context.get_dummy_value()
+
+        return types.none(arr, index, value, base, offset), codegen
+    plain = _numba_operation(typingctx, operator.setitem, (arr, index, value))
+    if plain is None:
+        return None
+
+    def codegen_plain(context, builder, sig, args):
+        _call_numba_operation(context, builder, operator.setitem, plain, sig.args[:3], args[:3])
         return context.get_dummy_value()
 
-    return types.none(base, offset, value), codegen
+    return types.none(arr, index, value, base, offset), codegen_plain
 
 
 @intrinsic
-def _load_element(typingctx, arr, index):
-    def codegen(context, builder, sig, args):
-        aryty, idxty = sig.args
-        ptr = _element_pointer(context, builder, aryty, args[0], idxty, args[1])
-        align = None if aryty.aligned else 1
-        return context.unpack_value(builder, aryty.dtype, ptr, align=align)
-
-    return arr.dtype(arr, index), codegen
-
-
-@intrinsic
-def _element_address(typingctx, arr, index):
-    def codegen(context, builder, sig, args):
-        ptr = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-        return builder.ptrtoint(ptr, context.get_value_type(types.uintp))
-
-    return types.uintp(arr, index), codegen
-
-
-@overload(stream_store)
-def _stream_store_impl(arr, index, value, base, offset):
-    # Same conversions as Numba's setitem, which also allows unsafe casts;
-    # anything else takes the plain path so Numba reports its usual error.
-    if (isinstance(base, types.CPointer) and _is_element_access(arr, index) and arr.mutable
-            and cpu_target.typing_context.can_convert(value, arr.dtype) is not None):
-        return lambda arr, index, value, base, offset: _store_at(base, offset, value)
-
-    def plain(arr, index, value, base, offset):
-        arr[index] = value
-
-    return plain
-
-
-@overload(direct_load)
-def _direct_load_impl(arr, index):
-    if _is_element_access(arr, index):
-        return lambda arr, index: _load_element(arr, index)
-    return lambda arr, index: arr[index]
-
-
-def in_bounds(arr, first, last):
+def in_bounds(typingctx, arr, first, last):
     """True when indices ``first`` and ``last`` both lie inside ``arr``."""
-    return True
-
-
-@overload(in_bounds)
-def _in_bounds_impl(arr, first, last):
-    if not isinstance(arr, types.Array):
-        return lambda arr, first, last: True
     parts = _integer_indices(first)
-    if parts is None or len(parts) > arr.ndim:
-        return lambda arr, first, last: False
-    if isinstance(first, types.BaseTuple):
-        def check(arr, first, last):
-            for d in range(len(first)):
-                n = arr.shape[d]
-                if first[d] < 0 or first[d] >= n or last[d] < 0 or last[d] >= n:
-                    return False
-            return True
-        return check
+    checkable = isinstance(arr, types.Array) and parts is not None and len(parts) <= arr.ndim
 
-    def check_scalar(arr, first, last):
-        n = arr.shape[0]
-        return 0 <= first < n and 0 <= last < n
+    def codegen(context, builder, sig, args):
+        if not isinstance(sig.args[0], types.Array):
+            return cgutils.true_bit  # not an array: its accesses keep Numba's semantics
+        if not checkable:
+            return cgutils.false_bit
+        ary = make_array(sig.args[0])(context, builder, args[0])
+        shape = cgutils.unpack_tuple(builder, ary.shape)
+        ok = cgutils.true_bit
+        for idx_type, idx_value in ((sig.args[1], args[1]), (sig.args[2], args[2])):
+            for value, n in zip(_index_values(context, builder, idx_type, idx_value), shape):
+                inside = builder.and_(builder.icmp_signed(">=", value, value.type(0)),
+                                      builder.icmp_signed("<", value, n))
+                ok = builder.and_(ok, inside)
+        return ok
 
-    return check_scalar
-
-
-def aligned_start(arr, first, lo, hi, ok):
-    """First loop index at which ``arr``'s streamed store is aligned; ``hi``
-    when the aligned loop must not run."""
-    return hi
+    return types.boolean(arr, first, last), codegen
 
 
-@register_jitable
-def _peeled_start(address, itemsize, lo, hi, ok):
-    lanes = STREAM_ALIGN_BYTES // itemsize
-    if not ok or hi - lo < 2 * lanes or address % itemsize != 0:
-        return hi
-    peel = ((STREAM_ALIGN_BYTES - address % STREAM_ALIGN_BYTES) % STREAM_ALIGN_BYTES) // itemsize
-    return lo + peel
+@intrinsic
+def aligned_start(typingctx, arr, first, lo, hi, ok):
+    """First loop index at which ``arr``'s streamed store is aligned, or
+    ``hi`` when the aligned loop must not run (check failed, loop too short,
+    data not even element-aligned, array not C-contiguous)."""
+    supported = _is_contiguous_element(arr, first)
+
+    def codegen(context, builder, sig, args):
+        aryty, idxty, loty, hity = sig.args[:4]
+        lo_v = context.cast(builder, args[2], loty, types.intp)
+        hi_v = context.cast(builder, args[3], hity, types.intp)
+        if not supported:
+            return hi_v
+        itemsize = as_dtype(aryty.dtype).itemsize
+        lanes = STREAM_ALIGN_BYTES // itemsize
+        address = _element_address(context, builder, aryty, args[0], idxty, args[1])
+        long_enough = builder.icmp_signed(">=", builder.sub(hi_v, lo_v), lo_v.type(2 * lanes))
+        element_aligned = builder.icmp_unsigned("==", builder.and_(address, address.type(itemsize - 1)),
+                                                address.type(0))
+        run = builder.and_(builder.and_(args[4], long_enough), element_aligned)
+        misalignment = builder.and_(builder.neg(address), address.type(STREAM_ALIGN_BYTES - 1))
+        peel = builder.udiv(misalignment, misalignment.type(itemsize))
+        return builder.select(run, builder.add(lo_v, peel), hi_v)
+
+    return types.intp(arr, first, lo, hi, ok), codegen
 
 
-@overload(aligned_start)
-def _aligned_start_impl(arr, first, lo, hi, ok):
-    if not (_is_element_access(arr, first) and arr.layout == "C"):
-        return lambda arr, first, lo, hi, ok: hi
-    itemsize = as_dtype(arr.dtype).itemsize  # a constant, so the peel needs no division
-
-    def impl(arr, first, lo, hi, ok):
-        return _peeled_start(_element_address(arr, first), itemsize, lo, hi, ok)
-
-    return impl
-
-
-def same_alignment(arr, index, anchor, anchor_index):
+@intrinsic
+def same_alignment(typingctx, arr, index, anchor, anchor_index):
     """True when ``arr[index]`` and ``anchor[anchor_index]`` share their offset
     within a stream-aligned block, so one peel aligns both."""
-    return True
+    supported = _is_contiguous_element(arr, index) and _is_contiguous_element(anchor, anchor_index)
 
+    def codegen(context, builder, sig, args):
+        if not supported:
+            return cgutils.false_bit
+        mask = context.get_constant(types.intp, STREAM_ALIGN_BYTES - 1)
+        a = builder.and_(_element_address(context, builder, sig.args[0], args[0], sig.args[1], args[1]), mask)
+        b = builder.and_(_element_address(context, builder, sig.args[2], args[2], sig.args[3], args[3]), mask)
+        return builder.icmp_unsigned("==", a, b)
 
-@overload(same_alignment)
-def _same_alignment_impl(arr, index, anchor, anchor_index):
-    if not (_is_element_access(arr, index) and arr.layout == "C"):
-        return lambda arr, index, anchor, anchor_index: False
-
-    def impl(arr, index, anchor, anchor_index):
-        a = _element_address(arr, index) % STREAM_ALIGN_BYTES
-        return a == _element_address(anchor, anchor_index) % STREAM_ALIGN_BYTES
-
-    return impl
+    return types.boolean(arr, index, anchor, anchor_index), codegen
 
 
 @intrinsic
@@ -207,10 +214,10 @@ def aligned_pointer(typingctx, arr, index):
 
     The pointer is laundered so LLVM keeps it as the one base of the loop's
     addresses instead of re-deriving them from the array's data pointer
-    (through phis the alignment proof cannot see into). Called directly by
-    the kernel, so the promise lands in the kernel's own module, where
-    ``lowering/alignment.py`` turns it into an `llvm.assume`."""
-    if not (_is_element_access(arr, index) and arr.layout == "C"):
+    (through phis the alignment proof cannot see into). The promise lands in
+    the kernel's own module, where ``lowering/alignment.py`` turns it into an
+    `llvm.assume`."""
+    if not _is_contiguous_element(arr, index):
         return types.intp(arr, index), lambda context, builder, sig, args: context.get_constant(types.intp, 0)
 
     def codegen(context, builder, sig, args):
@@ -220,19 +227,11 @@ def aligned_pointer(typingctx, arr, index):
     return types.CPointer(arr.dtype)(arr, index), codegen
 
 
-def store_fence():
-    """Order this thread's streamed stores before anything that follows."""
-
-
 @intrinsic
-def _emit_store_fence(typingctx):
+def store_fence(typingctx):
+    """Order this thread's streamed stores before anything that follows."""
     def codegen(context, builder, sig, args):
         emit_store_fence(builder, context.codegen()._tm.triple)
         return context.get_dummy_value()
 
-    return types.none(), codegen
-
-
-@overload(store_fence)
-def _store_fence_impl():
-    return lambda: _emit_store_fence()
+    return signature(types.none), codegen

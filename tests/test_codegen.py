@@ -1,0 +1,136 @@
+"""What the generated code does: vector non-temporal stores on ymm/zmm and a
+fence when streamed, none in a bare kernel; the report reads the code."""
+
+import re
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+
+import kernels as K
+import streamjit as sj
+
+features = llvm.get_host_cpu_features()
+X86_AVX = llvm.get_process_triple().startswith("x86_64") and features.get("avx", False)
+needs_x86_avx = pytest.mark.skipif(not X86_AVX, reason="machine-code checks are written for x86-64 with AVX")
+
+VECTOR_NT_STORE = re.compile(r"^\s*vmovnt(?:ps|pd|dq)\s+%[yz]mm\d+,", re.M)
+ANY_NT_STORE = re.compile(r"^\s*v?movnt\w*\s", re.M)
+SFENCE = re.compile(r"^\s*sfence\s*$", re.M)
+
+
+def compiled(kernel, *args):
+    kernel(*args)
+    return kernel.signatures[-1]
+
+
+@pytest.fixture(scope="module")
+def copy_f32():
+    a = np.zeros(1000, np.float32)
+    return compiled(K.copy, a, a.copy())
+
+
+@needs_x86_avx
+def test_streamed_copy_uses_vector_nt_stores_and_sfence(copy_f32):
+    asm = K.copy.inspect_asm(copy_f32)
+    assert VECTOR_NT_STORE.search(asm), "no vmovnt* on a ymm/zmm register"
+    assert SFENCE.search(asm)
+
+
+@needs_x86_avx
+def test_bare_kernel_has_no_streaming():
+    a = np.zeros(1000, np.float32)
+    sig = compiled(K.copy_plain, a, a.copy())
+    asm = K.copy_plain.inspect_asm(sig)
+    assert not ANY_NT_STORE.search(asm)
+    assert not SFENCE.search(asm)
+    report = K.copy_plain.stream_report(sig)
+    assert report.fences == 0 and report.arrays["dst"].nt_vector_stores == 0
+
+
+@needs_x86_avx
+@pytest.mark.parametrize("dtype", [np.float64, np.int16, np.uint8, np.complex64, np.bool_])
+def test_every_dtype_gets_vector_nt_stores(dtype):
+    a = np.zeros(100, dtype)
+    sig = compiled(K.copy, a, a.copy())
+    assert VECTOR_NT_STORE.search(K.copy.inspect_asm(sig))
+    assert K.copy.stream_report(sig).arrays["dst"].nt_vector_stores > 0
+
+
+def test_nontemporal_metadata_only_on_aligned_vector_stores(copy_f32):
+    llvm_ir = K.copy.inspect_llvm(copy_f32)
+    nt_stores = [line for line in llvm_ir.splitlines() if "!nontemporal" in line and " store " in f" {line.strip()}"]
+    assert nt_stores
+    for line in nt_stores:
+        lanes, align = re.search(r"store <(\d+) x float>.*, align (\d+)", line).groups()
+        assert int(align) >= min(4 * int(lanes), 64), line
+
+
+@needs_x86_avx
+def test_report_counts_from_code(copy_f32):
+    report = K.copy.stream_report(copy_f32)
+    dst, src = report.arrays["dst"], report.arrays["src"]
+    assert dst.nt_vector_stores > 0
+    assert dst.plain_stores > 0          # the peeled head loop stays plain
+    assert src.nt_vector_stores == src.nt_scalar_stores == src.plain_stores == 0
+    assert src.plain_loads > 0 and dst.plain_loads == 0
+    assert report.fences == 1
+    assert report.peeled_loops == 1
+    assert report.machine_nt_vector_stores >= dst.nt_vector_stores
+    text = str(report)
+    assert "dst" in text and "src" in text and "fences: 1" in text
+
+
+@needs_x86_avx
+def test_stencil_and_3d_are_streamed():
+    g = np.zeros((40, 300), np.float32)
+    sig = compiled(K.jacobi, g.copy(), g)
+    report = K.jacobi.stream_report(sig)
+    assert report.arrays["out"].nt_vector_stores > 0 and report.fences == 1
+    assert VECTOR_NT_STORE.search(K.jacobi.inspect_asm(sig))
+    a = np.zeros((2, 3, 100), np.float64)
+    sig = compiled(K.scale3d, a.copy(), a, 2.0)
+    report = K.scale3d.stream_report(sig)
+    assert report.arrays["out"].nt_vector_stores > 0 and report.fences == 1
+
+
+@needs_x86_avx
+def test_self_load_stays_ordinary_and_store_is_streamed():
+    a = np.zeros(1000, np.float32)
+    sig = compiled(K.accumulate, a.copy(), a)
+    report = K.accumulate.stream_report(sig)
+    out = report.arrays["out"]
+    assert out.nt_vector_stores > 0 and out.plain_loads > 0 and out.nt_loads == 0
+
+
+def test_non_contiguous_layout_reports_plain_stores():
+    a = np.zeros(200, np.float32)
+    sig = compiled(K.copy, a[::2], a[:100])
+    report = K.copy.stream_report(sig)
+    assert report.arrays["dst"].nt_vector_stores == 0
+    assert any("not C-contiguous" in n for n in report.arrays["dst"].notes)
+
+
+def test_unaligned_index_forms_are_explained():
+    a = np.zeros(100)
+    sig = compiled(K.interleave, np.zeros(200), a, a)
+    notes = K.interleave.stream_report(sig).arrays["out"].notes
+    assert notes and all("plain stores" in n for n in notes)
+    assert K.interleave.stream_report(sig).arrays["out"].nt_vector_stores == 0
+
+
+def test_inspect_llvm_shapes():
+    assert isinstance(K.copy.inspect_llvm(), dict)
+    assert isinstance(K.copy.inspect_asm(), dict)
+
+
+def test_report_before_compiling_needs_a_signature():
+    @sj.stream_kernel(stream_stores=["dst"])
+    def fresh(dst, src):
+        for i in range(dst.shape[0]):
+            dst[i] = src[i]
+
+    with pytest.raises(ValueError, match="not been compiled"):
+        fresh.stream_report()
+    report = fresh.stream_report("void(float64[::1], float64[::1])")
+    assert report.arrays["dst"].nt_vector_stores > 0 or not X86_AVX

@@ -1,0 +1,220 @@
+"""Every error and warning: bad options at decoration, unsafe streaming at
+compile time with file:line, warnings for names that are never used."""
+
+import inspect
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import streamjit as sj
+
+THIS_FILE = os.path.abspath(__file__)
+
+
+def line_of(func, text):
+    """Line number in this file of the first source line of ``func`` containing ``text``."""
+    lines, first = inspect.getsourcelines(func)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_error_hierarchy():
+    assert issubclass(sj.StreamError, ValueError)
+    assert issubclass(sj.StreamConfigError, sj.StreamError)
+    assert issubclass(sj.StreamLegalityError, sj.StreamError)
+    assert issubclass(sj.StreamWarning, UserWarning)
+
+
+def copy(dst, src):
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"stream_stores": ["nope"]}, "stream_stores names 'nope', which is not a parameter of copy"),
+    ({"stream_loads": ["x"]}, "stream_loads names 'x'"),
+    ({"stream_stores": "dst"}, "stream_stores must be True, False or a list"),
+    ({"stream_stores": [1]}, "stream_stores must be"),
+    ({"stream_loads": 3}, "stream_loads must be"),
+    ({"threshold": "auto"}, "threshold='auto'"),
+    ({"parallel": True}, "parallel=True"),
+    ({"fastmth": True}, "unknown option 'fastmth'"),
+])
+def test_config_errors_at_decoration(options, match):
+    with pytest.raises(sj.StreamConfigError, match=match):
+        sj.stream_kernel(**options)(copy)
+
+
+def test_forwarded_numba_options_are_accepted():
+    k = sj.stream_kernel(stream_stores=["dst"], fastmath=True, boundscheck=False, nogil=True,
+                         error_model="numpy", parallel=False)(copy)
+    a = np.arange(100.0)
+    b = np.zeros(100)
+    k(b, a)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_boundscheck_is_honoured_outside_the_aligned_loop():
+    k = sj.stream_kernel(stream_stores=["dst"], boundscheck=True)(copy)
+    with pytest.raises(IndexError):
+        k(np.zeros(100), np.zeros(50))
+
+
+def test_decorator_rejects_non_functions():
+    with pytest.raises(sj.StreamConfigError, match="expects a Python function"):
+        sj.stream_kernel(stream_stores=True)(42)
+
+
+def test_source_must_be_available():
+    namespace = {}
+    exec("def k(dst, src):\n    for i in range(dst.shape[0]):\n        dst[i] = src[i]\n", namespace)
+    with pytest.raises(sj.StreamConfigError, match="source code is not available"):
+        sj.stream_kernel(stream_stores=["dst"])(namespace["k"])
+    # without streaming, no source is needed
+    bare = sj.stream_kernel(namespace["k"])
+    dst = np.zeros(4)
+    bare(dst, np.ones(4))
+    assert (dst == 1).all()
+
+
+# ---- legality: each rejected kernel, the error names array and file:line ----
+
+def scatter(out, idx, a):
+    for i in range(a.shape[0]):
+        out[idx[i]] = a[i]
+
+
+def constant_index(out, a):
+    for i in range(a.shape[0]):
+        out[0] = a[i]
+
+
+def inner_loop_invariant(out, a):
+    for i in range(a.shape[0]):
+        for j in range(3):
+            out[i] = a[i] + j
+
+
+def two_overlapping_stores(out, a):
+    for i in range(a.shape[0] - 1):
+        out[i] = a[i]
+        out[i + 1] = a[i]
+
+
+def mixed_loop_vars(out, a):
+    for i in range(4):
+        for j in range(4):
+            out[i + j] = a[i]
+
+
+def in_while_loop(out, a):
+    i = 0
+    while i < a.shape[0]:
+        out[i] = a[i]
+        i += 1
+
+
+def reassigned(out, a):
+    out = out[::-1]
+    for i in range(a.shape[0]):
+        out[i] = a[i]
+
+
+def same_index_twice(out, a):
+    for i in range(a.shape[0]):
+        out[i] = a[i]
+        out[i] = 2 * a[i]
+
+
+def loop_dependent_slice(out, a):
+    for i in range(a.shape[0] - 2):
+        out[i:i + 2] = a[i]
+
+
+@pytest.mark.parametrize("func, marker, reason", [
+    (scatter, "out[idx[i]]", "not an affine function"),
+    (constant_index, "out[0]", "does not depend on the loop variable 'i'"),
+    (inner_loop_invariant, "out[i] = a[i] + j", "does not depend on the loop variable 'j'"),
+    (two_overlapping_stores, "out[i + 1]", "may write the same element"),
+    (mixed_loop_vars, "out[i + j]", "mixed with other loop variables"),
+    (in_while_loop, "out[i] = a[i]", "while loop"),
+    (reassigned, "out = out[::-1]", "reassigned"),
+    (same_index_twice, "out[i] = 2 * a[i]", "may write the same element"),
+    (loop_dependent_slice, "out[i:i + 2]", "not an affine function"),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_legality_errors_name_array_and_line(func, marker, reason):
+    kernel = sj.stream_kernel(stream_stores=["out"])(func)   # decoration succeeds
+    args = [np.zeros(10)] + [np.zeros(10, dtype=np.intp) if p == "idx" else np.zeros(10)
+                             for p in list(inspect.signature(func).parameters)[1:]]
+    with pytest.raises(sj.StreamLegalityError) as info:
+        kernel(*args)
+    message = str(info.value)
+    assert f"{THIS_FILE}:{line_of(func, marker)}:" in message
+    assert "'out'" in message and reason in message
+    with pytest.raises(sj.StreamLegalityError):   # raised again, never silently compiled
+        kernel(*args)
+
+
+def test_legality_error_for_eager_signature_at_decoration():
+    with pytest.raises(sj.StreamLegalityError, match="does not depend on the loop variable"):
+        sj.stream_kernel("void(float64[::1], float64[::1])", stream_stores=["out"])(constant_index)
+
+
+def test_unnamed_arrays_are_not_checked():
+    # streaming dst only: the scatter into other is not dst's problem
+    @sj.stream_kernel(stream_stores=["dst"])
+    def k(dst, other, idx):
+        for i in range(dst.shape[0]):
+            dst[i] = 1.0
+            other[idx[i]] = 2.0
+
+    dst, other = np.zeros(40), np.zeros(40)
+    k(dst, other, np.arange(40)[::-1].copy())
+    assert (dst == 1).all() and (other == 2).all()
+
+
+def test_stream_stores_true_checks_every_stored_array():
+    k = sj.stream_kernel(stream_stores=True)(scatter)
+    with pytest.raises(sj.StreamLegalityError, match="'out'"):
+        k(np.zeros(4), np.zeros(4, np.intp), np.zeros(4))
+
+
+# ---- warnings and stream_loads validation ----
+
+def test_warning_for_name_never_stored():
+    with pytest.warns(sj.StreamWarning, match="stream_stores names 'src'.* never stores to it"):
+        sj.stream_kernel(stream_stores=["dst", "src"])(copy)
+
+
+def test_warning_for_name_never_loaded():
+    def k(dst, src, unused):
+        for i in range(dst.shape[0]):
+            dst[i] = src[i]
+
+    with pytest.warns(sj.StreamWarning, match="stream_loads names 'unused'.* never loads it"):
+        sj.stream_kernel(stream_loads=["unused"])(k)
+
+
+def test_no_warning_for_well_formed_options():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sj.stream_kernel(stream_stores=["dst"], stream_loads=["src"])(copy)
+
+
+def test_stream_loads_on_a_stored_array_is_an_error_at_compile():
+    k = sj.stream_kernel(stream_stores=True, stream_loads=["dst", "src"])(copy)
+    with pytest.raises(sj.StreamConfigError, match="cannot stream its own self-loads"):
+        k(np.zeros(3), np.zeros(3))
+
+
+def test_stream_loads_true_excludes_self_loads():
+    def k(out, a):
+        for i in range(a.shape[0]):
+            out[i] = out[i] + 5 * a[i]
+
+    kernel = sj.stream_kernel(stream_loads=True, stream_stores=True)(k)
+    out, a = np.ones(100), np.arange(100.0)
+    kernel(out, a)
+    np.testing.assert_array_equal(out, 1 + 5 * a)
+    assert kernel.stream_plan.streamed_loads == {"a"}
