@@ -31,6 +31,7 @@ they share their offset within a cache line (checked at run time).
 
 import ast
 import copy
+import functools
 from dataclasses import dataclass
 
 from .affine import AffineAnalyzer, to_ast
@@ -201,7 +202,8 @@ def apply_peel(scan, plan):
     replacement = [
         assign(lo, loop.start or ast.Constant(value=0)),
         assign(hi, loop.stop),
-        assign(ok, ast.BoolOp(op=ast.And(), values=checks) if len(checks) > 1 else checks[0]),
+        # `&`, not `and`: no short-circuit branches to lower and optimize
+        assign(ok, functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), checks)),
         assign(sv, helper_call("aligned_start", _name(anchor.array), _index_at(anchor_dims, loop, first),
                                _name(lo), _name(hi), _name(ok))),
         loop_over(lo, sv, node.body),
