@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from numba import types
 
+from .errors import StreamError
 from .lowering.targets import count_asm_streaming
 
 _ASSIGN = re.compile(r"^\s*(%[\w.\-]+) = (.*)$")
@@ -129,13 +130,18 @@ def _signature_notes(dispatcher, name, aryty, rep):
         if aryty.layout != "C":
             notes.append(f"layout '{aryty.layout}' is not C-contiguous: no aligned loop, plain stores")
         elif rep.nt_vector_stores == 0 and not notes:
-            notes.append("no aligned vector store was generated (the loop did not vectorize): plain stores")
+            kind = "scalar NT stores" if rep.nt_scalar_stores else "plain stores"
+            notes.append(f"the aligned loop did not vectorize: {kind}")
     return notes
 
 
 def build_report(dispatcher, sig):
     cres = dispatcher.overloads[sig]
     library = cres.library
+    if getattr(library, "_disable_inspection", False):
+        raise StreamError(
+            f"cannot report on {dispatcher.py_func.__qualname__}{sig}: it was loaded from Numba's on-disk cache, "
+            "which keeps only object code; report on a fresh compile (cache=False)")
     mangled = cres.fndesc.mangled_name
     llvm_text = getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str()
     llvm_function = function_body(llvm_text, mangled, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n")

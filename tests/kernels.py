@@ -112,3 +112,13 @@ def store_then_read(out, a):
     for i in range(out.shape[0]):
         total += out[i]
     return total
+
+
+@sj.stream_kernel(stream_stores=["out"])
+def checked_scale(out, a, limit):
+    # the early exit keeps LLVM from vectorizing: scalar streamed stores
+    for i in range(a.shape[0]):
+        x = a[i]
+        if x > limit:
+            raise ValueError("value above limit")
+        out[i] = 2 * x

@@ -232,3 +232,17 @@ def test_bare_kernel_matches_njit():
     K.copy_njit(d2, src)
     np.testing.assert_array_equal(d1, d2)
     np.testing.assert_array_equal(d1, src)
+
+
+def test_raise_inside_streamed_loop():
+    rng = np.random.default_rng(13)
+    a = np.abs(random_array(rng, 5000, np.float64)) % 1.0
+    out = np.zeros(5000)
+    K.checked_scale(out, a, 2.0)
+    np.testing.assert_array_equal(out, 2 * a)
+    a[3000] = 5.0
+    out = np.zeros(5000)
+    with pytest.raises(ValueError, match="above limit"):
+        K.checked_scale(out, a, 2.0)
+    np.testing.assert_array_equal(out[:3000], 2 * a[:3000])
+    assert (out[3000:] == 0).all()
