@@ -21,6 +21,8 @@ def run_bench(args):
     for dtype in args.dtypes:
         rows = bench.stream_table(mib=args.mib, dtype=dtype, rounds=args.rounds, progress=lambda row: None)
         print(bench.format_table(rows), "\n", flush=True)
+    print("5-point stencil, output rows misaligned by one element:")
+    print(bench.format_table(bench.stencil_table(mib=args.mib, rounds=args.rounds)), "\n")
     print("first-call compile time (median of interleaved fresh compiles):")
     print(bench.format_table(bench.compile_times()))
 

@@ -41,6 +41,12 @@ def stream_triad(a, b, c, q):
         a[i] = b[i] + q * c[i]
 
 
+def jacobi5(out, g):
+    for r in range(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = 0.2 * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
+
+
 def _numpy_triad(a, b, c, q):
     np.multiply(c, q, out=a)
     a += b
@@ -135,6 +141,30 @@ def stream_table(mib=256, dtype=np.float32, rounds=7, offset=1, kernels=tuple(ST
         rows.append(row)
         progress(format_row(row))
     return rows
+
+
+def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
+    """5-point Jacobi on a (mib MiB / width) x width grid: streamed vs plain.
+
+    The output is a C-contiguous array starting ``offset`` elements into its
+    buffer, so no row starts aligned."""
+    dtype = np.dtype(dtype)
+    rows_n = mib * MIB // (width * dtype.itemsize)
+    g = np.random.default_rng(0).random((rows_n, width)).astype(dtype)
+    out = np.zeros(rows_n * width + offset, dtype)[offset:].reshape(rows_n, width)
+    streamed, plain = stream_kernel(stream_stores=["out"])(jacobi5), numba.njit(jacobi5)
+    expected = np.zeros_like(out)
+    plain(expected, g)
+    streamed(out, g)
+    if not np.array_equal(out, expected):
+        raise AssertionError("streamed jacobi differs from numba.njit")
+    medians = interleaved_medians({"streamjit": lambda: streamed(out, g), "numba.njit": lambda: plain(out, g)},
+                                  rounds)
+    moved = 2 * g.nbytes
+    return [{"kernel": f"jacobi5 {rows_n}x{width}", "dtype": dtype.name,
+             "streamjit GB/s": moved / medians["streamjit"] / 1e9,
+             "numba.njit GB/s": moved / medians["numba.njit"] / 1e9,
+             "streamjit/njit": medians["numba.njit"] / medians["streamjit"]}]
 
 
 def compile_times(rounds=5, kernels=tuple(STREAM_KERNELS)):

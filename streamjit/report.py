@@ -128,8 +128,8 @@ def _signature_notes(dispatcher, name, aryty, rep):
     notes = list(plan.notes.get(name, []))
     if name in plan.streamed_stores:
         if aryty.layout != "C":
-            notes.append(f"layout '{aryty.layout}' is not C-contiguous: no aligned loop, plain stores")
-        elif rep.nt_vector_stores == 0 and not notes:
+            notes.append(f"layout '{aryty.layout}': streamed only where the last dimension is contiguous at run time")
+        if rep.nt_vector_stores == 0 and not notes:
             kind = "scalar NT stores" if rep.nt_scalar_stores else "plain stores"
             notes.append(f"the aligned loop did not vectorize: {kind}")
     return notes

@@ -18,8 +18,9 @@ near plain ``numba.njit``).
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 
 Anything they cannot handle with certainty (non-array targets, partial
-indices, non-contiguous layouts, unaligned data) falls back to Numba's own
-indexing or to "no aligned loop", never to a guessed alignment.
+indices, a last dimension that is not contiguous at run time, unaligned
+data) falls back to Numba's own indexing or to "no aligned loop", never to a
+guessed alignment.
 """
 
 import operator
@@ -55,8 +56,13 @@ def _is_element_access(arr, index):
     return parts is not None and len(parts) == arr.ndim
 
 
-def _is_contiguous_element(arr, index):
-    return _is_element_access(arr, index) and arr.layout == "C"
+def _unit_inner_stride(context, builder, aryty, ary_value):
+    """True when the array's last dimension is contiguous (always, for 'C')."""
+    if aryty.layout == "C":
+        return cgutils.true_bit
+    ary = make_array(aryty)(context, builder, ary_value)
+    inner = cgutils.unpack_tuple(builder, ary.strides)[-1]
+    return builder.icmp_signed("==", inner, inner.type(as_dtype(aryty.dtype).itemsize))
 
 
 def _index_values(context, builder, idxty, idx_value):
@@ -167,8 +173,8 @@ def in_bounds(typingctx, arr, first, last):
 def aligned_start(typingctx, arr, first, lo, hi, ok):
     """First loop index at which ``arr``'s streamed store is aligned, or
     ``hi`` when the aligned loop must not run (check failed, loop too short,
-    data not even element-aligned, array not C-contiguous)."""
-    supported = _is_contiguous_element(arr, first)
+    data not even element-aligned, last dimension not contiguous)."""
+    supported = _is_element_access(arr, first)
 
     def codegen(context, builder, sig, args):
         aryty, idxty, loty, hity = sig.args[:4]
@@ -182,7 +188,8 @@ def aligned_start(typingctx, arr, first, lo, hi, ok):
         long_enough = builder.icmp_signed(">=", builder.sub(hi_v, lo_v), lo_v.type(2 * lanes))
         element_aligned = builder.icmp_unsigned("==", builder.and_(address, address.type(itemsize - 1)),
                                                 address.type(0))
-        run = builder.and_(builder.and_(args[4], long_enough), element_aligned)
+        contiguous = _unit_inner_stride(context, builder, aryty, args[0])
+        run = builder.and_(builder.and_(args[4], long_enough), builder.and_(element_aligned, contiguous))
         misalignment = builder.and_(builder.neg(address), address.type(STREAM_ALIGN_BYTES - 1))
         peel = builder.udiv(misalignment, misalignment.type(itemsize))
         return builder.select(run, builder.add(lo_v, peel), hi_v)
@@ -193,8 +200,9 @@ def aligned_start(typingctx, arr, first, lo, hi, ok):
 @intrinsic
 def same_alignment(typingctx, arr, index, anchor, anchor_index):
     """True when ``arr[index]`` and ``anchor[anchor_index]`` share their offset
-    within a stream-aligned block, so one peel aligns both."""
-    supported = _is_contiguous_element(arr, index) and _is_contiguous_element(anchor, anchor_index)
+    within a stream-aligned block, so one peel aligns both (and ``arr``'s last
+    dimension is contiguous, as the anchor's is checked by ``aligned_start``)."""
+    supported = _is_element_access(arr, index) and _is_element_access(anchor, anchor_index)
 
     def codegen(context, builder, sig, args):
         if not supported:
@@ -202,7 +210,8 @@ def same_alignment(typingctx, arr, index, anchor, anchor_index):
         mask = context.get_constant(types.intp, STREAM_ALIGN_BYTES - 1)
         a = builder.and_(_element_address(context, builder, sig.args[0], args[0], sig.args[1], args[1]), mask)
         b = builder.and_(_element_address(context, builder, sig.args[2], args[2], sig.args[3], args[3]), mask)
-        return builder.icmp_unsigned("==", a, b)
+        contiguous = _unit_inner_stride(context, builder, sig.args[0], args[0])
+        return builder.and_(builder.icmp_unsigned("==", a, b), contiguous)
 
     return types.boolean(arr, index, anchor, anchor_index), codegen
 
@@ -216,8 +225,9 @@ def aligned_pointer(typingctx, arr, index):
     addresses instead of re-deriving them from the array's data pointer
     (through phis the alignment proof cannot see into). The promise lands in
     the kernel's own module, where ``lowering/alignment.py`` turns it into an
-    `llvm.assume`."""
-    if not _is_contiguous_element(arr, index):
+    `llvm.assume`. Elements along the last dimension are then ``pointer[k]``:
+    the caller checked that dimension is contiguous."""
+    if not _is_element_access(arr, index):
         return types.intp(arr, index), lambda context, builder, sig, args: context.get_constant(types.intp, 0)
 
     def codegen(context, builder, sig, args):
