@@ -246,3 +246,11 @@ def test_raise_inside_streamed_loop():
         K.checked_scale(out, a, 2.0)
     np.testing.assert_array_equal(out[:3000], 2 * a[:3000])
     assert (out[3000:] == 0).all()
+
+
+@pytest.mark.parametrize("n", [1, 2, 100, 4099])
+def test_wraparound_load_in_streamed_loop(n):
+    a = random_array(np.random.default_rng(n), n, np.float64)
+    out = np.zeros(n)
+    K.with_left_neighbour(out, a)
+    np.testing.assert_array_equal(out, np.roll(a, 1) + a + a)

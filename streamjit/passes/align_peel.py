@@ -32,7 +32,7 @@ they share their offset within a cache line (checked at run time).
 import ast
 import copy
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .affine import AffineAnalyzer, to_ast
 from .source import HELPERS_NAME
@@ -168,6 +168,31 @@ def _index_at(dims, loop, value):
     return elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
 
 
+def _bounds_checks(accesses, loop, first, last):
+    """One ``in_bounds`` call per array and index shape.
+
+    Accesses of one array whose indices differ only by constants (a
+    stencil's ``g[r, c-1]``, ``g[r, c]``, ``g[r+1, c]``) share one check: per
+    dimension, the index is monotone in the loop variable, so its extremes
+    over the loop and the group are the constant extremes taken at the first
+    and last iteration (swapped where the coefficient is negative).
+    """
+    groups = {}
+    for access, dims in accesses:
+        key = (access.array, tuple(d.key() for d in dims))
+        groups.setdefault(key, []).append(dims)
+    checks = []
+    for (array, _), members in groups.items():
+        low, high = [], []
+        for k, dim in enumerate(members[0]):
+            consts = [m[k].const for m in members]
+            ascending = dim.coeffs.get(loop, 0) >= 0
+            low.append(replace(dim, const=min(consts) if ascending else max(consts)))
+            high.append(replace(dim, const=max(consts) if ascending else min(consts)))
+        checks.append(helper_call("in_bounds", _name(array), _index_at(low, loop, first), _index_at(high, loop, last)))
+    return checks
+
+
 def apply_peel(scan, plan):
     """Replace the planned loop in the tree by its head and aligned loops."""
     loop, node = plan.loop, plan.loop.node
@@ -177,8 +202,7 @@ def apply_peel(scan, plan):
     first, last = _name(lo), ast.BinOp(left=_name(hi), op=ast.Sub(), right=ast.Constant(value=1))
     anchor, anchor_dims = plan.aligned_stores[0]
 
-    checks = [helper_call("in_bounds", _name(a.array), _index_at(d, loop, first), _index_at(d, loop, last))
-              for a, d in plan.aligned_stores + plan.loads]
+    checks = _bounds_checks(plan.aligned_stores + plan.loads, loop, first, last)
     checks += [helper_call("same_alignment", _name(a.array), _index_at(d, loop, first),
                            _name(anchor.array), _index_at(anchor_dims, loop, first))
                for a, d in plan.aligned_stores[1:]]
