@@ -60,7 +60,8 @@ class StreamDispatcher(CPUDispatcher):
         return build_report(self, sig)
 
 
-def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, **numba_options):
+def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
+                  **numba_options):
     """Compile a NumPy loop function with streamed (non-temporal) stores.
 
     Used bare (``@stream_kernel``), with options (``@stream_kernel(stream_stores=["dst"])``)
@@ -72,8 +73,9 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None
         sigs = sigs if isinstance(sigs, list) else [sigs]
 
     def decorate(func):
-        stores, loads, forwarded = validate_options(func, stream_stores, stream_loads, threshold, numba_options)
-        dispatcher = StreamDispatcher(func, plan_stream(func, stores, loads), forwarded)
+        stores, loads, distance, forwarded = validate_options(
+            func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options)
+        dispatcher = StreamDispatcher(func, plan_stream(func, stores, loads, distance), forwarded)
         for sig in sigs or ():
             dispatcher.compile(sig)
         return dispatcher

@@ -8,6 +8,7 @@ type, a Numba option streamjit does not forward.
 import inspect
 
 from .errors import StreamConfigError
+from .stream_pass import DEFAULT_PREFETCH_DISTANCE
 
 # Numba options passed through unchanged to the nopython compiler.
 FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals")
@@ -27,8 +28,17 @@ def _names(option_name, value, params, func):
     return tuple(dict.fromkeys(value))
 
 
-def validate_options(func, stream_stores, stream_loads, threshold, numba_options):
-    """Return ``(stream_stores, stream_loads, numba_options)`` checked against ``func``."""
+def _prefetch_distance(value):
+    if value is None:
+        return DEFAULT_PREFETCH_DISTANCE
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise StreamConfigError(f"prefetch_distance must be None or a number of bytes >= 0, got {value!r}")
+    return value
+
+
+def validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options):
+    """Return ``(stream_stores, stream_loads, prefetch_distance, numba_options)``
+    checked against ``func``."""
     if not callable(func) or not hasattr(func, "__code__"):
         raise StreamConfigError(f"stream_kernel expects a Python function, got {func!r}")
     params = list(inspect.signature(func).parameters)
@@ -44,4 +54,4 @@ def validate_options(func, stream_stores, stream_loads, threshold, numba_options
         raise StreamConfigError(
             f"unknown option {unknown[0]!r}; stream_kernel accepts stream_stores, stream_loads, threshold "
             f"and the Numba options {', '.join(FORWARDED_NUMBA_OPTIONS)}")
-    return stores, loads, numba_options
+    return stores, loads, _prefetch_distance(prefetch_distance), numba_options

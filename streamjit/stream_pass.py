@@ -5,9 +5,11 @@ Order of work (each step is one module under `passes/`):
 1. `accesses`: find loops, subscripts and assignments in the syntax tree;
 2. `legality`: prove that streamed stores never write an element twice;
 3. `align_peel` (planning): pick the loops whose stores can be aligned;
-4. `fence_placement`: one store fence after each such loop nest;
-5. `align_peel` (rewrite): split those loops into head and aligned loop;
-6. `source`: build the new function.
+4. `stream_loads` (planning): the streamed loads and their prefetch distance;
+5. `fence_placement`: one store fence after each aligned loop nest;
+6. `align_peel` (rewrite): split those loops into head and aligned loop;
+7. `stream_loads` (rewrite): tag the streamed loads left in the tree;
+8. `source`: build the new function.
 Errors found here are kept and raised when a signature is compiled, as the
 options promise; nothing is streamed when there is nothing to stream.
 """
@@ -21,7 +23,13 @@ from .passes.align_peel import apply_peel, plan_peels
 from .passes.fence_placement import place_fences
 from .passes.legality import check_stream_stores
 from .passes.source import build_function, function_tree, source_file
+from .passes.stream_loads import plan_stream_loads, rewrite_stream_loads
 from .typing import intrinsics
+
+
+# Bytes ahead that streamed loads are prefetched when the user does not say
+# (measured: bench/stream_loads.py, see bench/README.md).
+DEFAULT_PREFETCH_DISTANCE = 2048
 
 
 @dataclass
@@ -39,7 +47,7 @@ def _named(option, candidates):
     return set(candidates) if option is True else set(option or ())
 
 
-def plan_stream(func, stream_stores, stream_loads):
+def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PREFETCH_DISTANCE):
     """Analyse and rewrite ``func`` for the validated stream options."""
     if not stream_stores and not stream_loads:
         return StreamPlan(func=func)
@@ -56,9 +64,7 @@ def plan_stream(func, stream_stores, stream_loads):
     for name in sorted(set(stream_loads if isinstance(stream_loads, (list, tuple)) else ()) - loaded - stored):
         warnings.warn(f"stream_loads names '{name}', but {func.__qualname__} never loads it",
                       StreamWarning, stacklevel=3)
-    notes = {name: ["stream_loads is not implemented yet: loads stay ordinary"] for name in sorted(loads)}
-    plan = StreamPlan(func=func, streamed_stores=frozenset(streamed & stored), streamed_loads=frozenset(loads),
-                      notes=notes)
+    plan = StreamPlan(func=func, streamed_stores=frozenset(streamed & stored), streamed_loads=frozenset(loads))
     self_loads = sorted(loads & stored)
     if self_loads:
         plan.error = StreamConfigError(
@@ -71,11 +77,13 @@ def plan_stream(func, stream_stores, stream_loads):
         plan.error = exc
         return plan
     peels = plan_peels(scan, plan.streamed_stores, plan.notes)
-    if not peels:
+    load_plan = plan_stream_loads(scan, plan.streamed_loads, prefetch_distance, plan.notes)
+    if not peels and not plan.streamed_loads:
         return plan
     plan.fenced_nests = place_fences(scan, [p.nest_root for p in peels])
     for peel in sorted(peels, key=lambda p: -p.depth):
-        apply_peel(scan, peel)
+        apply_peel(scan, peel, load_plan)
+    rewrite_stream_loads(tree, load_plan)
     plan.peeled_loops = len(peels)
     plan.func = build_function(func, tree, intrinsics)
     return plan

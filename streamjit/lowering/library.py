@@ -2,7 +2,8 @@
 
 Numba optimizes each function's final LLVM module inside its code library.
 ``StreamCodeLibrary`` lets that happen unchanged, then rewrites the
-optimized module (`nontemporal.py`) before machine code is generated, and
+optimized module (`nontemporal.py`, `prefetch.py`) before machine code is
+generated, and
 keeps the rewritten text for `stream_report` (Numba's `inspect_llvm` shows
 the module only after the backend has changed it in place).
 
@@ -19,7 +20,8 @@ from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import AnnotateTypes
 
 from .alignment import bundle_alignment_promises
-from .nontemporal import make_streamed_stores_nontemporal
+from .nontemporal import make_streamed_accesses_nontemporal
+from .prefetch import insert_stream_prefetches
 
 
 class StreamCodeLibrary(JITCodeLibrary):
@@ -30,7 +32,8 @@ class StreamCodeLibrary(JITCodeLibrary):
     def _optimize_final_module(self):
         self._rewrite_final_module(bundle_alignment_promises)
         super()._optimize_final_module()
-        self.streamed_llvm_ir = self._rewrite_final_module(make_streamed_stores_nontemporal)
+        self.streamed_llvm_ir = self._rewrite_final_module(
+            lambda text: insert_stream_prefetches(make_streamed_accesses_nontemporal(text)))
 
     def _rewrite_final_module(self, rewrite):
         """Apply a text-to-text rewrite to the final module; return the text."""

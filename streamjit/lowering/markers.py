@@ -1,22 +1,64 @@
 """Marks on LLVM memory instructions that must survive LLVM's optimizer.
 
-A streamed store is emitted as an ordinary store carrying an `!alias.scope`
-in a domain of our own. The loop vectorizer drops unknown metadata kinds but
-keeps alias scopes on the vector instructions it creates, and since no
-instruction lists our scope in `!noalias`, the mark changes no aliasing
-decision. After optimization, `nontemporal.py` finds the marked vector
-stores and makes them non-temporal.
+A streamed store or load is emitted as an ordinary one carrying an
+`!alias.scope` in a domain of our own. The loop vectorizer drops unknown
+metadata kinds but keeps alias scopes on the vector instructions it creates,
+and since no instruction lists our scopes in `!noalias`, the marks change no
+aliasing decision. After optimization, `nontemporal.py` and `prefetch.py`
+find the marked instructions by their scope names.
+
+A load's scope name carries its prefetch distance in bytes
+(`streamjit.stream_load:1024`; 0 means no prefetch), so the rewrite after
+optimization needs no state from the compiler.
 """
+
+import re
 
 import llvmlite.ir as llir
 
 DOMAIN_NAME = "streamjit"
 STREAM_STORE_SCOPE = "streamjit.stream_store"
+STREAM_LOAD_SCOPE = "streamjit.stream_load"
+
+_METADATA_DEF = re.compile(r"^!(\d+) = (?:distinct )?!\{(.*)\}\s*$", re.M)
+_REF_LIST = re.compile(r"^!\d+(?:, !\d+)*$")
+
+
+def _mark(builder, instruction, scope_name):
+    module = builder.module
+    domain = module.add_metadata([llir.MetaDataString(module, DOMAIN_NAME)])
+    scope = module.add_metadata([llir.MetaDataString(module, scope_name), domain])
+    instruction.set_metadata("alias.scope", module.add_metadata([scope]))
 
 
 def mark_streamed_store(builder, instruction):
     """Tag a store instruction as a candidate for a non-temporal store."""
-    module = builder.module
-    domain = module.add_metadata([llir.MetaDataString(module, DOMAIN_NAME)])
-    scope = module.add_metadata([llir.MetaDataString(module, STREAM_STORE_SCOPE), domain])
-    instruction.set_metadata("alias.scope", module.add_metadata([scope]))
+    _mark(builder, instruction, STREAM_STORE_SCOPE)
+
+
+def mark_streamed_load(builder, instruction, prefetch_distance):
+    """Tag a load as streamed, to be prefetched ``prefetch_distance`` bytes ahead."""
+    _mark(builder, instruction, f"{STREAM_LOAD_SCOPE}:{int(prefetch_distance)}")
+
+
+def metadata_ids(llvm_text):
+    return [int(m.group(1)) for m in _METADATA_DEF.finditer(llvm_text)]
+
+
+def marked_scope_lists(llvm_text, scope_name):
+    """``{scope list id: suffix}`` for `!alias.scope` lists holding a scope
+    named ``scope_name`` or ``scope_name:suffix`` (suffix '' when none)."""
+    defs = {int(m.group(1)): m.group(2) for m in _METADATA_DEF.finditer(llvm_text)}
+    scope_name_of = re.compile(r'^!"%s(?::([^"]*))?", ' % re.escape(scope_name))
+    scopes = {}
+    for i, body in defs.items():
+        m = scope_name_of.match(body)
+        if m:
+            scopes[i] = m.group(1) or ""
+    lists = {}
+    for i, body in defs.items():
+        if _REF_LIST.match(body):
+            found = [scopes[int(r)] for r in re.findall(r"!(\d+)", body) if int(r) in scopes]
+            if found:
+                lists[i] = found[0]
+    return lists

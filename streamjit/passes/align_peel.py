@@ -137,16 +137,20 @@ def plan_peels(scan, streamed, notes):
 class _RewriteAccesses(ast.NodeTransformer):
     """In a copied loop body, turn planned loads/stores into helper calls."""
 
-    def __init__(self, loads, stores, offset):
+    def __init__(self, loads, stores, offset, stream_loads):
         self.loads = loads  # id(copied Subscript) -> array name
         self.stores = stores  # id(copied statement) -> (array name, copied Subscript, aligned pointer name)
         self.offset = offset  # elements from the aligned pointer, as an expression
+        self.stream_loads = stream_loads
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
-        if id(node) in self.loads:
+        if id(node) not in self.loads:
+            return node
+        distance = self.stream_loads.distance(node)
+        if distance is None:
             return helper_call("direct_load", _name(self.loads[id(node)]), node.slice)
-        return node
+        return helper_call("direct_stream_load", _name(self.loads[id(node)]), node.slice, ast.Constant(value=distance))
 
     def _store(self, node):
         self.generic_visit(node)
@@ -193,8 +197,9 @@ def _bounds_checks(accesses, loop, first, last):
     return checks
 
 
-def apply_peel(scan, plan):
-    """Replace the planned loop in the tree by its head and aligned loops."""
+def apply_peel(scan, plan, stream_loads):
+    """Replace the planned loop in the tree by its head and aligned loops;
+    ``stream_loads`` (`stream_loads.StreamLoads`) learns the copies made."""
     loop, node = plan.loop, plan.loop.node
     n = loop.serial
     lo, hi, ok, sv = (f"__streamjit_{part}{n}" for part in ("lo", "hi", "ok", "start"))
@@ -212,10 +217,11 @@ def apply_peel(scan, plan):
 
     memo = {}
     streamed_body = copy.deepcopy(node.body, memo)
+    stream_loads.follow_copies(memo)
     loads = {id(memo[id(a.node)]): a.array for a, _ in plan.loads}
     stores = {id(memo[id(a.stmt)]): (a.array, memo[id(a.node)], p) for (a, _), p in zip(plan.aligned_stores, pointers)}
     offset = ast.BinOp(left=_name(loop.var), op=ast.Sub(), right=_name(sv))
-    streamed_body = [_RewriteAccesses(loads, stores, offset).visit(s) for s in streamed_body]
+    streamed_body = [_RewriteAccesses(loads, stores, offset, stream_loads).visit(s) for s in streamed_body]
 
     def loop_over(start, stop, body):
         call = ast.Call(func=copy.deepcopy(node.iter.func), args=[_name(start), _name(stop)], keywords=[])

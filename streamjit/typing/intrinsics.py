@@ -5,7 +5,11 @@ The rewritten kernel calls these through a closure variable. Each is a Numba
 function to compile, link and inline (that kept first-call compile time
 near plain ``numba.njit``).
 
-- ``stream_store`` / ``direct_load``: array element access *without* Python's
+- ``stream_load``: an element load with Numba's semantics, tagged as
+  streamed (``stream_loads``) with its prefetch distance, for
+  ``lowering/nontemporal.py`` and ``lowering/prefetch.py``.
+- ``stream_store`` / ``direct_load`` / ``direct_stream_load``: array element
+  access *without* Python's
   negative-index wraparound. The stream pass only calls them inside the
   aligned loop, whose index range it has checked to lie inside the array, so
   dropping wraparound is exact; it is also what lets LLVM see consecutive
@@ -30,11 +34,11 @@ from numba import types
 from numba.core import cgutils
 from numba.core.typing import signature
 from numba.extending import intrinsic
-from numba.np.arrayobj import make_array
+from numba.np.arrayobj import fix_integer_index, make_array
 from numba.np.numpy_support import as_dtype
 
 from ..lowering.alignment import emit_alignment_promise
-from ..lowering.markers import mark_streamed_store
+from ..lowering.markers import mark_streamed_load, mark_streamed_store
 from ..lowering.targets import STREAM_ALIGN_BYTES, emit_store_fence
 
 _ELEMENT_TYPES = (types.Integer, types.Float, types.Complex, types.Boolean)
@@ -98,24 +102,80 @@ def _call_numba_operation(context, builder, op, sig, actual_types, args):
     return impl(builder, cast)
 
 
-@intrinsic
-def direct_load(typingctx, arr, index):
-    """``arr[index]``, without wraparound for a single element."""
-    if _is_element_access(arr, index):
-        def codegen(context, builder, sig, args):
-            aryty, idxty = sig.args
-            ptr = _element_pointer(context, builder, aryty, args[0], idxty, args[1])
-            return context.unpack_value(builder, aryty.dtype, ptr, align=None if aryty.aligned else 1)
+def _load_element(context, builder, aryty, ptr, prefetch_distance):
+    """Load one element; tag it as a streamed load unless the distance is None."""
+    dtype = aryty.dtype
+    raw = builder.load(ptr, align=None if aryty.aligned else 1)
+    if prefetch_distance is not None:
+        mark_streamed_load(builder, raw, prefetch_distance)
+    return context.data_model_manager[dtype].from_data(builder, raw)
 
-        return arr.dtype(arr, index), codegen
+
+def _typed_load(typingctx, arr, index, element_codegen):
+    """Signature and codegen of a load: ``element_codegen`` for a single
+    element of a numeric array, Numba's own getitem for anything else."""
+    if _is_element_access(arr, index):
+        return arr.dtype(arr, index), element_codegen
     plain = _numba_operation(typingctx, operator.getitem, (arr, index))
     if plain is None:
         return None
 
     def codegen_plain(context, builder, sig, args):
-        return _call_numba_operation(context, builder, operator.getitem, plain, sig.args, args)
+        return _call_numba_operation(context, builder, operator.getitem, plain, sig.args[:2], args[:2])
 
-    return plain.return_type(arr, index), codegen_plain
+    return plain.return_type(*(arr, index)), codegen_plain
+
+
+def _literal_distance(distance):
+    return distance.literal_value if isinstance(distance, types.IntegerLiteral) else None
+
+
+@intrinsic
+def direct_load(typingctx, arr, index):
+    """``arr[index]``, without wraparound for a single element."""
+    def codegen(context, builder, sig, args):
+        ptr = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        return _load_element(context, builder, sig.args[0], ptr, None)
+
+    return _typed_load(typingctx, arr, index, codegen)
+
+
+@intrinsic(prefer_literal=True)
+def direct_stream_load(typingctx, arr, index, distance):
+    """``direct_load`` of a streamed array, prefetched ``distance`` bytes ahead."""
+    d = _literal_distance(distance)
+    if d is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        return _load_element(context, builder, sig.args[0], ptr, d)
+
+    typed = _typed_load(typingctx, arr, index, codegen)
+    return typed and (typed[0].return_type(arr, index, distance), typed[1])
+
+
+@intrinsic(prefer_literal=True)
+def stream_load(typingctx, arr, index, distance):
+    """``arr[index]`` with Numba's semantics (negative indices wrap, bounds
+    checked when ``boundscheck`` is on), tagged as a streamed load."""
+    d = _literal_distance(distance)
+    if d is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty, idxty = sig.args[:2]
+        ary = make_array(aryty)(context, builder, args[0])
+        parts = _integer_indices(idxty)
+        values = cgutils.unpack_tuple(builder, args[1], len(parts)) if isinstance(idxty, types.BaseTuple) else [args[1]]
+        shape = cgutils.unpack_tuple(builder, ary.shape)
+        inds = [fix_integer_index(context, builder, t, v, n) for t, v, n in zip(parts, values, shape)]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, inds, wraparound=False,
+                                       boundscheck=context.enable_boundscheck)
+        return _load_element(context, builder, aryty, ptr, d)
+
+    typed = _typed_load(typingctx, arr, index, codegen)
+    return typed and (typed[0].return_type(arr, index, distance), typed[1])
 
 
 @intrinsic

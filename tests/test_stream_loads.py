@@ -1,0 +1,159 @@
+"""stream_loads: streamed loads are tagged and prefetched where their index
+advances with the innermost loop; results never change."""
+
+import re
+
+import numpy as np
+import pytest
+
+import streamjit as sj
+from test_codegen import needs_x86_avx
+
+PREFETCH_NTA = re.compile(r"^\s*prefetchnta\s", re.M)
+
+
+@sj.stream_kernel(stream_loads=True, stream_stores=True)
+def self_referencing(out, a):
+    # Halide's case: a is streamed, the load of out is an ordinary self-load
+    for i in range(a.shape[0]):
+        out[i] = out[i] + 5 * a[i]
+
+
+@sj.stream_kernel(stream_loads=["f"], stream_stores=["h"])
+def residual(h, f, g):
+    for i in range(h.shape[0]):
+        h[i] = f[i] + g[i]
+
+
+@sj.stream_kernel(stream_loads=["key", "x"], stream_stores=["out"])
+def gather(out, lut, key, x):
+    for i in range(out.shape[0]):
+        out[i] = lut[key[i]] * x[i]
+
+
+@sj.stream_kernel(stream_loads=["indices", "values"], stream_stores=["y"])
+def spmv(y, indptr, indices, values, x):
+    for i in range(y.shape[0]):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += values[k] * x[indices[k]]
+        y[i] = acc
+
+
+@sj.stream_kernel(stream_loads=True, stream_stores=["out"])
+def broadcast_rows(out, row_scale, m):
+    first = m[0, 0]                       # outside every loop
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            out[i, j] = m[i, j] * row_scale[i] + first   # row_scale[i] does not advance with j
+
+
+@sj.stream_kernel(stream_loads=["a"], prefetch_distance=0, stream_stores=["out"])
+def hint_only(out, a):
+    for i in range(a.shape[0]):
+        out[i] = a[i - 1]                 # a[-1] at i = 0: Python's wraparound
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(7)
+
+
+def test_self_referencing_case(rng):
+    out, a = rng.standard_normal(3001), rng.standard_normal(3001)
+    expected = out + 5 * a
+    self_referencing(out[1:], a[1:])
+    np.testing.assert_allclose(out[1:], expected[1:])
+    assert self_referencing.stream_plan.streamed_loads == {"a"}
+    report = self_referencing.stream_report()
+    assert report.arrays["a"].prefetches > 0
+    assert report.arrays["out"].prefetches == 0 and report.arrays["out"].plain_loads > 0
+    assert report.arrays["out"].nt_vector_stores > 0 and report.fences == 1
+
+
+def test_residual_streams_only_the_named_array(rng):
+    f, g = rng.standard_normal(2000), rng.standard_normal(2000)
+    h = np.zeros(2000)
+    residual(h, f, g)
+    np.testing.assert_array_equal(h, f + g)
+    report = residual.stream_report()
+    assert report.arrays["f"].prefetches > 0 and report.arrays["g"].prefetches == 0
+
+
+def test_gather_prefetches_streams_not_table(rng):
+    lut = rng.standard_normal(4096).astype(np.float32)
+    key = rng.integers(0, 4096, 5001)
+    x = rng.standard_normal(5001).astype(np.float32)
+    out = np.zeros(5001, np.float32)
+    gather(out, lut, key, x)
+    np.testing.assert_array_equal(out, lut[key] * x)
+    report = gather.stream_report()
+    assert report.arrays["key"].prefetches > 0 and report.arrays["x"].prefetches > 0
+    assert report.arrays["lut"].prefetches == 0
+
+
+def test_csr_spmv(rng):
+    rows, per_row = 300, 7
+    indptr = np.arange(0, rows * per_row + 1, per_row)
+    indices = rng.integers(0, 50, rows * per_row).astype(np.int32)
+    values = rng.standard_normal(rows * per_row)
+    x = rng.standard_normal(50)
+    y = np.zeros(rows)
+    spmv(y, indptr, indices, values, x)
+    expected = (values * x[indices]).reshape(rows, per_row).sum(axis=1)
+    np.testing.assert_allclose(y, expected)
+    report = spmv.stream_report()
+    assert report.arrays["values"].prefetches > 0 and report.arrays["indices"].prefetches > 0
+    assert report.arrays["x"].prefetches == 0 and report.arrays["indptr"].prefetches == 0
+
+
+def test_broadcast_and_outside_loop_loads_are_not_prefetched(rng):
+    m = rng.standard_normal((20, 301))
+    row_scale = rng.standard_normal(20)
+    out = np.zeros_like(m)
+    broadcast_rows(out, row_scale, m)
+    np.testing.assert_allclose(out, m * row_scale[:, None] + m[0, 0])
+    report = broadcast_rows.stream_report()
+    notes = report.arrays["row_scale"].notes + report.arrays["m"].notes
+    assert any("does not advance with the innermost loop 'j'" in n for n in notes)
+    assert any("outside every loop" in n for n in notes)
+    assert report.arrays["row_scale"].prefetches == 0 and report.arrays["m"].prefetches > 0
+
+
+def test_prefetch_distance_zero_keeps_semantics_and_emits_no_prefetch(rng):
+    a = rng.standard_normal(1000)
+    out = np.zeros(1000)
+    hint_only(out, a)
+    np.testing.assert_array_equal(out, np.roll(a, 1))
+    assert hint_only.stream_report().arrays["a"].prefetches == 0
+
+
+def test_stream_load_keeps_boundscheck():
+    @sj.stream_kernel(stream_loads=["a"], boundscheck=True)
+    def read_past(out, a):
+        for i in range(out.shape[0]):
+            out[i] = a[i]
+
+    with pytest.raises(IndexError):
+        read_past(np.zeros(10), np.zeros(5))
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, "far", True])
+def test_prefetch_distance_is_validated(value):
+    with pytest.raises(sj.StreamConfigError, match="prefetch_distance"):
+        sj.stream_kernel(stream_loads=True, prefetch_distance=value)(lambda a: None)
+
+
+@needs_x86_avx
+def test_prefetchnta_in_machine_code_only_when_loads_are_streamed(rng):
+    a = rng.standard_normal(100)
+    residual(np.zeros(100), a, a)
+    assert PREFETCH_NTA.search(residual.inspect_asm(residual.signatures[0]))
+
+    @sj.stream_kernel(stream_stores=["h"])
+    def stores_only(h, f, g):
+        for i in range(h.shape[0]):
+            h[i] = f[i] + g[i]
+
+    stores_only(np.zeros(100), a, a)
+    assert not PREFETCH_NTA.search(stores_only.inspect_asm(stores_only.signatures[0]))
