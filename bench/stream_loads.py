@@ -20,21 +20,9 @@ import numpy as np
 
 import streamjit as sj
 from streamjit import bench
+from streamjit.bench import gather, spmv
 
 DISTANCES = (0, 256, 512, 1024, 2048, 4096)
-
-
-def gather(out, lut, key, x):
-    for i in range(out.shape[0]):
-        out[i] = lut[key[i]] * x[i]
-
-
-def spmv(y, indptr, indices, values, x):
-    for i in range(y.shape[0]):
-        acc = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            acc += values[k] * x[indices[k]]
-        y[i] = acc
 
 
 def variants(func, stores, loads):

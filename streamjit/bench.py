@@ -47,6 +47,20 @@ def jacobi5(out, g):
             out[r, c] = 0.2 * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
 
 
+def gather(out, lut, key, x):
+    for i in range(out.shape[0]):
+        out[i] = lut[key[i]] * x[i]
+
+
+def spmv(y, indptr, indices, values, x):
+    """CSR sparse matrix times vector."""
+    for i in range(y.shape[0]):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += values[k] * x[indices[k]]
+        y[i] = acc
+
+
 def _numpy_triad(a, b, c, q):
     np.multiply(c, q, out=a)
     a += b

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
+from streamjit import bench
 from test_codegen import needs_x86_avx
 
 PREFETCH_NTA = re.compile(r"^\s*prefetchnta\s", re.M)
@@ -25,19 +26,8 @@ def residual(h, f, g):
         h[i] = f[i] + g[i]
 
 
-@sj.stream_kernel(stream_loads=["key", "x"], stream_stores=["out"])
-def gather(out, lut, key, x):
-    for i in range(out.shape[0]):
-        out[i] = lut[key[i]] * x[i]
-
-
-@sj.stream_kernel(stream_loads=["indices", "values"], stream_stores=["y"])
-def spmv(y, indptr, indices, values, x):
-    for i in range(y.shape[0]):
-        acc = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            acc += values[k] * x[indices[k]]
-        y[i] = acc
+gather = sj.stream_kernel(stream_loads=["key", "x"], stream_stores=["out"])(bench.gather)
+spmv = sj.stream_kernel(stream_loads=["indices", "values"], stream_stores=["y"])(bench.spmv)
 
 
 @sj.stream_kernel(stream_loads=True, stream_stores=["out"])
