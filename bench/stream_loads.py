@@ -32,7 +32,7 @@ def variants(func, stores, loads):
     return built
 
 
-def compare(name, kernels, args, check, rounds=7):
+def compare(name, kernels, args, check, rounds=11):
     for kernel in kernels.values():
         kernel(*args)
         check()
