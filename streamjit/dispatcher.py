@@ -7,9 +7,12 @@ call it), compiling the function produced by the stream pass with the
 module in `inspect_llvm`.
 """
 
+import llvmlite.binding as llvm
 from numba.core import sigutils
 from numba.core.registry import CPUDispatcher
 
+from .errors import StreamError
+from .lowering.cross_target import compile_for_target
 from .lowering.library import StreamCompiler
 from .options import validate_options
 from .report import build_report
@@ -47,17 +50,41 @@ class StreamDispatcher(CPUDispatcher):
             self.compile(args)
         return args
 
-    def inspect_llvm(self, signature=None):
-        """LLVM IR as handed to the backend, after the non-temporal rewrite."""
+    def inspect_llvm(self, signature=None, *, target=None, cpu=None, features=None):
+        """LLVM IR as handed to the backend, after the non-temporal rewrite;
+        for another ``target`` triple / ``cpu`` / ``features``, see `inspect_asm`."""
         if signature is None:
-            return {sig: self.inspect_llvm(sig) for sig in self.signatures}
-        library = self.overloads[self._signature_of(signature)].library
-        return getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str()
+            return {sig: self.inspect_llvm(sig, target=target, cpu=cpu, features=features) for sig in self.signatures}
+        return self._code(signature, target, cpu, features)[0]
 
-    def stream_report(self, signature=None):
-        """A `StreamReport` for one compiled signature (the latest by default)."""
+    def inspect_asm(self, signature=None, *, target=None, cpu=None, features=None):
+        """Assembly, as Numba's; with ``target`` (an LLVM triple such as
+        ``"aarch64-unknown-linux-gnu"``), ``cpu`` (``"neoverse-v1"``,
+        ``"haswell"``) or ``features`` (``"+avx2"``), the same kernel module
+        compiled for that machine instead, without running it."""
+        if signature is None:
+            return {sig: self.inspect_asm(sig, target=target, cpu=cpu, features=features) for sig in self.signatures}
+        return self._code(signature, target, cpu, features)[1]
+
+    def _code(self, signature, target, cpu, features):
+        """(final LLVM IR, assembly) of a signature, for the host or a target."""
+        library = self.overloads[self._signature_of(signature)].library
+        if target is None and cpu is None and features is None:
+            return getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str(), library.get_asm_str()
+        if getattr(library, "unoptimized_llvm_ir", None) is None:
+            raise StreamError(f"{self.py_func.__qualname__}{signature}: no module to compile for another target "
+                              "(loaded from Numba's on-disk cache?)")
+        return compile_for_target(library.unoptimized_llvm_ir, target or llvm.get_process_triple(), cpu, features)
+
+    def stream_report(self, signature=None, *, target=None, cpu=None, features=None):
+        """A `StreamReport` for one compiled signature (the latest by default),
+        for the host or, like `inspect_asm`, for another target."""
         sig = self._signature_of(signature)
-        return build_report(self, sig)
+        if getattr(self.overloads[sig].library, "_disable_inspection", False):
+            raise StreamError(
+                f"cannot report on {self.py_func.__qualname__}{sig}: it was loaded from Numba's on-disk cache, "
+                "which keeps only object code; report on a fresh compile (cache=False)")
+        return build_report(self, sig, *self._code(sig, target, cpu, features))
 
 
 def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from numba import types
 
-from .errors import StreamError
 from .lowering.targets import count_asm_streaming
 
 _ASSIGN = re.compile(r"^\s*(%[\w.\-]+) = (.*)$")
@@ -135,23 +134,20 @@ def _signature_notes(dispatcher, name, aryty, rep):
     return notes
 
 
-def build_report(dispatcher, sig):
-    cres = dispatcher.overloads[sig]
-    library = cres.library
-    if getattr(library, "_disable_inspection", False):
-        raise StreamError(
-            f"cannot report on {dispatcher.py_func.__qualname__}{sig}: it was loaded from Numba's on-disk cache, "
-            "which keeps only object code; report on a fresh compile (cache=False)")
-    mangled = cres.fndesc.mangled_name
-    llvm_text = getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str()
+def build_report(dispatcher, sig, llvm_text, asm_text):
+    """The report of one signature from its final LLVM IR and assembly."""
+    mangled = dispatcher.overloads[sig].fndesc.mangled_name
     llvm_function = function_body(llvm_text, mangled, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n")
-    asm_function = function_body(library.get_asm_str(), mangled, lambda n: rf'^"?{n}"?:', ".Lfunc_end")
+    # Mach-O prefixes symbols with an underscore.
+    asm_function = function_body(asm_text, mangled, lambda n: rf'^"?_?{n}"?:', ".cfi_endproc")
     params = list(inspect.signature(dispatcher.py_func).parameters)
     arrays = {p: t for p, t in zip(params, sig) if isinstance(t, types.Array)}
     reports = count_array_accesses(llvm_function, arrays)
+    vector, scalar, fences = count_asm_streaming(asm_function)
     for name, rep in reports.items():
         rep.notes = _signature_notes(dispatcher, name, arrays[name], rep)
-    vector, scalar, fences = count_asm_streaming(asm_function)
+        if rep.nt_vector_stores + rep.nt_scalar_stores and not vector + scalar:
+            rep.notes.append("this target has no non-temporal store instruction: the backend emitted plain stores")
     return StreamReport(signature=sig, arrays=reports, fences=fences,
                         peeled_loops=llvm_function.count('"align"('),
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar)

@@ -2,6 +2,7 @@
 signature for the whole session."""
 
 import numba
+import numpy as np
 
 import streamjit as sj
 
@@ -129,3 +130,11 @@ def with_left_neighbour(out, a):
     # a[i - 1] at i = 0 is a[-1]: Python's wraparound, kept exactly
     for i in range(a.shape[0]):
         out[i] = a[i - 1] + a[i] + a[i]
+
+
+@sj.stream_kernel(stream_stores=["out"])
+def jacobi_f32(out, g):
+    # float32 arithmetic throughout (the constant is float32 too)
+    for r in range(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = np.float32(0.2) * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])

@@ -4,6 +4,7 @@ fence when streamed, none in a bare kernel; the report reads the code."""
 import re
 
 import llvmlite.binding as llvm
+import numba
 import numpy as np
 import pytest
 
@@ -20,8 +21,9 @@ SFENCE = re.compile(r"^\s*sfence\s*$", re.M)
 
 
 def compiled(kernel, *args):
+    """Call ``kernel`` and return the signature those arguments compiled."""
     kernel(*args)
-    return kernel.signatures[-1]
+    return tuple(numba.typeof(a) for a in args)
 
 
 @pytest.fixture(scope="module")

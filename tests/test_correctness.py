@@ -91,7 +91,7 @@ def test_non_contiguous_destination_is_correct():
     K.copy(buf[::2], src)
     np.testing.assert_array_equal(buf[::2], src)
     assert (buf[1::2] == 0).all()
-    report = K.copy.stream_report()
+    report = K.copy.stream_report((numba.typeof(buf[::2]), numba.typeof(src)))
     assert any("contiguous at run time" in note for note in report.arrays["dst"].notes)
 
 

@@ -3,9 +3,10 @@
 Numba optimizes each function's final LLVM module inside its code library.
 ``StreamCodeLibrary`` lets that happen unchanged, then rewrites the
 optimized module (`nontemporal.py`, `prefetch.py`) before machine code is
-generated, and
-keeps the rewritten text for `stream_report` (Numba's `inspect_llvm` shows
-the module only after the backend has changed it in place).
+generated. It keeps the rewritten text for `stream_report` (Numba's
+`inspect_llvm` shows the module only after the backend has changed it in
+place) and the text before optimization, to compile for other targets
+(`cross_target.py`).
 
 ``StreamCompiler`` is Numba's nopython pipeline plus one lowering pass that
 gives the function such a library, so the rewrite reaches exactly the
@@ -21,6 +22,7 @@ from numba.core.typed_passes import AnnotateTypes
 
 from .alignment import bundle_alignment_promises
 from .nontemporal import make_streamed_accesses_nontemporal
+from .pair_stores import pair_streamed_stores
 from .prefetch import insert_stream_prefetches
 
 
@@ -28,15 +30,17 @@ class StreamCodeLibrary(JITCodeLibrary):
     """A JIT code library whose final module gets non-temporal stores."""
 
     streamed_llvm_ir = None
+    unoptimized_llvm_ir = None
 
     def _optimize_final_module(self):
-        self._rewrite_final_module(bundle_alignment_promises)
+        self.unoptimized_llvm_ir = self._rewrite_final_module(bundle_alignment_promises, keep_input=True)
         super()._optimize_final_module()
         self.streamed_llvm_ir = self._rewrite_final_module(
-            lambda text: insert_stream_prefetches(make_streamed_accesses_nontemporal(text)))
+            lambda text: insert_stream_prefetches(pair_streamed_stores(make_streamed_accesses_nontemporal(text))))
 
-    def _rewrite_final_module(self, rewrite):
-        """Apply a text-to-text rewrite to the final module; return the text."""
+    def _rewrite_final_module(self, rewrite, keep_input=False):
+        """Apply a text-to-text rewrite to the final module; return the new
+        text (or the text it started from, with ``keep_input``)."""
         text = str(self._final_module)
         rewritten = rewrite(text)
         if rewritten is not text:
@@ -44,7 +48,7 @@ class StreamCodeLibrary(JITCodeLibrary):
             module.verify()
             module.name = self._final_module.name
             self._final_module = module
-        return rewritten
+        return text if keep_input else rewritten
 
 
 @register_pass(mutates_CFG=False, analysis_only=False)

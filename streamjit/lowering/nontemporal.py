@@ -15,7 +15,8 @@ the vectorizer's remainder iterations) become scalar NT stores
 (`movnti`/`movntss`/`movntsd`), which have no alignment requirement:
 `bench/scalar_nt_stores.py` measured them against plain stores in loops that
 cannot vectorize, and they were never slower at 256 MiB (1.00x to 1.26x).
-Scalar loads have no non-temporal form and stay as they are.
+Scalar loads have no non-temporal form and stay as they are. Scalable
+(SVE) vectors need only element alignment for `stnt1`/`ldnt1`.
 """
 
 import re
@@ -24,7 +25,7 @@ from .markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, marked_scope_lists, 
 
 _ACCESS = re.compile(
     r"^(?P<head>\s*(?:store (?:volatile )?|%[\w.\-]+ = load (?:volatile )?)"
-    r"(?P<type><(?P<lanes>\d+) x (?P<elem>[^>]+)>|(?P<scalar>float|double|i32|i64))"
+    r"(?P<type><(?P<scalable>vscale x )?(?P<lanes>\d+) x (?P<elem>[^>]+)>|(?P<scalar>float|double|i32|i64))"
     r"[^\n]*?, align (?P<align>\d+))(?P<tail>[^\n]*)$",
     re.M,
 )
@@ -43,7 +44,10 @@ def is_streamable(match):
     if match.group("scalar"):
         size = _ELEMENT_BYTES[match.group("scalar")]
         return is_store and SCALAR_NONTEMPORAL and int(match.group("align")) >= size
-    size = int(match.group("lanes")) * _ELEMENT_BYTES.get(match.group("elem").strip(), 0)
+    element = _ELEMENT_BYTES.get(match.group("elem").strip(), 0)
+    if match.group("scalable"):  # SVE's stnt1/ldnt1 need element alignment only
+        return element > 0 and int(match.group("align")) >= element
+    size = int(match.group("lanes")) * element
     return size >= _MIN_VECTOR_BYTES and int(match.group("align")) >= min(size, 64)
 
 

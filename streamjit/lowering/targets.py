@@ -17,8 +17,10 @@ import llvmlite.ir as llir
 STREAM_ALIGN_BYTES = 64
 
 _NT_STORE_ASM = re.compile(r"^\s*(v?movnt(?:ps|pd|dq|i|ss|sd)\w*|stnp|stnt1\w*)\s+(.*)$", re.M)
-_FENCE_ASM = re.compile(r"^\s*(sfence|mfence|dmb\s+ish\w*|fence\b.*)$", re.M)
-_VECTOR_REG = re.compile(r"%?\b([xyz]mm\d+|q\d+)\b")
+# The store fences we emit: x86 `sfence`, AArch64 `dmb ishst`, and what LLVM
+# makes of a release fence elsewhere (RISC-V `fence rw,w`, POWER `lwsync`).
+_FENCE_ASM = re.compile(r"^\s*(sfence|dmb\s+ishst|fence\s+rw,\s*w|lwsync)\s*$", re.M)
+_VECTOR_REG = re.compile(r"%?\b([xyz]mm\d+|q\d+|z\d+)\b")
 _SCALAR_NT = ("movnti", "movntss", "movntsd")
 
 
@@ -46,6 +48,48 @@ def emit_store_fence(builder, triple):
         builder.call(fn, (llir.Constant(llir.IntType(32), 10),))
     else:
         builder.fence("release")
+
+
+_X86_SFENCE_CALL = re.compile(r"(?:tail )?call void @llvm\.x86\.sse\.sfence\(\)")
+_X86_SFENCE_DECL = re.compile(r"^declare void @llvm\.x86\.sse\.sfence\(\).*$", re.M)
+
+
+# x86's middle end turns Numba's reference-count decrement (atomic sub, then
+# test for zero) into `llvm.x86.atomic.sub.cc`; condition code 4 is "equal to
+# zero", 5 "not equal".
+_X86_ATOMIC_CC = re.compile(
+    r"^(\s*)(%[\w.\-]+) = call i8 @llvm\.x86\.atomic\.(add|sub)\.cc\.(i\d+)\(ptr ([^,]+), \4 ([^,]+), i32 ([45])\)\s*$",
+    re.M)
+_X86_ATOMIC_CC_DECL = re.compile(r"^declare i8 @llvm\.x86\.atomic\.\w+\.cc\.i\d+\(.*$", re.M)
+
+
+def _generic_atomic_cc(match):
+    indent, result, op, ty, ptr, value, cc = match.groups()
+    tmp = f"%streamjit.atomic.{result.lstrip('%').replace('.', '_')}"
+    predicate = "eq" if cc == "4" else "ne"
+    return (f"{indent}{tmp}.old = atomicrmw {op} ptr {ptr}, {ty} {value} seq_cst\n"
+            f"{indent}{tmp}.new = {op} {ty} {tmp}.old, {value}\n"
+            f"{indent}{tmp}.cc = icmp {predicate} {ty} {tmp}.new, 0\n"
+            f"{indent}{result} = zext i1 {tmp}.cc to i8")
+
+
+def retarget_store_fences(llvm_text, triple):
+    """Make host (x86) LLVM text compilable for ``triple``: its store fences
+    become that target's, x86-only atomic intrinsics generic atomics."""
+    arch = arch_of(triple)
+    if arch == "x86":
+        return llvm_text
+    text = _X86_ATOMIC_CC_DECL.sub("", _X86_ATOMIC_CC.sub(_generic_atomic_cc, llvm_text))
+    if "@llvm.x86." in _X86_SFENCE_DECL.sub("", _X86_SFENCE_CALL.sub("", text)):
+        unknown = re.search(r"@llvm\.x86\.[\w.]+", _X86_SFENCE_CALL.sub("", text)).group(0)
+        raise ValueError(f"cannot compile for {triple}: the module uses the x86 intrinsic {unknown}")
+    if not _X86_SFENCE_CALL.search(text):
+        return text
+    text = _X86_SFENCE_DECL.sub("", text)
+    if arch == "aarch64":
+        text = _X86_SFENCE_CALL.sub("call void @llvm.aarch64.dmb(i32 10)", text)
+        return text + "\ndeclare void @llvm.aarch64.dmb(i32 immarg)\n"
+    return _X86_SFENCE_CALL.sub("fence release", text)
 
 
 def count_asm_streaming(asm):

@@ -1,0 +1,57 @@
+"""Compile a kernel's module for another CPU, to inspect its streamed code.
+
+Our machines are x86-64 with AVX-512, but users run on Graviton, Apple
+silicon and older x86. This pass takes the kernel's linked LLVM module as it
+was *before* optimization (kept by `library.StreamCodeLibrary`), points it
+at another target triple / CPU / feature set, swaps the host's store fence
+for that target's (`targets.py`), and runs the same pipeline the host build
+runs: alignment promises, O3 with that target's vectorizer, non-temporal
+rewrite, prefetches, then assembly from llvmlite's target machine. Nothing
+is executed, so any target llvmlite was built with can be inspected.
+"""
+
+import re
+
+import llvmlite.binding as llvm
+
+from .alignment import bundle_alignment_promises
+from .nontemporal import make_streamed_accesses_nontemporal
+from .pair_stores import pair_streamed_stores
+from .prefetch import insert_stream_prefetches
+from .targets import retarget_store_fences
+
+_initialized = False
+
+
+def _target_machine(triple, cpu, features):
+    global _initialized
+    if not _initialized:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _initialized = True
+    target = llvm.Target.from_triple(triple)
+    return target.create_target_machine(cpu=cpu or "", features=features or "", opt=3, reloc="pic",
+                                        codemodel="default")
+
+
+def _parse(text, triple, tm):
+    module = llvm.parse_assembly(text)
+    module.triple = triple
+    module.data_layout = str(tm.target_data)
+    module.verify()
+    return module
+
+
+def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
+    """Return ``(final LLVM IR text, assembly)`` of the module for that target."""
+    tm = _target_machine(triple, cpu, features)
+    text = re.sub(r'^target (?:datalayout|triple) = .*$', "", unoptimized_llvm_ir, flags=re.M)
+    text = bundle_alignment_promises(retarget_store_fences(text, triple))
+    module = _parse(text, triple, tm)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    builder = llvm.create_pass_builder(tm, pto)
+    builder.getModulePassManager().run(module, builder)
+    final = insert_stream_prefetches(pair_streamed_stores(make_streamed_accesses_nontemporal(str(module))))
+    return final, tm.emit_assembly(_parse(final, triple, tm))
