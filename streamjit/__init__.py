@@ -5,13 +5,13 @@ and turns the stores to the named arrays into aligned, full-width vector
 non-temporal stores, followed by a store fence (see README.md).
 """
 
-from numba import prange
+__version__ = "0.1.0"  # before the submodules: the cache key reads it
+
+from numba import prange  # noqa: E402
 
 from .dispatcher import StreamDispatcher, stream_kernel
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
-
-__version__ = "0.1.0"
 
 __all__ = [
     "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange",

@@ -11,6 +11,7 @@ import llvmlite.binding as llvm
 from numba.core import sigutils
 from numba.core.registry import CPUDispatcher
 
+from .cache import StreamFunctionCache
 from .errors import StreamError
 from .lowering.cross_target import compile_for_target
 from .lowering.library import StreamCompiler
@@ -33,6 +34,9 @@ class StreamDispatcher(CPUDispatcher):
         self.stream_plan = plan
         if cache:
             self.enable_caching()
+
+    def enable_caching(self):
+        self._cache = StreamFunctionCache(self.py_func, self.stream_plan.cache_key())
 
     def compile(self, sig):
         error = self.stream_plan.error

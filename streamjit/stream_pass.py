@@ -17,6 +17,7 @@ options promise; nothing is streamed when there is nothing to stream.
 import warnings
 from dataclasses import dataclass, field
 
+from . import __version__
 from .errors import StreamConfigError, StreamError, StreamWarning
 from .passes.accesses import scan_kernel
 from .passes.align_peel import apply_peel, plan_peels
@@ -40,7 +41,13 @@ class StreamPlan:
     notes: dict = field(default_factory=dict)  # array -> [str]
     peeled_loops: int = 0
     fenced_nests: int = 0
+    prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
     error: StreamError | None = None
+
+    def cache_key(self):
+        """What, besides the source, decides the compiled code."""
+        return (__version__, tuple(sorted(self.streamed_stores)), tuple(sorted(self.streamed_loads)),
+                self.prefetch_distance)
 
 
 def _named(option, candidates):
@@ -64,7 +71,8 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
     for name in sorted(set(stream_loads if isinstance(stream_loads, (list, tuple)) else ()) - loaded - stored):
         warnings.warn(f"stream_loads names '{name}', but {func.__qualname__} never loads it",
                       StreamWarning, stacklevel=3)
-    plan = StreamPlan(func=func, streamed_stores=frozenset(streamed & stored), streamed_loads=frozenset(loads))
+    plan = StreamPlan(func=func, streamed_stores=frozenset(streamed & stored), streamed_loads=frozenset(loads),
+                      prefetch_distance=prefetch_distance)
     self_loads = sorted(loads & stored)
     if self_loads:
         plan.error = StreamConfigError(

@@ -1,44 +1,102 @@
-"""cache=True is forwarded to Numba: a second process loads the streamed
-kernel from the on-disk cache and gets the same results."""
+"""cache=True: the rewritten kernel is cached; a change of stream options
+never reuses an entry; a corrupted file is ignored with a warning and
+recompiled; processes compiling at once all succeed."""
 
 import os
 import subprocess
 import sys
 import textwrap
 
+import pytest
+
 KERNEL_MODULE = textwrap.dedent("""
+    import os, warnings
     import numpy as np
     import streamjit as sj
 
-    @sj.stream_kernel(stream_stores=["dst"], cache=True)
-    def copy(dst, src):
-        for i in range(src.shape[0]):
-            dst[i] = src[i]
+    loads = os.environ.get("STREAM_LOADS") == "1"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
 
-    src = np.random.default_rng(0).standard_normal(1001)
-    dst = np.zeros(1002)
-    copy(dst[1:], src)
+        @sj.stream_kernel(stream_stores=["dst"], stream_loads=["src"] if loads else False, cache=True)
+        def copy(dst, src):
+            for i in range(src.shape[0]):
+                dst[i] = src[i]
+
+        src = np.random.default_rng(0).standard_normal(1001)
+        dst = np.zeros(1002)
+        copy(dst[1:], src)
     assert (dst[1:] == src).all() and dst[0] == 0
     hits = sum(copy.stats.cache_hits.values())
     try:
-        copy.stream_report()
-        reported = "report"
+        prefetches = copy.stream_report().arrays["src"].prefetches
     except sj.StreamError as exc:
-        reported = "cached" if "on-disk cache" in str(exc) else repr(exc)
-    print(hits, reported)
+        assert "on-disk cache" in str(exc)
+        prefetches = "cached"
+    warned = any(issubclass(w.category, sj.StreamWarning) and "unreadable" in str(w.message) for w in caught)
+    print(hits, prefetches, warned)
 """)
 
 
-def test_second_process_loads_streamed_kernel_from_cache(tmp_path):
+@pytest.fixture
+def run(tmp_path):
     (tmp_path / "cached_kernel.py").write_text(KERNEL_MODULE)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
 
-    def run():
-        out = subprocess.run([sys.executable, "cached_kernel.py"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return out.stdout.split()
+    def start(stream_loads=False):
+        return subprocess.Popen([sys.executable, "cached_kernel.py"], cwd=tmp_path, text=True,
+                                env=dict(env, STREAM_LOADS="1" if stream_loads else "0"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-    assert run() == ["0", "report"]
-    assert run() == ["1", "cached"]
+    def finish(process):
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        return out.split()
+
+    def once(stream_loads=False):
+        return finish(start(stream_loads))
+
+    once.start, once.finish, once.cache_dir = start, finish, tmp_path / "cache"
+    return once
+
+
+def cache_files(cache_dir, suffix):
+    return [p for p in cache_dir.rglob(f"*{suffix}")]
+
+
+def test_cached_and_keyed_by_stream_options(run):
+    assert run() == ["0", "0", "False"]                   # compiled, report from fresh code
+    assert run() == ["1", "cached", "False"]              # loaded from the cache
+    assert run(stream_loads=True)[0] == "0"               # other options: never the old entry
+    assert run(stream_loads=True) == ["1", "cached", "False"]
+    assert run() == ["1", "cached", "False"]              # both entries live side by side
+
+
+def test_corrupted_data_file_is_ignored_and_recompiled(run):
+    run()
+    for data in cache_files(run.cache_dir, ".nbc"):
+        blob = data.read_bytes()
+        data.write_bytes(blob[: len(blob) // 2])          # truncated
+    assert run() == ["0", "0", "True"]
+    assert run() == ["1", "cached", "False"]              # rewritten and good again
+    for data in cache_files(run.cache_dir, ".nbc"):
+        blob = bytearray(data.read_bytes())
+        blob[len(blob) // 2] ^= 0xFF                       # one flipped byte, same length
+        data.write_bytes(bytes(blob))
+    assert run() == ["0", "0", "True"]
+
+
+def test_corrupted_index_is_ignored_and_rewritten(run):
+    run()
+    for index in cache_files(run.cache_dir, ".nbi"):
+        index.write_bytes(b"not a pickle at all")
+    assert run() == ["0", "0", "True"]
+    assert run() == ["1", "cached", "False"]
+
+
+def test_processes_compiling_at_once_all_succeed(run):
+    processes = [run.start() for _ in range(3)]
+    results = [run.finish(p) for p in processes]
+    assert all(r[2] == "False" for r in results)
+    assert run() == ["1", "cached", "False"]

@@ -1,0 +1,75 @@
+"""On-disk caching of streamed kernels (``cache=True``).
+
+Numba's function cache keys an entry by signature, CPU and the function's
+bytecode. A streamed kernel's machine code also depends on what the stream
+pass did with it, so the key here adds the streamjit version and the
+kernel's stream plan (streamed arrays, prefetch distance): changing an
+option or upgrading never reuses an old entry.
+
+A cache file that cannot be trusted is never loaded: every data file carries
+a SHA-256 of its contents, checked before unpickling, and an entry or index
+that fails to read is ignored with a `StreamWarning` and recompiled (the
+index is rewritten when it is the broken part). Writes go through Numba's
+temporary-file-and-rename, so processes compiling the same kernel at once
+do not see each other's partial files.
+"""
+
+import contextlib
+import hashlib
+import os
+import pickle
+import warnings
+
+from numba.core.caching import FunctionCache, IndexDataCacheFile
+
+from .errors import StreamWarning
+
+_DIGEST_BYTES = hashlib.sha256().digest_size
+
+
+class _ChecksummedCacheFile(IndexDataCacheFile):
+    """Numba's index/data cache files, with a checksum on each data file."""
+
+    def _save_data(self, name, data):
+        payload = self._dump(data)
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(hashlib.sha256(payload).digest() + payload)
+
+    def _load_data(self, name):
+        path = self._data_path(name)
+        with open(path, "rb") as f:
+            blob = f.read()
+        digest, payload = blob[:_DIGEST_BYTES], blob[_DIGEST_BYTES:]
+        if hashlib.sha256(payload).digest() != digest:
+            raise ValueError(f"checksum mismatch in {path}")
+        return pickle.loads(payload)
+
+
+class StreamFunctionCache(FunctionCache):
+    """Numba's function cache, keyed also by the stream plan, and checked."""
+
+    def __init__(self, py_func, stream_key):
+        super().__init__(py_func)
+        self._stream_key = stream_key
+        self._cache_file = _ChecksummedCacheFile(
+            cache_path=self._cache_path, filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp())
+
+    def _index_key(self, sig, codegen):
+        return super()._index_key(sig, codegen) + (self._stream_key,)
+
+    def load_overload(self, sig, target_context):
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception as exc:  # anything unreadable: recompile instead
+            warnings.warn(f"ignoring an unreadable cache entry of {self._name} ({exc}); recompiling", StreamWarning)
+            return None
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+            warnings.warn(f"rewriting the unreadable cache index of {self._name} ({exc})", StreamWarning)
+            with contextlib.suppress(OSError):
+                os.unlink(self._cache_file._index_path)
+            super().save_overload(sig, data)
