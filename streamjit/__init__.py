@@ -10,10 +10,11 @@ __version__ = "0.1.0"  # before the submodules: the cache key reads it
 from numba import prange  # noqa: E402
 
 from .dispatcher import StreamDispatcher, stream_kernel
+from .dropins import copyto, memcpy
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
 
 __all__ = [
-    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange",
+    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy",
     "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
 ]

@@ -1,4 +1,4 @@
-"""Command line: `python -m streamjit demo` and `python -m streamjit bench`."""
+"""Command line: `python -m streamjit demo|bench|calibrate`."""
 
 import argparse
 import sys
@@ -27,6 +27,20 @@ def run_bench(args):
     print(bench.format_table(bench.compile_times()))
 
 
+def calibrate(args):
+    from .threshold import save_calibration
+    sizes = [2 ** k for k in range(-2, 20) if 2 ** k <= args.max_mib]
+    print(f"copy sweep, streamed vs plain, {sizes[0]}-{sizes[-1]} MiB per array\n{bench.host_description()}")
+    rows = bench.copy_sweep(sizes, rounds=args.rounds, progress=lambda row: print(bench.format_row(row), flush=True))
+    threshold = bench.crossover_bytes(rows)
+    if threshold is None:
+        print("streaming never won up to the largest size; not saving a threshold")
+        return 1
+    path = save_calibration(threshold, rows)
+    print(f"threshold: {threshold} bytes ({threshold / bench.MIB:g} MiB per array), saved to {path}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m streamjit", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -39,9 +53,13 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=9, help="interleaved timing rounds (default 9)")
     p.add_argument("--dtypes", nargs="+", default=["float32", "float64"], help="dtypes to run")
     p.set_defaults(run=run_bench)
+    p = commands.add_parser("calibrate", help="measure where streaming starts to pay (copy sweep) and save it "
+                                              "for threshold='auto'")
+    p.add_argument("--max-mib", type=int, default=256, help="largest size per array (default 256)")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
+    p.set_defaults(run=calibrate)
     args = parser.parse_args(argv)
-    args.run(args)
-    return 0
+    return args.run(args) or 0
 
 
 if __name__ == "__main__":

@@ -181,6 +181,43 @@ def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
              "streamjit/njit": medians["numba.njit"] / medians["streamjit"]}]
 
 
+def copy_sweep(sizes_mib, rounds=5, dtype=np.float32, progress=None):
+    """Streamed / plain speed of a copy per size (MiB per array), both
+    compiled from the same loop; the streamed one always streams."""
+    streamed, plain = stream_builds("copy")
+    rows = []
+    for mib in sizes_mib:
+        n = max(1, int(mib * MIB) // np.dtype(dtype).itemsize)
+        src = np.random.default_rng(0).random(n + 1).astype(dtype)[1:]
+        dst = np.empty(n + 1, dtype)[1:]
+        repeats = max(1, int(64 / max(mib, 1e-3)))   # ~64 MiB copied per timing
+
+        def batch(kernel):
+            def run():
+                for _ in range(repeats):
+                    kernel(dst, src)
+            return run
+
+        streamed(dst, src)
+        plain(dst, src)
+        medians = interleaved_medians({"streamed": batch(streamed), "plain": batch(plain)}, rounds)
+        rows.append({"MiB/array": mib, "streamed/plain": medians["plain"] / medians["streamed"]})
+        if progress:
+            progress(rows[-1])
+    return rows
+
+
+def crossover_bytes(rows, dtype=np.float32):
+    """Smallest size from which streaming is at least as fast at every larger
+    size, in bytes per array; None if it never is."""
+    crossing = None
+    for row in reversed(rows):
+        if row["streamed/plain"] < 1.0:
+            break
+        crossing = row["MiB/array"]
+    return None if crossing is None else int(crossing * MIB)
+
+
 def compile_times(rounds=5, kernels=tuple(STREAM_KERNELS)):
     """Median first-call compile seconds: streamjit vs numba.njit, per kernel."""
     a = np.zeros(64, np.float32)

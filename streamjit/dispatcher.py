@@ -7,7 +7,10 @@ call it), compiling the function produced by the stream pass with the
 module in `inspect_llvm`.
 """
 
+import inspect
+
 import llvmlite.binding as llvm
+import numpy as np
 from numba.core import sigutils
 from numba.core.registry import CPUDispatcher
 
@@ -32,11 +35,25 @@ class StreamDispatcher(CPUDispatcher):
         self.py_func = py_func
         self.__wrapped__ = py_func
         self.stream_plan = plan
+        self._signature = inspect.signature(py_func)
         if cache:
             self.enable_caching()
 
     def enable_caching(self):
         self._cache = StreamFunctionCache(self.py_func, self.stream_plan.cache_key())
+
+    def above_threshold(self, *args, **kwargs):
+        """Whether a call with these arguments passes the kernel's size test
+        (``threshold``): its streamed arrays hold more bytes than the
+        threshold. Always True without a threshold. The compiled kernel makes
+        the same test at entry; only then may its aligned loops stream."""
+        threshold = self.stream_plan.threshold
+        if threshold is None:
+            return True
+        bound = self._signature.bind(*args, **kwargs).arguments
+        total = sum(bound[name].nbytes for name in self.stream_plan.streamed_arrays()
+                    if isinstance(bound.get(name), np.ndarray))
+        return total > threshold
 
     def compile(self, sig):
         error = self.stream_plan.error
@@ -104,9 +121,9 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None
         sigs = sigs if isinstance(sigs, list) else [sigs]
 
     def decorate(func):
-        stores, loads, distance, forwarded = validate_options(
+        stores, loads, size_threshold, distance, forwarded = validate_options(
             func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options)
-        dispatcher = StreamDispatcher(func, plan_stream(func, stores, loads, distance), forwarded)
+        dispatcher = StreamDispatcher(func, plan_stream(func, stores, loads, distance, size_threshold), forwarded)
         for sig in sigs or ():
             dispatcher.compile(sig)
         return dispatcher

@@ -9,6 +9,7 @@ import inspect
 
 from .errors import StreamConfigError
 from .stream_pass import DEFAULT_PREFETCH_DISTANCE
+from .threshold import default_threshold
 
 # Numba options passed through unchanged to the nopython compiler.
 FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals")
@@ -36,16 +37,29 @@ def _prefetch_distance(value):
     return value
 
 
+def _threshold(value):
+    """None (always stream), or the byte threshold; "auto" asks the machine."""
+    if value is None:
+        return None
+    if value == "auto":
+        try:
+            return default_threshold()[0]
+        except ValueError as exc:
+            raise StreamConfigError(str(exc)) from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise StreamConfigError(f"threshold must be None, 'auto' or a number of bytes >= 0, got {value!r}")
+    return value
+
+
 def validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options):
-    """Return ``(stream_stores, stream_loads, prefetch_distance, numba_options)``
-    checked against ``func``."""
+    """Return ``(stream_stores, stream_loads, threshold, prefetch_distance,
+    numba_options)`` checked against ``func``; ``threshold`` in bytes or None."""
     if not callable(func) or not hasattr(func, "__code__"):
         raise StreamConfigError(f"stream_kernel expects a Python function, got {func!r}")
     params = list(inspect.signature(func).parameters)
     stores = _names("stream_stores", stream_stores, params, func)
     loads = _names("stream_loads", stream_loads, params, func)
-    if threshold is not None:
-        raise StreamConfigError(f"threshold={threshold!r} is not supported yet; only None (always stream)")
+    threshold = _threshold(threshold)
     if numba_options.get("parallel"):
         raise StreamConfigError("parallel=True is not supported yet by stream_kernel")
     numba_options = {k: v for k, v in numba_options.items() if not (k == "parallel" and not v)}
@@ -54,4 +68,4 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
         raise StreamConfigError(
             f"unknown option {unknown[0]!r}; stream_kernel accepts stream_stores, stream_loads, threshold "
             f"and the Numba options {', '.join(FORWARDED_NUMBA_OPTIONS)}")
-    return stores, loads, _prefetch_distance(prefetch_distance), numba_options
+    return stores, loads, threshold, _prefetch_distance(prefetch_distance), numba_options

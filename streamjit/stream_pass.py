@@ -7,9 +7,11 @@ Order of work (each step is one module under `passes/`):
 3. `align_peel` (planning): pick the loops whose stores can be aligned;
 4. `stream_loads` (planning): the streamed loads and their prefetch distance;
 5. `fence_placement`: one store fence after each aligned loop nest;
-6. `align_peel` (rewrite): split those loops into head and aligned loop;
-7. `stream_loads` (rewrite): tag the streamed loads left in the tree;
-8. `source`: build the new function.
+6. `size_check`: with a threshold, one size test at entry that all aligned
+   loops require;
+7. `align_peel` (rewrite): split those loops into head and aligned loop;
+8. `stream_loads` (rewrite): tag the streamed loads left in the tree;
+9. `source`: build the new function.
 Errors found here are kept and raised when a signature is compiled, as the
 options promise; nothing is streamed when there is nothing to stream.
 """
@@ -22,6 +24,7 @@ from .errors import StreamConfigError, StreamError, StreamWarning
 from .passes.accesses import scan_kernel
 from .passes.align_peel import apply_peel, plan_peels
 from .passes.fence_placement import place_fences
+from .passes.size_check import insert_size_check
 from .passes.legality import check_stream_stores
 from .passes.source import build_function, function_tree, source_file
 from .passes.stream_loads import plan_stream_loads, rewrite_stream_loads
@@ -42,19 +45,23 @@ class StreamPlan:
     peeled_loops: int = 0
     fenced_nests: int = 0
     prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
+    threshold: int | None = None  # bytes of streamed arrays above which the aligned loops run
     error: StreamError | None = None
+
+    def streamed_arrays(self):
+        return sorted(self.streamed_stores | self.streamed_loads)
 
     def cache_key(self):
         """What, besides the source, decides the compiled code."""
         return (__version__, tuple(sorted(self.streamed_stores)), tuple(sorted(self.streamed_loads)),
-                self.prefetch_distance)
+                self.prefetch_distance, self.threshold)
 
 
 def _named(option, candidates):
     return set(candidates) if option is True else set(option or ())
 
 
-def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PREFETCH_DISTANCE):
+def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PREFETCH_DISTANCE, threshold=None):
     """Analyse and rewrite ``func`` for the validated stream options."""
     if not stream_stores and not stream_loads:
         return StreamPlan(func=func)
@@ -72,7 +79,7 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
         warnings.warn(f"stream_loads names '{name}', but {func.__qualname__} never loads it",
                       StreamWarning, stacklevel=3)
     plan = StreamPlan(func=func, streamed_stores=frozenset(streamed & stored), streamed_loads=frozenset(loads),
-                      prefetch_distance=prefetch_distance)
+                      prefetch_distance=prefetch_distance, threshold=threshold)
     self_loads = sorted(loads & stored)
     if self_loads:
         plan.error = StreamConfigError(
@@ -89,8 +96,9 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
     if not peels and not plan.streamed_loads:
         return plan
     plan.fenced_nests = place_fences(scan, [p.nest_root for p in peels])
+    size_checks = insert_size_check(tree, plan.streamed_arrays(), threshold) if peels else []
     for peel in sorted(peels, key=lambda p: -p.depth):
-        apply_peel(scan, peel, load_plan)
+        apply_peel(scan, peel, load_plan, size_checks)
     rewrite_stream_loads(tree, load_plan)
     plan.peeled_loops = len(peels)
     plan.func = build_function(func, tree, intrinsics)

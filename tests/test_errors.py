@@ -37,7 +37,9 @@ def copy(dst, src):
     ({"stream_stores": "dst"}, "stream_stores must be True, False or a list"),
     ({"stream_stores": [1]}, "stream_stores must be"),
     ({"stream_loads": 3}, "stream_loads must be"),
-    ({"threshold": "auto"}, "threshold='auto'"),
+    ({"threshold": "big"}, "threshold must be None, 'auto' or a number of bytes"),
+    ({"threshold": -1}, "threshold must be"),
+    ({"threshold": 1.5}, "threshold must be"),
     ({"parallel": True}, "parallel=True"),
     ({"fastmth": True}, "unknown option 'fastmth'"),
 ])

@@ -197,9 +197,10 @@ def _bounds_checks(accesses, loop, first, last):
     return checks
 
 
-def apply_peel(scan, plan, stream_loads):
+def apply_peel(scan, plan, stream_loads, extra_checks=()):
     """Replace the planned loop in the tree by its head and aligned loops;
-    ``stream_loads`` (`stream_loads.StreamLoads`) learns the copies made."""
+    ``stream_loads`` (`stream_loads.StreamLoads`) learns the copies made;
+    ``extra_checks`` (expressions) must also hold for the aligned loop to run."""
     loop, node = plan.loop, plan.loop.node
     n = loop.serial
     lo, hi, ok, sv = (f"__streamjit_{part}{n}" for part in ("lo", "hi", "ok", "start"))
@@ -207,7 +208,7 @@ def apply_peel(scan, plan, stream_loads):
     first, last = _name(lo), ast.BinOp(left=_name(hi), op=ast.Sub(), right=ast.Constant(value=1))
     anchor, anchor_dims = plan.aligned_stores[0]
 
-    checks = _bounds_checks(plan.aligned_stores + plan.loads, loop, first, last)
+    checks = _bounds_checks(plan.aligned_stores + plan.loads, loop, first, last) + list(extra_checks)
     checks += [helper_call("same_alignment", _name(a.array), _index_at(d, loop, first),
                            _name(anchor.array), _index_at(anchor_dims, loop, first))
                for a, d in plan.aligned_stores[1:]]

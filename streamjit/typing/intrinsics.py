@@ -19,6 +19,7 @@ near plain ``numba.njit``).
 - ``aligned_start`` / ``same_alignment`` / ``aligned_pointer``: where the
   aligned loop starts, and the pointer its stores use, with the proof of
   its alignment handed to LLVM.
+- ``exceeds``: whether the streamed arrays are above the size threshold.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 
 Anything they cannot handle with certainty (non-array targets, partial
@@ -295,6 +296,26 @@ def aligned_pointer(typingctx, arr, index):
         return emit_alignment_promise(builder, ptr)
 
     return types.CPointer(arr.dtype)(arr, index), codegen
+
+
+@intrinsic
+def exceeds(typingctx, threshold, arrays):
+    """True when the arrays in the tuple ``arrays`` hold more than
+    ``threshold`` bytes together (non-array members count 0)."""
+    if not isinstance(arrays, types.BaseTuple) or not isinstance(threshold, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        total = context.get_constant(types.intp, 0)
+        members = cgutils.unpack_tuple(builder, args[1], len(sig.args[1]))
+        for member_type, member in zip(sig.args[1], members):
+            if isinstance(member_type, types.Array):
+                ary = make_array(member_type)(context, builder, member)
+                total = builder.add(total, builder.mul(ary.nitems, ary.itemsize))
+        limit = context.cast(builder, args[0], sig.args[0], types.intp)
+        return builder.icmp_signed(">", total, limit)
+
+    return types.boolean(threshold, arrays), codegen
 
 
 @intrinsic

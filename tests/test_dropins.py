@@ -1,0 +1,129 @@
+"""streamjit.copyto / memcpy against NumPy: the same results and the same
+exceptions, on the streamed path and on the plain one."""
+
+import numpy as np
+import pytest
+
+import streamjit as sj
+from streamjit import dropins
+from test_correctness import random_array
+
+
+@pytest.fixture(params=["auto", "always"])
+def copy_kernel(request, monkeypatch):
+    """Run each test with the drop-in's own kernel (auto threshold: small
+    arrays stay plain) and with one that always streams."""
+    if request.param == "always":
+        monkeypatch.setattr(dropins, "_copy_elements", ALWAYS_STREAMED)
+    return request.param
+
+
+ALWAYS_STREAMED = sj.stream_kernel(stream_stores=["dst"], threshold=0)(dropins._copy_elements.py_func)
+
+
+def outcome(copy, dst, src, **kwargs):
+    try:
+        copy(dst, src, **kwargs)
+        return "ok", dst.copy()
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+def same_as_numpy(make_dst, src, **kwargs):
+    expected = outcome(np.copyto, make_dst(), src, **kwargs)
+    got = outcome(sj.copyto, make_dst(), src, **kwargs)
+    assert got[0] == expected[0]
+    if expected[0] == "ok":
+        np.testing.assert_array_equal(got[1], expected[1])
+        assert got[1].dtype == expected[1].dtype
+    else:
+        assert got[1] == expected[1]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint16, np.int64, np.complex128, np.bool_])
+@pytest.mark.parametrize("shape", [(0,), (1,), (17,), (1001,), (3, 0), (7, 13), (2, 3, 33), ()])
+def test_same_shape_and_dtype(copy_kernel, dtype, shape):
+    src = random_array(np.random.default_rng(0), shape, dtype)
+    same_as_numpy(lambda: np.zeros(shape, dtype), src)
+
+
+@pytest.mark.parametrize("case", [
+    "broadcast", "cast-same-kind", "cast-refused", "cast-unsafe", "where", "non-contiguous",
+    "fortran", "read-only", "list-source", "scalar-source", "wrong-shape", "byteswapped"])
+def test_numpy_semantics_elsewhere(copy_kernel, case):
+    rng = np.random.default_rng(1)
+    f64 = random_array(rng, (4, 5), np.float64)
+    cases = {
+        "broadcast": (lambda: np.zeros((4, 5)), f64[0], {}),
+        "cast-same-kind": (lambda: np.zeros((4, 5), np.float32), f64, {}),
+        "cast-refused": (lambda: np.zeros((4, 5), np.int32), f64, {}),
+        "cast-unsafe": (lambda: np.zeros((4, 5), np.int32), f64, {"casting": "unsafe"}),
+        "where": (lambda: np.zeros((4, 5)), f64, {"where": f64 > 0}),
+        "non-contiguous": (lambda: np.zeros((4, 10))[:, ::2], f64, {}),
+        "fortran": (lambda: np.zeros((4, 5), order="F"), f64, {}),
+        "read-only": (lambda: np.zeros((4, 5)).view(), f64, {}),
+        "list-source": (lambda: np.zeros(3), [1.0, 2.0, 3.0], {}),
+        "scalar-source": (lambda: np.zeros((4, 5)), 2.5, {}),
+        "wrong-shape": (lambda: np.zeros((4, 5)), np.zeros((5, 4)), {}),
+        "byteswapped": (lambda: np.zeros(20, ">f8"), f64.reshape(-1).astype(">f8"), {}),
+    }
+    make_dst, src, kwargs = cases[case]
+    if case == "read-only":
+        def make_dst():
+            a = np.zeros((4, 5))
+            a.flags.writeable = False
+            return a
+    same_as_numpy(make_dst, src, **kwargs)
+
+
+@pytest.mark.parametrize("shift", [1, 7, 64, 999])
+def test_overlapping_arrays_copy_like_numpy(copy_kernel, shift):
+    base = random_array(np.random.default_rng(2), 5000, np.float32)
+    for dst_slice, src_slice in ((slice(shift, None), slice(None, -shift)), (slice(None, -shift), slice(shift, None))):
+        expected, got = base.copy(), base.copy()
+        np.copyto(expected[dst_slice], expected[src_slice])
+        sj.copyto(got[dst_slice], got[src_slice])
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_zero_dimensional(copy_kernel):
+    dst, src = np.array(0.0), np.array(3.5)
+    sj.copyto(dst, src)
+    assert dst == 3.5
+
+
+def test_memcpy_between_dtypes(copy_kernel):
+    src = np.arange(100, dtype=np.int64)
+    dst = np.zeros(800, np.uint8)
+    assert sj.memcpy(dst, src) is dst
+    np.testing.assert_array_equal(dst.view(np.int64), src)
+    f32 = np.zeros((10, 20), np.float32)
+    sj.memcpy(f32, src)
+    assert f32.tobytes() == src.tobytes()
+
+
+def test_memcpy_overlap_is_memmove(copy_kernel):
+    raw = np.arange(4000, dtype=np.uint8) % 251
+    for a, b in ((slice(3, 2003), slice(0, 2000)), (slice(0, 2000), slice(3, 2003))):
+        expected = bytearray(raw.tobytes())
+        expected[a] = bytes(expected[b])      # memmove semantics
+        got = raw.copy()
+        sj.memcpy(got[a], got[b])
+        assert got.tobytes() == bytes(expected)
+
+
+@pytest.mark.parametrize("dst, src, match", [
+    (np.zeros(10), np.zeros(11), "dst has 80 bytes but src has 88"),
+    (np.zeros((4, 4))[:, ::2], np.zeros(8), "dst must be a C-contiguous"),
+    (np.zeros(8), [1.0] * 8, "src must be a C-contiguous"),
+])
+def test_memcpy_errors(dst, src, match):
+    with pytest.raises(ValueError, match=match):
+        sj.memcpy(dst, src)
+
+
+def test_memcpy_read_only_destination():
+    dst = np.zeros(8)
+    dst.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        sj.memcpy(dst, np.ones(8))
