@@ -13,8 +13,9 @@ from .dispatcher import StreamDispatcher, stream_kernel
 from .dropins import copyto, memcpy
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
+from .stencil import stencil
 
 __all__ = [
-    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy",
+    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "stencil",
     "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
 ]

@@ -108,6 +108,15 @@ class StreamDispatcher(CPUDispatcher):
         return build_report(self, sig, *self._code(sig, target, cpu, features))
 
 
+def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
+                    tree=None, **numba_options):
+    """A `StreamDispatcher` for ``func`` (``tree``: its syntax tree, for
+    generated functions that have no source file)."""
+    stores, loads, size_threshold, distance, forwarded = validate_options(
+        func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options)
+    return StreamDispatcher(func, plan_stream(func, stores, loads, distance, size_threshold, tree=tree), forwarded)
+
+
 def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
                   **numba_options):
     """Compile a NumPy loop function with streamed (non-temporal) stores.
@@ -121,9 +130,8 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None
         sigs = sigs if isinstance(sigs, list) else [sigs]
 
     def decorate(func):
-        stores, loads, size_threshold, distance, forwarded = validate_options(
-            func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options)
-        dispatcher = StreamDispatcher(func, plan_stream(func, stores, loads, distance, size_threshold), forwarded)
+        dispatcher = make_dispatcher(func, stream_stores=stream_stores, stream_loads=stream_loads,
+                                     threshold=threshold, prefetch_distance=prefetch_distance, **numba_options)
         for sig in sigs or ():
             dispatcher.compile(sig)
         return dispatcher

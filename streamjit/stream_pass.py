@@ -16,6 +16,7 @@ Errors found here are kept and raised when a signature is compiled, as the
 options promise; nothing is streamed when there is nothing to stream.
 """
 
+import copy
 import warnings
 from dataclasses import dataclass, field
 
@@ -61,11 +62,13 @@ def _named(option, candidates):
     return set(candidates) if option is True else set(option or ())
 
 
-def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PREFETCH_DISTANCE, threshold=None):
-    """Analyse and rewrite ``func`` for the validated stream options."""
+def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PREFETCH_DISTANCE, threshold=None,
+                tree=None):
+    """Analyse and rewrite ``func`` for the validated stream options; ``tree``
+    is its syntax tree when it has no source file (generated code)."""
     if not stream_stores and not stream_loads:
         return StreamPlan(func=func)
-    tree = function_tree(func)
+    tree = copy.deepcopy(tree) if tree is not None else function_tree(func)
     scan = scan_kernel(tree)
     filename = source_file(func)
     stored = {s.array for s in scan.stores()} & set(scan.params)
