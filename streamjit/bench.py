@@ -7,7 +7,6 @@ names the CPU, the size and the dtype.
 """
 
 import os
-import platform
 import statistics
 import time
 
@@ -15,6 +14,7 @@ import numba
 import numpy as np
 
 from .dispatcher import stream_kernel
+from .machine import cpu_name
 
 MIB = 1 << 20
 
@@ -73,17 +73,6 @@ STREAM_KERNELS = {
     "add": (stream_add, lambda a, b, c, q: np.add(b, c, out=a), 2, False),
     "triad": (stream_triad, _numpy_triad, 2, True),
 }
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def host_description():
@@ -159,6 +148,83 @@ def stream_table(mib=256, dtype=np.float32, rounds=7, offset=1, kernels=tuple(ST
 
 def jacobi5_stencil(a):
     return 0.2 * (a[0, 0] + a[0, -1] + a[0, 1] + a[-1, 0] + a[1, 0])
+
+
+def avg3_loop(out, a):
+    for i in range(1, a.shape[0] - 1):
+        out[i] = (a[i - 1] + a[i] + a[i + 1]) / 3
+
+
+def avg3_stencil(a):
+    return (a[-1] + a[0] + a[1]) / 3
+
+
+def laplace7_loop(out, a):
+    for i in range(1, a.shape[0] - 1):
+        for j in range(1, a.shape[1] - 1):
+            for k in range(1, a.shape[2] - 1):
+                out[i, j, k] = (a[i - 1, j, k] + a[i + 1, j, k] + a[i, j - 1, k] + a[i, j + 1, k]
+                                + a[i, j, k - 1] + a[i, j, k + 1] - 6 * a[i, j, k])
+
+
+def laplace7_stencil(a):
+    return a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] - 6 * a[0, 0, 0]
+
+
+def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
+    """1-D, 2-D and 3-D stencils: `streamjit.stencil`, `numba.stencil` and a
+    streamed loop, as speed relative to the plain loop under numba.njit.
+    Stencils write into a preallocated ``out=`` (their result type)."""
+    from .stencil import stencil
+
+    n = mib * MIB // np.dtype(dtype).itemsize
+    side2, side3 = int(n ** 0.5), int(round(n ** (1 / 3)))
+    cases = [("1-D 3-point", avg3_loop, avg3_stencil, (n,)),
+             ("2-D 5-point", jacobi5, jacobi5_stencil, (side2, side2)),
+             ("3-D 7-point", laplace7_loop, laplace7_stencil, (side3, side3, side3))]
+    rows = []
+    rng = np.random.default_rng(0)
+    for name, loop, kernel, shape in cases:
+        a = rng.random(shape).astype(dtype)
+        out_loop = np.zeros_like(a)
+        plain, streamed = numba.njit(loop), stream_kernel(stream_stores=["out"])(loop)
+        ours, theirs = stencil(kernel), numba.stencil(kernel)
+        result = ours(a)
+        if not np.array_equal(result, theirs(a)):
+            raise AssertionError(f"streamjit.stencil differs from numba.stencil on {name}")
+        plain(out_loop, a)
+        streamed(out_loop, a)
+        medians = interleaved_medians({
+            "numba.njit loop": lambda: plain(out_loop, a), "streamjit loop": lambda: streamed(out_loop, a),
+            "streamjit.stencil": lambda: ours(a, out=result), "numba.stencil": lambda: theirs(a, out=result)},
+            rounds)
+        row = {"stencil": name, "shape": "x".join(map(str, shape)), "dtype": np.dtype(dtype).name}
+        row.update({f"{impl} / njit": medians["numba.njit loop"] / t for impl, t in medians.items()})
+        rows.append(row)
+    return rows
+
+
+def plot_ratios(rows, label_key, title, path=None):
+    """Bar chart of the ``* / njit`` columns of ``rows``."""
+    import matplotlib
+    if path is not None:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    impls = [k for k in rows[0] if k.endswith(" / njit")]
+    fig, axis = plt.subplots(figsize=(max(6, 2 * len(rows)), 4))
+    width = 0.8 / len(impls)
+    for k, impl in enumerate(impls):
+        axis.bar([i + k * width for i in range(len(rows))], [r[impl] for r in rows], width, label=impl[:-7])
+    axis.set_xticks([i + width * (len(impls) - 1) / 2 for i in range(len(rows))], [r[label_key] for r in rows])
+    axis.axhline(1.0, color="black", linewidth=0.5)
+    axis.set_ylabel("speed / numba.njit loop")
+    axis.set_title(f"{title}, {cpu_name()}")
+    axis.legend()
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=100)
+    return fig
 
 
 def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
@@ -246,6 +312,124 @@ def compile_times(rounds=5, kernels=tuple(STREAM_KERNELS)):
         rows.append({"kernel": name, "streamjit s": medians["streamjit"], "numba.njit s": medians["numba.njit"],
                      "ratio": medians["streamjit"] / medians["numba.njit"]})
     return rows
+
+
+def copy_sizes(max_bytes, min_bytes=64 << 10):
+    """Sizes for a copy sweep: powers of two and their midpoints, log spaced."""
+    sizes, size = [], min_bytes
+    while size <= max_bytes:
+        sizes.append(size)
+        if size * 3 // 2 <= max_bytes:
+            sizes.append(size * 3 // 2)
+        size *= 2
+    return sizes
+
+
+def memcpy_sweep(sizes_bytes, rounds=5, progress=None):
+    """GB/s (bytes read + written) of four ways to copy float32 arrays per
+    size: streamjit.copyto, an always-streamed kernel, np.copyto and the
+    plain loop under numba.njit. ``progress`` wraps the size iterable
+    (e.g. ``tqdm``)."""
+    from .dropins import copyto
+
+    streamed, plain = stream_builds("copy")
+    rows = []
+    for nbytes in (progress or iter)(sizes_bytes):
+        n = max(1, nbytes // 4)
+        src = np.random.default_rng(0).random(n, dtype=np.float64).astype(np.float32)
+        dst = np.empty_like(src)
+        repeats = max(1, (256 << 20) // (8 * n))     # about 256 MiB moved per timing
+
+        def batch(run):
+            def timed():
+                for _ in range(repeats):
+                    run()
+            return timed
+
+        impls = {"streamjit.copyto": lambda: copyto(dst, src), "streamed kernel": lambda: streamed(dst, src),
+                 "np.copyto": lambda: np.copyto(dst, src), "numba.njit loop": lambda: plain(dst, src)}
+        for run in impls.values():
+            run()
+        medians = interleaved_medians({k: batch(v) for k, v in impls.items()}, rounds)
+        row = {"bytes": nbytes}
+        row.update({f"{k} GB/s": 2 * n * 4 * repeats / t / 1e9 for k, t in medians.items()})
+        rows.append(row)
+    return rows
+
+
+def plot_memcpy_sweep(rows, path=None):
+    """Bandwidth and speedup over np.copyto against size, with the last-level
+    cache size and the auto threshold marked. Returns the figure."""
+    import matplotlib
+    if path is not None:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .threshold import default_threshold, last_level_cache_bytes
+
+    sizes = [r["bytes"] / MIB for r in rows]
+    impls = [k[:-5] for k in rows[0] if k.endswith(" GB/s")]
+    fig, (bw, ratio) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    for impl in impls:
+        bw.plot(sizes, [r[f"{impl} GB/s"] for r in rows], marker="o", label=impl)
+        ratio.plot(sizes, [r[f"{impl} GB/s"] / r["np.copyto GB/s"] for r in rows], marker="o", label=impl)
+    llc = last_level_cache_bytes()
+    threshold, source = default_threshold()
+    for axis in (bw, ratio):
+        axis.set_xscale("log")
+        if llc:
+            axis.axvline(llc / MIB, color="grey", linestyle="--", label=f"last-level cache {llc / MIB:g} MiB")
+        axis.axvline(threshold / MIB, color="red", linestyle=":", label=f"auto threshold {threshold / MIB:.3g} MiB")
+    bw.set_ylabel("GB/s (read + write)")
+    ratio.set_ylabel("speed / np.copyto")
+    ratio.axhline(1.0, color="black", linewidth=0.5)
+    ratio.set_xlabel("MiB per array (float32)")
+    bw.legend(fontsize=8)
+    bw.set_title(f"copy on {cpu_name()}")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=100)
+    return fig
+
+
+def plot_stream_table(rows, path=None):
+    """Bar chart of a `stream_table`: GB/s per kernel and implementation."""
+    import matplotlib
+    if path is not None:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    impls = [k[:-5] for k in rows[0] if k.endswith(" GB/s")]
+    labels = [f"{r['kernel']}\n{r['dtype']}" for r in rows]
+    fig, axis = plt.subplots(figsize=(max(6, 1.3 * len(rows)), 4))
+    width = 0.8 / len(impls)
+    for k, impl in enumerate(impls):
+        axis.bar([i + k * width for i in range(len(rows))], [r[f"{impl} GB/s"] for r in rows], width, label=impl)
+    axis.set_xticks([i + width * (len(impls) - 1) / 2 for i in range(len(rows))], labels)
+    axis.set_ylabel("GB/s (read + write)")
+    axis.set_title(f"STREAM, {rows[0]['MiB/array']} MiB per array, {cpu_name()}")
+    axis.legend()
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=100)
+    return fig
+
+
+def write_csv(rows, path):
+    import csv
+
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def bench_mib(default):
+    """The largest size to use: ``STREAMJIT_BENCH_MIB`` when set (notebooks
+    and their tests), else ``default``."""
+    value = os.environ.get("STREAMJIT_BENCH_MIB")
+    return int(value) if value else default
 
 
 def format_row(row):

@@ -99,9 +99,9 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
     if not peels and not plan.streamed_loads:
         return plan
     plan.fenced_nests = place_fences(scan, [p.nest_root for p in peels])
-    size_checks = insert_size_check(tree, plan.streamed_arrays(), threshold) if peels else []
+    size_gate = insert_size_check(tree, plan.streamed_arrays(), threshold) if peels else None
     for peel in sorted(peels, key=lambda p: -p.depth):
-        apply_peel(scan, peel, load_plan, size_checks)
+        apply_peel(scan, peel, load_plan, size_gate)
     rewrite_stream_loads(tree, load_plan)
     plan.peeled_loops = len(peels)
     plan.func = build_function(func, tree, intrinsics)

@@ -10,11 +10,15 @@ placed before the aligned loop, this pass attaches `!nontemporal` to every
 marked vector store or load whose alignment covers its width (a misaligned
 vector NT store faults; an NT load needs it too, `vmovntdqa`).
 
-Marked stores that stayed scalar (the aligned loop did not vectorize, or
-the vectorizer's remainder iterations) become scalar NT stores
-(`movnti`/`movntss`/`movntsd`), which have no alignment requirement:
-`bench/scalar_nt_stores.py` measured them against plain stores in loops that
-cannot vectorize, and they were never slower at 256 MiB (1.00x to 1.26x).
+Marked stores that stayed scalar because the aligned loop did not vectorize
+become scalar NT stores (`movnti`/`movntss`/`movntsd`), which have no
+alignment requirement: `bench/scalar_nt_stores.py` measured them against
+plain stores in loops that cannot vectorize, and they were never slower at
+256 MiB (1.00x to 1.26x). In a function that does get vector NT stores, its
+scalar marked stores are the vectorizer's remainder iterations, which write
+part of a cache line at the end of each row: as NT stores those partial
+lines cost a memory transaction each (a 3-D stencil with 400-element rows
+ran 0.92x instead of 1.05x the plain loop), so there they stay plain.
 Scalar loads have no non-temporal form and stay as they are. Scalable
 (SVE) vectors need only element alignment for `stnt1`/`ldnt1`.
 """
@@ -29,6 +33,7 @@ _ACCESS = re.compile(
     r"[^\n]*?, align (?P<align>\d+))(?P<tail>[^\n]*)$",
     re.M,
 )
+_FUNCTION = re.compile(r"^define [^\n]*\{\n.*?^\}$", re.M | re.S)
 _ELEMENT_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "half": 2, "bfloat": 2, "float": 4, "double": 8, "ptr": 8}
 # Vector NT accesses exist for 16-byte (SSE, NEON q) registers and wider.
 _MIN_VECTOR_BYTES = 16
@@ -37,13 +42,13 @@ _MIN_VECTOR_BYTES = 16
 SCALAR_NONTEMPORAL = True
 
 
-def is_streamable(match):
+def is_streamable(match, scalar_stores=True):
     """Whether a marked access may be emitted non-temporal: aligned vectors,
-    and scalar stores when `SCALAR_NONTEMPORAL`."""
+    and scalar stores when ``scalar_stores`` and `SCALAR_NONTEMPORAL`."""
     is_store = match.group("head").lstrip().startswith("store")
     if match.group("scalar"):
         size = _ELEMENT_BYTES[match.group("scalar")]
-        return is_store and SCALAR_NONTEMPORAL and int(match.group("align")) >= size
+        return is_store and scalar_stores and SCALAR_NONTEMPORAL and int(match.group("align")) >= size
     element = _ELEMENT_BYTES.get(match.group("elem").strip(), 0)
     if match.group("scalable"):  # SVE's stnt1/ldnt1 need element alignment only
         return element > 0 and int(match.group("align")) >= element
@@ -59,13 +64,22 @@ def make_streamed_accesses_nontemporal(llvm_text):
     nt_id = max(metadata_ids(llvm_text)) + 1
     marked = re.compile(r"!alias\.scope !(%s)\b" % "|".join(map(str, sorted(lists))))
 
-    def rewrite(match):
+    def candidate(match):
         tail = match.group("tail")
-        if "!nontemporal" in tail or not marked.search(tail) or not is_streamable(match):
-            return match.group(0)
-        return f"{match.group('head')}{tail}, !nontemporal !{nt_id}"
+        return "!nontemporal" not in tail and marked.search(tail)
 
-    rewritten = _ACCESS.sub(rewrite, llvm_text)
+    def rewrite_function(function):
+        vector_stores = any(candidate(m) and not m.group("scalar") and is_streamable(m)
+                            and m.group("head").lstrip().startswith("store") for m in _ACCESS.finditer(function))
+
+        def rewrite(match):
+            if not candidate(match) or not is_streamable(match, scalar_stores=not vector_stores):
+                return match.group(0)
+            return f"{match.group('head')}{match.group('tail')}, !nontemporal !{nt_id}"
+
+        return _ACCESS.sub(rewrite, function)
+
+    rewritten = _FUNCTION.sub(lambda m: rewrite_function(m.group(0)), llvm_text)
     if rewritten == llvm_text:
         return llvm_text
     return rewritten + f"\n!{nt_id} = !{{i32 1}}\n"

@@ -172,6 +172,10 @@ def _index_at(dims, loop, value):
     return elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
 
 
+def _gated(gate, test):
+    return test if gate is None else ast.BoolOp(op=ast.And(), values=[gate, test])
+
+
 def _bounds_checks(accesses, loop, first, last):
     """One ``in_bounds`` call per array and index shape.
 
@@ -197,10 +201,11 @@ def _bounds_checks(accesses, loop, first, last):
     return checks
 
 
-def apply_peel(scan, plan, stream_loads, extra_checks=()):
+def apply_peel(scan, plan, stream_loads, gate=None):
     """Replace the planned loop in the tree by its head and aligned loops;
     ``stream_loads`` (`stream_loads.StreamLoads`) learns the copies made;
-    ``extra_checks`` (expressions) must also hold for the aligned loop to run."""
+    ``gate`` (an expression) must also hold for the aligned loop to run, and
+    is tested first, so the other checks cost nothing when it fails."""
     loop, node = plan.loop, plan.loop.node
     n = loop.serial
     lo, hi, ok, sv = (f"__streamjit_{part}{n}" for part in ("lo", "hi", "ok", "start"))
@@ -208,7 +213,7 @@ def apply_peel(scan, plan, stream_loads, extra_checks=()):
     first, last = _name(lo), ast.BinOp(left=_name(hi), op=ast.Sub(), right=ast.Constant(value=1))
     anchor, anchor_dims = plan.aligned_stores[0]
 
-    checks = _bounds_checks(plan.aligned_stores + plan.loads, loop, first, last) + list(extra_checks)
+    checks = _bounds_checks(plan.aligned_stores + plan.loads, loop, first, last)
     checks += [helper_call("same_alignment", _name(a.array), _index_at(d, loop, first),
                            _name(anchor.array), _index_at(anchor_dims, loop, first))
                for a, d in plan.aligned_stores[1:]]
@@ -233,8 +238,9 @@ def apply_peel(scan, plan, stream_loads, extra_checks=()):
     replacement = [
         assign(lo, loop.start or ast.Constant(value=0)),
         assign(hi, loop.stop),
-        # `&`, not `and`: no short-circuit branches to lower and optimize
-        assign(ok, functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), checks)),
+        # `&`, not `and`: no short-circuit branches to lower and optimize,
+        # except after the gate
+        assign(ok, _gated(gate, functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), checks))),
         assign(sv, helper_call("aligned_start", _name(anchor.array), _index_at(anchor_dims, loop, first),
                                _name(lo), _name(hi), _name(ok))),
         loop_over(lo, sv, node.body),

@@ -5,7 +5,7 @@ arrays are larger than the threshold (in bytes); smaller data stays in cache
 and is faster with plain stores. Rather than compiling a second, plain
 variant and choosing in Python on every call, the kernel itself computes, at
 entry, whether its streamed arrays exceed the threshold, and every aligned
-loop requires that flag like its other run-time checks. Below the threshold
+loop tests that flag before its other run-time checks. Below the threshold
 the plain head loop runs the whole range, exactly the code `numba.njit`
 would run; no dispatch cost is added, and the kernel stays callable from
 other jitted code.
@@ -19,11 +19,12 @@ FLAG = "__streamjit_large"
 
 
 def insert_size_check(tree, arrays, threshold):
-    """Insert the entry test into ``tree``; return the checks peels must add."""
+    """Insert the entry test into ``tree``; return the gate the peels test
+    (None without a threshold)."""
     if threshold is None:
-        return []
+        return None
     operands = ast.Tuple(elts=[ast.Name(id=a, ctx=ast.Load()) for a in arrays], ctx=ast.Load())
     test = ast.Assign(targets=[ast.Name(id=FLAG, ctx=ast.Store())],
                       value=helper_call("exceeds", ast.Constant(value=threshold), operands))
     tree.body.insert(0, ast.copy_location(test, tree.body[0]))
-    return [ast.Name(id=FLAG, ctx=ast.Load())]
+    return ast.Name(id=FLAG, ctx=ast.Load())
