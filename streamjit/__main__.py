@@ -34,7 +34,7 @@ def run_bench(args):
     print(bench.format_table(stencil_rows), "\n")
     written.append(bench.write_csv(stencil_rows, os.path.join(args.out, "stencil.csv")))
     print("first-call compile time (median of interleaved fresh compiles):")
-    compile_rows = bench.compile_times()
+    compile_rows = bench.compile_times(rounds=max(1, args.rounds // 2))
     print(bench.format_table(compile_rows), "\n")
     written.append(bench.write_csv(compile_rows, os.path.join(args.out, "compile.csv")))
     if args.sweep:

@@ -1,0 +1,66 @@
+"""The benchmark notebooks run top to bottom and draw their plots; the
+command line's subcommands run and write what they say."""
+
+import glob
+import os
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from streamjit.__main__ import main
+
+NOTEBOOKS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "bench", "*.ipynb")))
+
+
+def test_there_are_three_notebooks():
+    assert {os.path.basename(p) for p in NOTEBOOKS} >= {"memcpy.ipynb", "stream.ipynb", "stencil.ipynb"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_notebook_outputs_are_cleared_in_the_repository(path):
+    nb = nbformat.read(path, as_version=4)
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_notebook_runs_and_plots(path, monkeypatch, tmp_path):
+    monkeypatch.setenv("STREAMJIT_BENCH_MIB", "4")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if "image/png" in o.get("data", {})]
+    assert images, "the notebook drew no plot"
+
+
+def test_info(capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    for key in ("CPU:", "vector ISA:", "vector NT stores:", "store fence:", "caches:", "threshold (auto):",
+                "versions:"):
+        assert key in out
+
+
+def test_demo(capsys):
+    assert main(["demo", "--mib", "2", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert all(k in out for k in ("copy", "scale", "add", "triad", "streamjit/njit"))
+
+
+def test_bench_writes_csv_and_png(tmp_path, capsys):
+    assert main(["bench", "--mib", "2", "--rounds", "1", "--dtypes", "float32", "--sweep", "--out", str(tmp_path)]) == 0
+    for name in ("stream.csv", "stream.png", "stencil.csv", "compile.csv", "sweep.csv", "sweep.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    with open(tmp_path / "sweep.csv") as f:
+        assert f.readline().startswith("bytes,streamjit.copyto GB/s")
+
+
+@pytest.mark.parametrize("command", ["demo", "bench", "info", "calibrate"])
+def test_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage:" in capsys.readouterr().out
