@@ -2,8 +2,8 @@
 
 The dispatcher *is* a Numba CPU dispatcher (calls go through Numba's C
 dispatch, with no Python wrapper on the hot path; other jitted functions can
-call it), compiling the function produced by the stream pass with the
-`StreamCompiler` pipeline. It adds `stream_report` and shows the rewritten
+call it), compiling the function produced by the stream pass with code
+libraries that run the LLVM rewrite (`lowering/library.py`). It adds `stream_report` and shows the rewritten
 module in `inspect_llvm`.
 """
 
@@ -17,7 +17,7 @@ from numba.core.registry import CPUDispatcher
 from .cache import StreamFunctionCache
 from .errors import StreamError
 from .lowering.cross_target import compile_for_target
-from .lowering.library import StreamCompiler
+from .lowering.library import stream_code_libraries
 from .options import validate_options
 from .report import build_report
 from .stream_pass import plan_stream
@@ -31,7 +31,7 @@ class StreamDispatcher(CPUDispatcher):
         locals_ = options.pop("locals", None) or {}
         cache = options.pop("cache", False)
         options["nopython"] = True
-        super().__init__(plan.func, locals=locals_, targetoptions=options, pipeline_class=StreamCompiler)
+        super().__init__(plan.func, locals=locals_, targetoptions=options)
         self.py_func = py_func
         self.__wrapped__ = py_func
         self.stream_plan = plan
@@ -59,7 +59,8 @@ class StreamDispatcher(CPUDispatcher):
         error = self.stream_plan.error
         if error is not None:
             raise type(error)(*error.args)
-        return super().compile(sig)
+        with stream_code_libraries(self.targetctx.codegen()):
+            return super().compile(sig)
 
     def _signature_of(self, signature):
         if signature is None:
@@ -114,7 +115,9 @@ def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=
     generated functions that have no source file)."""
     stores, loads, size_threshold, distance, forwarded = validate_options(
         func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options)
-    return StreamDispatcher(func, plan_stream(func, stores, loads, distance, size_threshold, tree=tree), forwarded)
+    plan = plan_stream(func, stores, loads, distance, size_threshold, tree=tree,
+                       parallel=bool(forwarded.get("parallel")))
+    return StreamDispatcher(func, plan, forwarded)
 
 
 def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,

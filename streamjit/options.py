@@ -12,7 +12,7 @@ from .stream_pass import DEFAULT_PREFETCH_DISTANCE
 from .threshold import default_threshold
 
 # Numba options passed through unchanged to the nopython compiler.
-FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals")
+FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals", "parallel")
 
 
 def _names(option_name, value, params, func):
@@ -60,9 +60,6 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
     stores = _names("stream_stores", stream_stores, params, func)
     loads = _names("stream_loads", stream_loads, params, func)
     threshold = _threshold(threshold)
-    if numba_options.get("parallel"):
-        raise StreamConfigError("parallel=True is not supported yet by stream_kernel")
-    numba_options = {k: v for k, v in numba_options.items() if not (k == "parallel" and not v)}
     unknown = sorted(set(numba_options) - set(FORWARDED_NUMBA_OPTIONS))
     if unknown:
         raise StreamConfigError(

@@ -1,8 +1,9 @@
 """`stream_report`: what the compiled code of one signature actually does.
 
 Counts are read from the code, not echoed from the options. Per-array
-counts come from the final LLVM IR of the kernel function, the module
-exactly as handed to the backend: every load, store and prefetch whose
+counts come from the final LLVM IR of the kernel function (and, with
+``parallel=True``, of the worker functions of its `prange` loops), the
+module exactly as handed to the backend: every load, store and prefetch whose
 address derives from an array parameter's data pointer (followed through
 `getelementptr`, `phi` and `select`) is attributed to that parameter, and
 classified as vector or scalar, non-temporal or plain. Fences and the total
@@ -23,6 +24,7 @@ _LOAD = re.compile(r"^load (?:volatile )?(<\d+ x [^>]+>|[^,]+), ptr (%[\w.\-]+)(
 _PREFETCH = re.compile(r"call void @llvm\.prefetch\.\w+\(ptr (%[\w.\-]+)")
 _MASKED_STORE = re.compile(r"call void @llvm\.masked\.(?:store|scatter)\.[^(]+\([^,]+, ptr (%[\w.\-]+)")
 _DATA_ARG = re.compile(r"^%arg\.(\w+)\.4$")
+_PARFOR_BODY = re.compile(r'^define linkonce_odr [^\n]*@"?(_ZN[^"(\s]*__numba_parfor_gufunc[^"(\s]*)"?\(', re.M)
 
 
 @dataclass
@@ -136,10 +138,13 @@ def _signature_notes(dispatcher, name, aryty, rep):
 
 def build_report(dispatcher, sig, llvm_text, asm_text):
     """The report of one signature from its final LLVM IR and assembly."""
-    mangled = dispatcher.overloads[sig].fndesc.mangled_name
-    llvm_function = function_body(llvm_text, mangled, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n")
+    # The kernel, and the worker functions Numba generated for its prange
+    # loops (parallel=True), which are linked into the same module.
+    names = [dispatcher.overloads[sig].fndesc.mangled_name] + _PARFOR_BODY.findall(llvm_text)
+    llvm_function = "".join(function_body(llvm_text, n, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n")
+                            for n in names)
     # Mach-O prefixes symbols with an underscore.
-    asm_function = function_body(asm_text, mangled, lambda n: rf'^"?_?{n}"?:', ".cfi_endproc")
+    asm_function = "".join(function_body(asm_text, n, lambda n: rf'^"?_?{n}"?:', ".cfi_endproc") for n in names)
     params = list(inspect.signature(dispatcher.py_func).parameters)
     arrays = {p: t for p, t in zip(params, sig) if isinstance(t, types.Array)}
     reports = count_array_accesses(llvm_function, arrays)
@@ -149,5 +154,5 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
         if rep.nt_vector_stores + rep.nt_scalar_stores and not vector + scalar:
             rep.notes.append("this target has no non-temporal store instruction: the backend emitted plain stores")
     return StreamReport(signature=sig, arrays=reports, fences=fences,
-                        peeled_loops=llvm_function.count('"align"('),
+                        peeled_loops=dispatcher.stream_plan.peeled_loops,
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar)

@@ -34,7 +34,8 @@ import numpy as np
 
 from .dispatcher import make_dispatcher
 from .errors import StreamConfigError
-from .passes.source import build_function, function_tree
+from .passes.source import HELPERS_NAME, build_function, function_tree
+from .typing import intrinsics
 
 _INDEX = "__streamjit_i{}"
 _VALUE = "__streamjit_value"
@@ -45,7 +46,8 @@ def stencil(func_or_mode="constant", **options):
     """Decorator, as `numba.stencil`: ``@stencil`` or ``@stencil(cval=0, ...)``.
 
     Extra options: ``stream_stores`` (default True: the output is streamed),
-    ``stream_loads``, ``threshold`` (default ``"auto"``), ``prefetch_distance``.
+    ``stream_loads``, ``threshold`` (default ``"auto"``), ``prefetch_distance``,
+    ``parallel`` (the outermost loop becomes a `prange` on worker threads).
     """
     if callable(func_or_mode):
         return StreamStencil(func_or_mode, "constant", options)
@@ -103,8 +105,8 @@ class StreamStencil:
     """A stencil kernel; call it as ``kernel(*arrays, out=None, neighborhood=None)``."""
 
     def __init__(self, func, mode, options):
-        stream = {k: options.pop(k) for k in ("stream_stores", "stream_loads", "threshold", "prefetch_distance")
-                  if k in options}
+        stream = {k: options.pop(k) for k in ("stream_stores", "stream_loads", "threshold", "prefetch_distance",
+                                               "parallel") if k in options}
         unknown = sorted(set(options) - set(_OPTIONS))
         if unknown:
             raise StreamConfigError(f"unknown stencil option {unknown[0]!r}")
@@ -183,8 +185,11 @@ class StreamStencil:
                                                                      attr="shape", ctx=ast.Load()),
                                                  slice=ast.Constant(value=dim), ctx=ast.Load()),
                              op=ast.Sub(), right=ast.Constant(value=max(0, hi)))
+            parallel = dim == 0 and self._stream_options.get("parallel")
+            loop_function = (ast.Attribute(value=ast.Name(id=HELPERS_NAME, ctx=ast.Load()), attr="prange",
+                                           ctx=ast.Load()) if parallel else ast.Name(id="range", ctx=ast.Load()))
             loop = ast.For(target=ast.Name(id=_INDEX.format(dim), ctx=ast.Store()),
-                           iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
+                           iter=ast.Call(func=loop_function,
                                          args=[ast.Constant(value=-min(0, lo)), stop], keywords=[]),
                            body=body, orelse=[])
             body = [ast.copy_location(loop, kernel)]
@@ -198,7 +203,7 @@ class StreamStencil:
     def _dispatcher(self, neighborhood):
         if neighborhood not in self._loops:
             tree = self._loop_nest_tree(neighborhood)
-            loop_nest = build_function(self.py_func, copy.deepcopy(tree), None)
+            loop_nest = build_function(self.py_func, copy.deepcopy(tree), intrinsics)
             self._loops[neighborhood] = make_dispatcher(loop_nest, tree=tree, **self._stream_options)
         return self._loops[neighborhood]
 

@@ -4,7 +4,9 @@ Numba compiles, plus the decisions `stream_report` explains.
 Order of work (each step is one module under `passes/`):
 1. `accesses`: find loops, subscripts and assignments in the syntax tree;
 2. `legality`: prove that streamed stores never write an element twice;
-3. `align_peel` (planning): pick the loops whose stores can be aligned;
+3. `parallel_blocks`: with parallel=True, split streamed `prange` loops
+   into blocks, so each worker peels and fences its own;
+   `align_peel` (planning): pick the loops whose stores can be aligned;
 4. `stream_loads` (planning): the streamed loads and their prefetch distance;
 5. `fence_placement`: one store fence after each aligned loop nest;
 6. `size_check`: with a threshold, one size test at entry that all aligned
@@ -27,6 +29,7 @@ from .passes.align_peel import apply_peel, plan_peels
 from .passes.fence_placement import place_fences
 from .passes.size_check import insert_size_check
 from .passes.legality import check_stream_stores
+from .passes.parallel_blocks import split_prange_loops
 from .passes.source import build_function, function_tree, source_file
 from .passes.stream_loads import plan_stream_loads, rewrite_stream_loads
 from .typing import intrinsics
@@ -63,9 +66,10 @@ def _named(option, candidates):
 
 
 def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PREFETCH_DISTANCE, threshold=None,
-                tree=None):
+                tree=None, parallel=False):
     """Analyse and rewrite ``func`` for the validated stream options; ``tree``
-    is its syntax tree when it has no source file (generated code)."""
+    is its syntax tree when it has no source file (generated code);
+    ``parallel`` when Numba will run `prange` loops on worker threads."""
     if not stream_stores and not stream_loads:
         return StreamPlan(func=func)
     tree = copy.deepcopy(tree) if tree is not None else function_tree(func)
@@ -94,11 +98,13 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
     except StreamError as exc:
         plan.error = exc
         return plan
+    if parallel and split_prange_loops(scan, plan.streamed_stores):
+        scan = scan_kernel(tree)
     peels = plan_peels(scan, plan.streamed_stores, plan.notes)
     load_plan = plan_stream_loads(scan, plan.streamed_loads, prefetch_distance, plan.notes)
     if not peels and not plan.streamed_loads:
         return plan
-    plan.fenced_nests = place_fences(scan, [p.nest_root for p in peels])
+    plan.fenced_nests = place_fences(scan, [p.nest_root for p in peels], parallel)
     size_gate = insert_size_check(tree, plan.streamed_arrays(), threshold) if peels else None
     for peel in sorted(peels, key=lambda p: -p.depth):
         apply_peel(scan, peel, load_plan, size_gate)

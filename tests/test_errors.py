@@ -40,7 +40,6 @@ def copy(dst, src):
     ({"threshold": "big"}, "threshold must be None, 'auto' or a number of bytes"),
     ({"threshold": -1}, "threshold must be"),
     ({"threshold": 1.5}, "threshold must be"),
-    ({"parallel": True}, "parallel=True"),
     ({"fastmth": True}, "unknown option 'fastmth'"),
 ])
 def test_config_errors_at_decoration(options, match):

@@ -1,4 +1,5 @@
-"""The code library and compiler pipeline that run the non-temporal rewrite.
+"""The code library that runs the non-temporal rewrite, and the switch that
+makes Numba use it.
 
 Numba optimizes each function's final LLVM module inside its code library.
 ``StreamCodeLibrary`` lets that happen unchanged, then rewrites the
@@ -8,17 +9,17 @@ generated. It keeps the rewritten text for `stream_report` (Numba's
 place) and the text before optimization, to compile for other targets
 (`cross_target.py`).
 
-``StreamCompiler`` is Numba's nopython pipeline plus one lowering pass that
-gives the function such a library, so the rewrite reaches exactly the
-kernels compiled by streamjit and, with ``cache=True``, the cached object
-code is the rewritten one.
+`stream_code_libraries` makes Numba create such libraries while it compiles
+a streamjit kernel, so the rewrite reaches exactly the code compiled for
+streamjit kernels and, with ``cache=True``, the cached object code is the
+rewritten one.
 """
+
+import contextlib
 
 import llvmlite.binding as llvm
 from numba.core.codegen import JITCodeLibrary
-from numba.core.compiler import CompilerBase, DefaultPassBuilder
-from numba.core.compiler_machinery import LoweringPass, register_pass
-from numba.core.typed_passes import AnnotateTypes
+from numba.core.compiler_lock import global_compiler_lock
 
 from .alignment import bundle_alignment_promises
 from .nontemporal import make_streamed_accesses_nontemporal
@@ -51,28 +52,18 @@ class StreamCodeLibrary(JITCodeLibrary):
         return text if keep_input else rewritten
 
 
-@register_pass(mutates_CFG=False, analysis_only=False)
-class UseStreamCodeLibrary(LoweringPass):
-    """Give the function a `StreamCodeLibrary` before it is lowered."""
-
-    _name = "streamjit_use_stream_code_library"
-
-    def __init__(self):
-        LoweringPass.__init__(self)
-
-    def run_pass(self, state):
-        if state.library is None:
-            codegen = state.targetctx.codegen()
-            state.library = StreamCodeLibrary(codegen, state.func_id.func_qualname)
-            state.library.enable_object_caching()
-        return True
-
-
-class StreamCompiler(CompilerBase):
-    """Numba's nopython pipeline with the stream code library installed."""
-
-    def define_pipelines(self):
-        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pm.add_pass_after(UseStreamCodeLibrary, AnnotateTypes)
-        pm.finalize()
-        return [pm]
+@contextlib.contextmanager
+def stream_code_libraries(codegen):
+    """While compiling a streamjit kernel, every code library the codegen
+    creates is a `StreamCodeLibrary`: the kernel's own, and those Numba makes
+    on the way, such as the separate gufunc functions of `prange` loops
+    (`parallel=True`), so the rewrite reaches every function that holds a
+    streamed store. Libraries without marked accesses come out unchanged.
+    Held under Numba's compiler lock, so no other compile sees the switch."""
+    with global_compiler_lock:
+        previous = codegen._library_class
+        codegen._library_class = StreamCodeLibrary
+        try:
+            yield
+        finally:
+            codegen._library_class = previous

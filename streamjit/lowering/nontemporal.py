@@ -69,7 +69,9 @@ def make_streamed_accesses_nontemporal(llvm_text):
         return "!nontemporal" not in tail and marked.search(tail)
 
     def rewrite_function(function):
-        vector_stores = any(candidate(m) and not m.group("scalar") and is_streamable(m)
+        # (a function linked in from another streamjit library may already
+        # have its vector stores non-temporal)
+        vector_stores = any(marked.search(m.group("tail")) and not m.group("scalar") and is_streamable(m)
                             and m.group("head").lstrip().startswith("store") for m in _ACCESS.finditer(function))
 
         def rewrite(match):

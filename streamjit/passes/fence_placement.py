@@ -11,6 +11,7 @@ nest leaves it early, so each gets a fence of its own.
 import ast
 
 from .align_peel import helper_call
+from .parallel_blocks import is_prange
 
 
 def _fence():
@@ -31,13 +32,19 @@ def _exits_within(node):
     return found
 
 
-def place_fences(scan, nest_roots):
-    """Insert fences for the given outermost loops; return how many nests."""
+def place_fences(scan, nest_roots, parallel=False):
+    """Insert fences for the given outermost loops; return how many nests.
+    With ``parallel``, a `prange` nest's iterations run on worker threads:
+    each iteration ends with a fence, so every worker fences its own stores
+    before the join, whatever the thread pool does."""
     roots = list(dict.fromkeys(nest_roots))
     for root in roots:
         for exit_stmt in _exits_within(root.node):
             block = scan.block_of(exit_stmt)
             block.insert(block.index(exit_stmt), ast.copy_location(_fence(), exit_stmt))
-        block = scan.block_of(root.node)
-        block.insert(block.index(root.node) + 1, ast.copy_location(_fence(), root.node))
+        if parallel and is_prange(root):
+            root.node.body.append(ast.copy_location(_fence(), root.node.body[-1]))
+        else:
+            block = scan.block_of(root.node)
+            block.insert(block.index(root.node) + 1, ast.copy_location(_fence(), root.node))
     return len(roots)

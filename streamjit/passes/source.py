@@ -44,7 +44,10 @@ def build_function(original, tree, helpers):
     ``original`` would with that body, with ``helpers`` bound to
     ``HELPERS_NAME``."""
     tree.decorator_list = []
-    freevars = original.__code__.co_freevars
+    # (an original built here already has the helpers as a free variable)
+    cells = dict(zip(original.__code__.co_freevars, original.__closure__ or ()))
+    cells.pop(HELPERS_NAME, None)
+    freevars = tuple(cells)
     factory = ast.FunctionDef(
         name="__streamjit_factory__",
         args=ast.arguments(
@@ -62,8 +65,7 @@ def build_function(original, tree, helpers):
     code = compile(module, source_file(original), "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     make = types.FunctionType(factory_code, original.__globals__)
-    cells = [c.cell_contents for c in (original.__closure__ or ())]
-    func = make(helpers, *cells)
+    func = make(helpers, *(cell.cell_contents for cell in cells.values()))
     func.__defaults__ = original.__defaults__
     func.__kwdefaults__ = original.__kwdefaults__
     func.__module__ = original.__module__

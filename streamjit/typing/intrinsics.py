@@ -21,6 +21,7 @@ near plain ``numba.njit``).
   its alignment handed to LLVM.
 - ``exceeds``: whether the streamed arrays are above the size threshold.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
+- ``prange``: Numba's, for loops the stream pass generates in parallel.
 
 Anything they cannot handle with certainty (non-array targets, partial
 indices, a last dimension that is not contiguous at run time, unaligned
@@ -31,7 +32,7 @@ guessed alignment.
 import operator
 
 import llvmlite.ir as llir
-from numba import types
+from numba import prange, types
 from numba.core import cgutils
 from numba.core.typing import signature
 from numba.extending import intrinsic
@@ -41,6 +42,8 @@ from numba.np.numpy_support import as_dtype
 from ..lowering.alignment import emit_alignment_promise
 from ..lowering.markers import mark_streamed_load, mark_streamed_store
 from ..lowering.targets import STREAM_ALIGN_BYTES, emit_store_fence
+
+__all__ = ["prange"]  # re-exported for generated code (`__streamjit__.prange`)
 
 _ELEMENT_TYPES = (types.Integer, types.Float, types.Complex, types.Boolean)
 

@@ -1,0 +1,123 @@
+"""parallel=True: prange kernels stream and fence in every worker, with the
+same results as the plain loop, and readers in other threads never see
+stale data after the call returns."""
+
+import re
+import threading
+
+import numba
+import numpy as np
+import pytest
+
+import stencil_kernels as S
+import streamjit as sj
+from test_codegen import needs_x86_avx
+from test_correctness import random_array
+
+
+@sj.stream_kernel(stream_stores=["a"], parallel=True)
+def triad(a, b, c, q):
+    for i in sj.prange(a.shape[0]):
+        a[i] = b[i] + q * c[i]
+
+
+@sj.stream_kernel(stream_stores=["out"], stream_loads=["g"], parallel=True)
+def jacobi(out, g):
+    for r in sj.prange(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = 0.2 * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
+
+
+@sj.stream_kernel(stream_stores=["out"], parallel=True)
+def fill(out, value):
+    for i in sj.prange(out.shape[0]):
+        out[i] = value
+
+
+@pytest.fixture(scope="module", autouse=True)
+def two_threads():
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    yield
+    numba.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("n", [0, 1, 17, 16385, 100003])
+@pytest.mark.parametrize("offset", [0, 1, 7])
+def test_triad_sizes_and_views(n, offset):
+    rng = np.random.default_rng(n + offset)
+    b, c = random_array(rng, n, np.float64), random_array(rng, n, np.float64)
+    buf = np.full(n + 16, -1.0)
+    a = buf[offset:offset + n]
+    triad(a, b, c, 2.5)
+    np.testing.assert_array_equal(a, b + 2.5 * c)
+    assert (buf[:offset] == -1).all() and (buf[offset + n:] == -1).all()
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (50, 1001), (7, 40000)])
+def test_stencil_rows_in_parallel(shape):
+    g = random_array(np.random.default_rng(1), shape, np.float64)
+    out, ref = np.zeros_like(g), np.zeros_like(g)
+    jacobi(out, g)
+    numba.njit(jacobi.py_func)(ref, g)
+    np.testing.assert_array_equal(out, ref)
+
+
+@needs_x86_avx
+def test_worker_code_streams_and_fences():
+    a = np.zeros(1000)
+    triad(a, a.copy(), a.copy(), 1.0)
+    sig = triad.signatures[0]
+    report = triad.stream_report(sig)
+    assert report.arrays["a"].nt_vector_stores > 0 and report.fences >= 1
+    asm = triad.inspect_asm(sig)
+    worker = asm[asm.index("__numba_parfor_gufunc"):]
+    assert re.search(r"vmovntp[sd]\s+%[yz]mm", worker) and re.search(r"^\s*sfence", worker, re.M)
+    jacobi(np.zeros((5, 100)), np.zeros((5, 100)))
+    assert jacobi.stream_report().arrays["g"].prefetches > 0
+
+
+def test_reduction_on_a_streamed_array_is_rejected():
+    def reduce_into(out, a):
+        for i in sj.prange(a.shape[0]):
+            out[0] += a[i]
+
+    kernel = sj.stream_kernel(stream_stores=["out"], parallel=True)(reduce_into)
+    with pytest.raises(sj.StreamLegalityError, match="does not depend on the loop variable 'i'"):
+        kernel(np.zeros(1), np.ones(10))
+
+
+def test_readers_never_see_stale_data():
+    out = np.zeros(1 << 20, np.float32)          # 4 MiB, streamed (no threshold)
+    ready, done = threading.Event(), threading.Event()
+    stale = []
+    expected = [0.0]
+
+    def reader():
+        while True:
+            ready.wait()
+            ready.clear()
+            if expected[0] < 0:
+                return
+            if not (out == expected[0]).all():
+                stale.append(expected[0])
+            done.set()
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    for k in range(1, 60):
+        fill(out, np.float32(k))
+        expected[0] = float(k)
+        ready.set()
+        done.wait()
+        done.clear()
+    expected[0] = -1.0
+    ready.set()
+    thread.join()
+    assert not stale
+
+
+def test_parallel_stencil_matches_numba_stencil():
+    a = random_array(np.random.default_rng(2), (300, 700), np.float32)
+    got = sj.stencil(S.jacobi_f32, parallel=True)(a)
+    np.testing.assert_array_equal(got, numba.stencil(S.jacobi_f32)(a))
