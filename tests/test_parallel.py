@@ -11,6 +11,7 @@ import pytest
 
 import stencil_kernels as S
 import streamjit as sj
+from streamjit.passes.parallel_blocks import BLOCK
 from test_codegen import needs_x86_avx
 from test_correctness import random_array
 
@@ -42,7 +43,7 @@ def two_threads():
     numba.set_num_threads(previous)
 
 
-@pytest.mark.parametrize("n", [0, 1, 17, 16385, 100003])
+@pytest.mark.parametrize("n", [0, 1, 17, 16385, 100003, 3 * BLOCK + 5])
 @pytest.mark.parametrize("offset", [0, 1, 7])
 def test_triad_sizes_and_views(n, offset):
     rng = np.random.default_rng(n + offset)

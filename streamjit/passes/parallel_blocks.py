@@ -22,9 +22,11 @@ Legality is checked on the loop as the user wrote it, before this split.
 import ast
 import copy
 
-# Iterations per block: large enough that the per-block peel and fence cost
-# nothing measurable, small enough to balance two to a few dozen workers.
-BLOCK = 16384
+# Iterations per block: each block ends in a store fence, which waits for the
+# write-combining buffers to drain; 16K-iteration blocks made a one-thread
+# float32 copy 1.21x the plain loop instead of 1.40x with these (256 MiB).
+# Still small enough to balance a few dozen workers on large arrays.
+BLOCK = 1 << 18
 
 
 def is_prange(loop):
