@@ -19,6 +19,7 @@ from .errors import StreamError
 from .lowering.cross_target import compile_for_target
 from .lowering.library import stream_code_libraries
 from .options import validate_options
+from .passes.source import function_tree
 from .report import build_report
 from .stream_pass import plan_stream
 
@@ -41,6 +42,15 @@ class StreamDispatcher(CPUDispatcher):
 
     def enable_caching(self):
         self._cache = StreamFunctionCache(self.py_func, self.stream_plan.cache_key())
+
+    def __reduce__(self):
+        """Pickled as the function, its syntax tree and the options, and
+        rebuilt (and compiled on first call) wherever it is unpickled, e.g.
+        on Dask workers; the tree travels too, so no source file is needed
+        there."""
+        streams = self.stream_plan.func is not self.py_func or self.stream_plan.error is not None
+        tree = self._tree if self._tree is not None or not streams else function_tree(self.py_func)
+        return _rebuild, (self.py_func, tree, self._make_options)
 
     def above_threshold(self, *args, **kwargs):
         """Whether a call with these arguments passes the kernel's size test
@@ -117,7 +127,15 @@ def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=
         func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options)
     plan = plan_stream(func, stores, loads, distance, size_threshold, tree=tree,
                        parallel=bool(forwarded.get("parallel")))
-    return StreamDispatcher(func, plan, forwarded)
+    dispatcher = StreamDispatcher(func, plan, forwarded)
+    dispatcher._make_options = dict(stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
+                                    prefetch_distance=prefetch_distance, **numba_options)
+    dispatcher._tree = tree
+    return dispatcher
+
+
+def _rebuild(py_func, tree, options):
+    return make_dispatcher(py_func, tree=tree, **options)
 
 
 def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,

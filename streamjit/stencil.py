@@ -20,9 +20,10 @@ output is set to ``cval`` first only when ``cval`` was given.
 The neighbourhood is inferred from constant relative indices or taken from
 ``neighborhood=``; arrays named in ``standard_indexing`` are indexed as
 written. The output dtype is what `numba.stencil` infers (its own type
-inference is used). Not supported yet: calling a streamjit stencil from
-inside jitted code (call the `numba.stencil` kernel there, or pass arrays
-from Python).
+inference is used). Called with Dask arrays, it returns a lazy Dask array
+(`dask.py`). Not supported yet: calling a streamjit stencil from inside
+jitted code (call the `numba.stencil` kernel there, or pass arrays from
+Python).
 """
 
 import ast
@@ -32,6 +33,7 @@ import inspect
 import numba
 import numpy as np
 
+from .dask import is_dask_array, stencil_on_dask
 from .dispatcher import make_dispatcher
 from .errors import StreamConfigError
 from .passes.source import HELPERS_NAME, build_function, function_tree
@@ -104,7 +106,7 @@ class _ReturnsToBreaks(ast.NodeTransformer):
 class StreamStencil:
     """A stencil kernel; call it as ``kernel(*arrays, out=None, neighborhood=None)``."""
 
-    def __init__(self, func, mode, options):
+    def __init__(self, func, mode, options, tree=None):
         stream = {k: options.pop(k) for k in ("stream_stores", "stream_loads", "threshold", "prefetch_distance",
                                                "parallel") if k in options}
         unknown = sorted(set(options) - set(_OPTIONS))
@@ -114,7 +116,8 @@ class StreamStencil:
         self.mode = mode
         self.options = options
         self._stream_options = {"stream_stores": True, "threshold": "auto", **stream}
-        self._tree = function_tree(func)
+        self._tree = tree if tree is not None else function_tree(func)
+        self._all_options = {**options, **stream}
         self._params = [a.arg for a in self._tree.args.args]
         standard = options.get("standard_indexing", ())
         standard = (standard,) if isinstance(standard, str) else tuple(standard or ())
@@ -217,10 +220,17 @@ class StreamStencil:
             self._dtypes[argtys] = numba.np.numpy_support.as_dtype(real_ret.dtype)
         return self._dtypes[argtys]
 
+    @property
+    def relative_params(self):
+        """Parameter names, None where the parameter is standard-indexed."""
+        return [p if p in self._relative else None for p in self._params]
+
     def __call__(self, *args, out=None, neighborhood=None):
         if len(args) != len(self._params):
             raise TypeError(f"{self.__name__}() takes {len(self._params)} arrays, {len(args)} given")
         first = args[0]
+        if is_dask_array(first):
+            return self._call_on_dask(args, out, neighborhood)
         if not isinstance(first, np.ndarray):
             raise ValueError("The first argument to a stencil kernel must be the primary input array.")
         for name, arg in zip(self._params[1:], args[1:]):
@@ -231,13 +241,7 @@ class StreamStencil:
                 if any(s < f for s, f in zip(arg.shape, first.shape)):
                     raise ValueError("Secondary stencil array has some dimension smaller the same dimension in the "
                                      "first stencil input.")
-        neighborhood = neighborhood if neighborhood is not None else self.options.get("neighborhood")
-        if neighborhood is None:
-            neighborhood = self._inferred_neighborhood(first.ndim)
-        neighborhood = tuple(tuple(int(v) for v in bounds) for bounds in neighborhood)
-        if len(neighborhood) != first.ndim:
-            raise ValueError(f"{len(neighborhood)} dimensional neighborhood specified for {first.ndim} dimensional "
-                             "input array")
+        neighborhood = self._neighborhood(neighborhood, first.ndim)
         cval = self.options.get("cval", 0)
         if out is None:
             out = np.empty(first.shape, self._output_dtype(args))
@@ -251,6 +255,28 @@ class StreamStencil:
             out[...] = cval
         self._dispatcher(neighborhood)(*args, out)
         return out
+
+    def _neighborhood(self, given, ndim):
+        neighborhood = given if given is not None else self.options.get("neighborhood")
+        if neighborhood is None:
+            neighborhood = self._inferred_neighborhood(ndim)
+        neighborhood = tuple(tuple(int(v) for v in bounds) for bounds in neighborhood)
+        if len(neighborhood) != ndim:
+            raise ValueError(f"{len(neighborhood)} dimensional neighborhood specified for {ndim} dimensional "
+                             "input array")
+        return neighborhood
+
+    def _call_on_dask(self, args, out, neighborhood):
+        if out is not None:
+            raise ValueError(f"stencil {self.__name__}: out= is not supported with dask arrays")
+        neighborhood = self._neighborhood(neighborhood, args[0].ndim)
+        samples = tuple(np.ones((1,) * a.ndim, a.dtype) if is_dask_array(a) else a for a in args)
+        return stencil_on_dask(self, args, neighborhood, self._output_dtype(samples))
+
+    def __reduce__(self):
+        """Pickled as the kernel, its syntax tree and its options (Dask
+        workers rebuild and compile it on first use)."""
+        return StreamStencil, (self.py_func, self.mode, dict(self._all_options), self._tree)
 
     def stream_report(self, neighborhood=None, signature=None):
         """The `StreamReport` of the compiled loop nest (see `stream_kernel`)."""

@@ -138,3 +138,10 @@ def jacobi_f32(out, g):
     for r in range(1, g.shape[0] - 1):
         for c in range(1, g.shape[1] - 1):
             out[r, c] = np.float32(0.2) * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
+
+
+@sj.stream_kernel(stream_stores=["out"])
+def add2d(out, a, b):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = a[i, j] + 2 * b[i, j]
