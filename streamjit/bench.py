@@ -6,6 +6,7 @@ interleaved round by round, and compared by medians and ratios; every table
 names the CPU, the size and the dtype.
 """
 
+import functools
 import os
 import statistics
 import time
@@ -225,6 +226,22 @@ def plot_ratios(rows, label_key, title, path=None):
     if path is not None:
         fig.savefig(path, dpi=100)
     return fig
+
+
+def jacobi4_stencil(a):
+    return np.float32(0.25) * (a[0, 1] + a[0, -1] + a[1, 0] + a[-1, 0])
+
+
+@functools.cache
+def _numba_stencil(kernel):
+    return numba.stencil(kernel)
+
+
+def numba_stencil_block(block, kernel=jacobi4_stencil):
+    """`numba.stencil` of ``kernel`` on one block, compiled once per process
+    (a `numba.stencil` object itself does not pickle, so Dask workers build
+    their own from this importable function)."""
+    return _numba_stencil(kernel)(block)
 
 
 def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
