@@ -18,6 +18,8 @@ def demo(args):
 
 
 def run_bench(args):
+    from . import plots
+
     os.makedirs(args.out, exist_ok=True)
     written = []
     print(f"{bench.host_description()}\n")
@@ -27,7 +29,7 @@ def run_bench(args):
         print(bench.format_table(rows), "\n", flush=True)
         stream_rows += rows
     written.append(bench.write_csv(stream_rows, os.path.join(args.out, "stream.csv")))
-    bench.plot_stream_table(stream_rows, os.path.join(args.out, "stream.png"))
+    plots.stream_table(stream_rows, os.path.join(args.out, "stream.png"))
     written.append(os.path.join(args.out, "stream.png"))
     print("5-point stencil, output rows misaligned by one element:")
     stencil_rows = bench.stencil_table(mib=args.mib, rounds=args.rounds)
@@ -45,7 +47,7 @@ def run_bench(args):
                                   progress=lambda it: tqdm(it, desc="copy sweep", unit="size"))
         print(bench.format_table(rows))
         written.append(bench.write_csv(rows, os.path.join(args.out, "sweep.csv")))
-        bench.plot_memcpy_sweep(rows, os.path.join(args.out, "sweep.png"))
+        plots.memcpy_sweep(rows, os.path.join(args.out, "sweep.png"))
         written.append(os.path.join(args.out, "sweep.png"))
     print("wrote " + ", ".join(written))
 

@@ -205,29 +205,6 @@ def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
     return rows
 
 
-def plot_ratios(rows, label_key, title, path=None):
-    """Bar chart of the ``* / njit`` columns of ``rows``."""
-    import matplotlib
-    if path is not None:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    impls = [k for k in rows[0] if k.endswith(" / njit")]
-    fig, axis = plt.subplots(figsize=(max(6, 2 * len(rows)), 4))
-    width = 0.8 / len(impls)
-    for k, impl in enumerate(impls):
-        axis.bar([i + k * width for i in range(len(rows))], [r[impl] for r in rows], width, label=impl[:-7])
-    axis.set_xticks([i + width * (len(impls) - 1) / 2 for i in range(len(rows))], [r[label_key] for r in rows])
-    axis.axhline(1.0, color="black", linewidth=0.5)
-    axis.set_ylabel("speed / numba.njit loop")
-    axis.set_title(f"{title}, {cpu_name()}")
-    axis.legend()
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    return fig
-
-
 def jacobi4_stencil(a):
     return np.float32(0.25) * (a[0, 1] + a[0, -1] + a[1, 0] + a[-1, 0])
 
@@ -372,64 +349,6 @@ def memcpy_sweep(sizes_bytes, rounds=5, progress=None):
         row.update({f"{k} GB/s": 2 * n * 4 * repeats / t / 1e9 for k, t in medians.items()})
         rows.append(row)
     return rows
-
-
-def plot_memcpy_sweep(rows, path=None):
-    """Bandwidth and speedup over np.copyto against size, with the last-level
-    cache size and the auto threshold marked. Returns the figure."""
-    import matplotlib
-    if path is not None:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .threshold import default_threshold, last_level_cache_bytes
-
-    sizes = [r["bytes"] / MIB for r in rows]
-    impls = [k[:-5] for k in rows[0] if k.endswith(" GB/s")]
-    fig, (bw, ratio) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for impl in impls:
-        bw.plot(sizes, [r[f"{impl} GB/s"] for r in rows], marker="o", label=impl)
-        ratio.plot(sizes, [r[f"{impl} GB/s"] / r["np.copyto GB/s"] for r in rows], marker="o", label=impl)
-    llc = last_level_cache_bytes()
-    threshold, source = default_threshold()
-    for axis in (bw, ratio):
-        axis.set_xscale("log")
-        if llc:
-            axis.axvline(llc / MIB, color="grey", linestyle="--", label=f"last-level cache {llc / MIB:g} MiB")
-        axis.axvline(threshold / MIB, color="red", linestyle=":", label=f"auto threshold {threshold / MIB:.3g} MiB")
-    bw.set_ylabel("GB/s (read + write)")
-    ratio.set_ylabel("speed / np.copyto")
-    ratio.axhline(1.0, color="black", linewidth=0.5)
-    ratio.set_xlabel("MiB per array (float32)")
-    bw.legend(fontsize=8)
-    bw.set_title(f"copy on {cpu_name()}")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    return fig
-
-
-def plot_stream_table(rows, path=None):
-    """Bar chart of a `stream_table`: GB/s per kernel and implementation."""
-    import matplotlib
-    if path is not None:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    impls = [k[:-5] for k in rows[0] if k.endswith(" GB/s")]
-    labels = [f"{r['kernel']}\n{r['dtype']}" for r in rows]
-    fig, axis = plt.subplots(figsize=(max(6, 1.3 * len(rows)), 4))
-    width = 0.8 / len(impls)
-    for k, impl in enumerate(impls):
-        axis.bar([i + k * width for i in range(len(rows))], [r[f"{impl} GB/s"] for r in rows], width, label=impl)
-    axis.set_xticks([i + width * (len(impls) - 1) / 2 for i in range(len(rows))], labels)
-    axis.set_ylabel("GB/s (read + write)")
-    axis.set_title(f"STREAM, {rows[0]['MiB/array']} MiB per array, {cpu_name()}")
-    axis.legend()
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    return fig
 
 
 def write_csv(rows, path):
