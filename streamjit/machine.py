@@ -13,7 +13,6 @@ import llvmlite.binding as llvm
 import numba
 import numpy as np
 
-from .threshold import default_threshold
 
 
 def cpu_name():
@@ -37,18 +36,23 @@ def vector_isa():
     return "none known"
 
 
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
 def cache_sizes():
-    """``{"L1d": bytes, "L2": bytes, ...}`` from sysfs (Linux), else {}."""
+    """``{"L1d": bytes, "L2": bytes, ...}`` of CPU 0 from sysfs (Linux), else {}."""
     sizes = {}
     for index in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
         try:
-            level = open(os.path.join(index, "level")).read().strip()
-            kind = open(os.path.join(index, "type")).read().strip()
-            size = open(os.path.join(index, "size")).read().strip()
-        except OSError:
+            level, kind, size = (_read(os.path.join(index, f)) for f in ("level", "type", "size"))
+            value = int(size[:-1]) * _UNITS[size[-1]] if size[-1:] in _UNITS else int(size)
+        except (OSError, ValueError):
             continue
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-        value = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
         sizes[f"L{level}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"] = value
     return sizes
 
@@ -72,6 +76,8 @@ def streaming_instructions():
 
 def machine_info():
     """Everything ``python -m streamjit info`` prints, as a dict."""
+    from .threshold import default_threshold   # threshold reads this module's cache sizes
+
     threshold, source = default_threshold()
     stores, fences = streaming_instructions()
     return {

@@ -11,30 +11,20 @@ directory, a third of the last-level cache (the copy crossover measured on
 our machines: 8-12 MiB per array with a 32 MiB L3), or 8 MiB.
 """
 
-import glob
 import json
 import os
 
 import platformdirs
 
+from .machine import cache_sizes
+
 ENV_VAR = "STREAMJIT_THRESHOLD"
 _FALLBACK_BYTES = 8 << 20
-_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def last_level_cache_bytes():
     """Size of the largest CPU cache in bytes (Linux sysfs or sysconf), or None."""
-    sizes = []
-    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
-        try:
-            with open(path) as f:
-                text = f.read().strip()
-        except OSError:
-            continue
-        if text and text[-1] in _UNITS and text[:-1].isdigit():
-            sizes.append(int(text[:-1]) * _UNITS[text[-1]])
-        elif text.isdigit():
-            sizes.append(int(text))
+    sizes = list(cache_sizes().values())
     for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
         try:
             sizes.append(os.sysconf(name))

@@ -25,6 +25,7 @@ Scalar loads have no non-temporal form and stay as they are. Scalable
 
 import re
 
+from .llvm_text import ELEMENT_BYTES
 from .markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, marked_scope_lists, metadata_ids
 
 _ACCESS = re.compile(
@@ -34,7 +35,6 @@ _ACCESS = re.compile(
     re.M,
 )
 _FUNCTION = re.compile(r"^define [^\n]*\{\n.*?^\}$", re.M | re.S)
-_ELEMENT_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "half": 2, "bfloat": 2, "float": 4, "double": 8, "ptr": 8}
 # Vector NT accesses exist for 16-byte (SSE, NEON q) registers and wider.
 _MIN_VECTOR_BYTES = 16
 # Make marked scalar stores non-temporal too (measured, see module doc);
@@ -47,9 +47,9 @@ def is_streamable(match, scalar_stores=True):
     and scalar stores when ``scalar_stores`` and `SCALAR_NONTEMPORAL`."""
     is_store = match.group("head").lstrip().startswith("store")
     if match.group("scalar"):
-        size = _ELEMENT_BYTES[match.group("scalar")]
+        size = ELEMENT_BYTES[match.group("scalar")]
         return is_store and scalar_stores and SCALAR_NONTEMPORAL and int(match.group("align")) >= size
-    element = _ELEMENT_BYTES.get(match.group("elem").strip(), 0)
+    element = ELEMENT_BYTES.get(match.group("elem").strip(), 0)
     if match.group("scalable"):  # SVE's stnt1/ldnt1 need element alignment only
         return element > 0 and int(match.group("align")) >= element
     size = int(match.group("lanes")) * element

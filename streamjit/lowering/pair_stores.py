@@ -12,11 +12,10 @@ between them, into one 256-bit store of the concatenated vectors.
 
 import re
 
+from .llvm_text import ELEMENT_BYTES, constant_offsets
 from .targets import arch_of
 
 _STORE = re.compile(r"^(\s*)store (<(\d+) x ([^>]+)>) (%[\w.\-]+), ptr (%[\w.\-]+), align (\d+)(.*!nontemporal.*)$")
-_CONST_GEP = re.compile(r"^\s*(%[\w.\-]+) = getelementptr (?:inbounds |nuw |nusw )*i8, ptr (%[\w.\-]+), i64 (\d+)\s*$")
-_ELEMENT_BYTES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "float": 4, "double": 8}
 _TRIPLE = re.compile(r'^target triple = "([^"]+)"', re.M)
 
 
@@ -26,20 +25,17 @@ def pair_streamed_stores(llvm_text):
     if not triple or arch_of(triple.group(1)) != "aarch64":
         return llvm_text
     lines = llvm_text.split("\n")
-    offsets = {}
-    for line in lines:
-        m = _CONST_GEP.match(line)
-        if m:
-            offsets[m.group(1)] = (m.group(2), int(m.group(3)))
+    offsets = constant_offsets(lines)
     count = 0
     for i in range(len(lines) - 1):
         first, second = _STORE.match(lines[i]), _STORE.match(lines[i + 1])
         if not first or not second or first.group(2) != second.group(2):
             continue
-        lanes, element = int(first.group(3)), _ELEMENT_BYTES.get(first.group(4).strip(), 0)
+        lanes, element = int(first.group(3)), ELEMENT_BYTES.get(first.group(4).strip(), 0)
         if lanes * element != 16 or int(first.group(7)) < 32:
             continue
-        if offsets.get(second.group(6)) != (first.group(6), 16):
+        first_at = offsets.get(first.group(6), (first.group(6), 0))
+        if offsets.get(second.group(6)) != (first_at[0], first_at[1] + 16):
             continue
         indent, vector = first.group(1), f"%streamjit.pair.{count}"
         mask = ", ".join(f"i32 {k}" for k in range(2 * lanes))

@@ -19,13 +19,11 @@ the array, on x86 and AArch64 (and LLVM drops it on targets without one).
 
 import re
 
+from .llvm_text import constant_offsets
 from .markers import STREAM_LOAD_SCOPE, marked_scope_lists
 
 _LINE_BYTES = 64
 _LOAD = re.compile(r"^\s*%[\w.\-]+ = load [^\n]*?, ptr (%[\w.\-]+)[^\n]*!alias\.scope !(\d+)")
-_CONST_GEP = re.compile(
-    r"^\s*(%[\w.\-]+) = getelementptr (?:inbounds |nuw |nusw )*(i8|i16|i32|i64|float|double), ptr (%[\w.\-]+), i64 (-?\d+)\s*$")
-_BYTES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "float": 4, "double": 8}
 _LABEL = re.compile(r"^[\w.\-]+:")
 PREFETCH_DECLARATION = "declare void @llvm.prefetch.p0(ptr nocapture readonly, i32 immarg, i32 immarg, i32 immarg)"
 
@@ -35,13 +33,8 @@ def insert_stream_prefetches(llvm_text):
     distances = {i: int(d) for i, d in marked_scope_lists(llvm_text, STREAM_LOAD_SCOPE).items() if d.isdigit()}
     if not any(distances.values()):
         return llvm_text
-    offsets = {}  # pointer -> (base pointer, constant byte offset)
     lines = llvm_text.split("\n")
-    for line in lines:
-        m = _CONST_GEP.match(line)
-        if m:
-            base, offset = offsets.get(m.group(3), (m.group(3), 0))
-            offsets[m.group(1)] = (base, offset + int(m.group(4)) * _BYTES[m.group(2)])
+    offsets = constant_offsets(lines)
     out, seen, count = [], set(), 0
     for line in lines:
         if _LABEL.match(line) or line.startswith("define "):
