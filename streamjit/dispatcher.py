@@ -3,8 +3,9 @@
 The dispatcher *is* a Numba CPU dispatcher (calls go through Numba's C
 dispatch, with no Python wrapper on the hot path; other jitted functions can
 call it), compiling the function produced by the stream pass with code
-libraries that run the LLVM rewrite (`lowering/library.py`). It adds `stream_report` and shows the rewritten
-module in `inspect_llvm`.
+libraries that run the LLVM rewrite (`lowering/library.py`). It adds
+`stream_report`, shows the rewritten module in `inspect_llvm`, and compiles
+for other CPUs in `inspect_asm(target=..., cpu=...)`.
 """
 
 import inspect
@@ -19,7 +20,6 @@ from .errors import StreamError
 from .lowering.cross_target import compile_for_target
 from .lowering.library import stream_code_libraries
 from .options import validate_options
-from .passes.source import function_tree
 from .report import build_report
 from .stream_pass import plan_stream
 
@@ -27,15 +27,18 @@ from .stream_pass import plan_stream
 class StreamDispatcher(CPUDispatcher):
     """A Numba dispatcher for a kernel rewritten by the stream pass."""
 
-    def __init__(self, py_func, plan, numba_options):
-        options = dict(numba_options)
-        locals_ = options.pop("locals", None) or {}
-        cache = options.pop("cache", False)
-        options["nopython"] = True
-        super().__init__(plan.func, locals=locals_, targetoptions=options)
+    def __init__(self, py_func, plan, numba_options, options):
+        """``numba_options`` go to Numba; ``options`` are all the keyword
+        arguments the kernel was made with, kept to rebuild it."""
+        targetoptions = dict(numba_options)
+        locals_ = targetoptions.pop("locals", None) or {}
+        cache = targetoptions.pop("cache", False)
+        targetoptions["nopython"] = True
+        super().__init__(plan.func, locals=locals_, targetoptions=targetoptions)
         self.py_func = py_func
         self.__wrapped__ = py_func
         self.stream_plan = plan
+        self._options = options
         self._signature = inspect.signature(py_func)
         if cache:
             self.enable_caching()
@@ -48,9 +51,7 @@ class StreamDispatcher(CPUDispatcher):
         rebuilt (and compiled on first call) wherever it is unpickled, e.g.
         on Dask workers; the tree travels too, so no source file is needed
         there."""
-        streams = self.stream_plan.func is not self.py_func or self.stream_plan.error is not None
-        tree = self._tree if self._tree is not None or not streams else function_tree(self.py_func)
-        return _rebuild, (self.py_func, tree, self._make_options)
+        return _rebuild, (self.py_func, self.stream_plan.source_tree, self._options)
 
     def above_threshold(self, *args, **kwargs):
         """Whether a call with these arguments passes the kernel's size test
@@ -127,11 +128,9 @@ def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=
         func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options)
     plan = plan_stream(func, stores, loads, distance, size_threshold, tree=tree,
                        parallel=bool(forwarded.get("parallel")))
-    dispatcher = StreamDispatcher(func, plan, forwarded)
-    dispatcher._make_options = dict(stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
-                                    prefetch_distance=prefetch_distance, **numba_options)
-    dispatcher._tree = tree
-    return dispatcher
+    options = dict(stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
+                   prefetch_distance=prefetch_distance, **numba_options)
+    return StreamDispatcher(func, plan, forwarded, options)
 
 
 def _rebuild(py_func, tree, options):

@@ -50,6 +50,7 @@ class StreamPlan:
     fenced_nests: int = 0
     prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
     threshold: int | None = None  # bytes of streamed arrays above which the aligned loops run
+    source_tree: object = None  # the kernel's syntax tree as written (None when nothing streams)
     error: StreamError | None = None
 
     def streamed_arrays(self):
@@ -72,7 +73,8 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
     ``parallel`` when Numba will run `prange` loops on worker threads."""
     if not stream_stores and not stream_loads:
         return StreamPlan(func=func)
-    tree = copy.deepcopy(tree) if tree is not None else function_tree(func)
+    source_tree = tree if tree is not None else function_tree(func)
+    tree = copy.deepcopy(source_tree)
     scan = scan_kernel(tree)
     filename = source_file(func)
     stored = {s.array for s in scan.stores()} & set(scan.params)
@@ -86,7 +88,7 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
         warnings.warn(f"stream_loads names '{name}', but {func.__qualname__} never loads it",
                       StreamWarning, stacklevel=3)
     plan = StreamPlan(func=func, streamed_stores=frozenset(streamed & stored), streamed_loads=frozenset(loads),
-                      prefetch_distance=prefetch_distance, threshold=threshold)
+                      prefetch_distance=prefetch_distance, threshold=threshold, source_tree=source_tree)
     self_loads = sorted(loads & stored)
     if self_loads:
         plan.error = StreamConfigError(

@@ -32,7 +32,7 @@ guessed alignment.
 import operator
 
 import llvmlite.ir as llir
-from numba import prange, types
+from numba import prange, types  # noqa: F401  (prange: for generated code, `__streamjit__.prange`)
 from numba.core import cgutils
 from numba.core.typing import signature
 from numba.extending import intrinsic
@@ -42,8 +42,6 @@ from numba.np.numpy_support import as_dtype
 from ..lowering.alignment import emit_alignment_promise
 from ..lowering.markers import mark_streamed_load, mark_streamed_store
 from ..lowering.targets import STREAM_ALIGN_BYTES, emit_store_fence
-
-__all__ = ["prange"]  # re-exported for generated code (`__streamjit__.prange`)
 
 _ELEMENT_TYPES = (types.Integer, types.Float, types.Complex, types.Boolean)
 
