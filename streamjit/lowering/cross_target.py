@@ -5,8 +5,8 @@ silicon and older x86. This pass takes the kernel's linked LLVM module as it
 was *before* optimization (kept by `library.StreamCodeLibrary`), points it
 at another target triple / CPU / feature set, swaps the host's store fence
 for that target's (`targets.py`), and runs the same pipeline the host build
-runs: alignment promises, O3 with that target's vectorizer, non-temporal
-rewrite, prefetches, then assembly from llvmlite's target machine. Nothing
+runs: O3 with that target's vectorizer, the non-temporal rewrite, pair
+stores, prefetches, then assembly from llvmlite's target machine. Nothing
 is executed, so any target llvmlite was built with can be inspected.
 """
 
@@ -14,7 +14,6 @@ import re
 
 import llvmlite.binding as llvm
 
-from .alignment import bundle_alignment_promises
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_stores import pair_streamed_stores
 from .prefetch import insert_stream_prefetches
@@ -46,7 +45,7 @@ def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
     """Return ``(final LLVM IR text, assembly)`` of the module for that target."""
     tm = _target_machine(triple, cpu, features)
     text = re.sub(r'^target (?:datalayout|triple) = .*$', "", unoptimized_llvm_ir, flags=re.M)
-    text = bundle_alignment_promises(retarget_store_fences(text, triple))
+    text = retarget_store_fences(text, triple)
     module = _parse(text, triple, tm)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True

@@ -21,7 +21,6 @@ import llvmlite.binding as llvm
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
-from .alignment import bundle_alignment_promises
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_stores import pair_streamed_stores
 from .prefetch import insert_stream_prefetches
@@ -31,25 +30,24 @@ class StreamCodeLibrary(JITCodeLibrary):
     """A JIT code library whose final module gets non-temporal stores."""
 
     streamed_llvm_ir = None
-    unoptimized_llvm_ir = None
+    _unoptimized_module = None
+
+    @property
+    def unoptimized_llvm_ir(self):
+        """The linked module before optimization, as text (None if unknown)."""
+        return None if self._unoptimized_module is None else str(self._unoptimized_module)
 
     def _optimize_final_module(self):
-        self.unoptimized_llvm_ir = self._rewrite_final_module(bundle_alignment_promises, keep_input=True)
+        self._unoptimized_module = self._final_module.clone()
         super()._optimize_final_module()
-        self.streamed_llvm_ir = self._rewrite_final_module(
-            lambda text: insert_stream_prefetches(pair_streamed_stores(make_streamed_accesses_nontemporal(text))))
-
-    def _rewrite_final_module(self, rewrite, keep_input=False):
-        """Apply a text-to-text rewrite to the final module; return the new
-        text (or the text it started from, with ``keep_input``)."""
         text = str(self._final_module)
-        rewritten = rewrite(text)
+        rewritten = insert_stream_prefetches(pair_streamed_stores(make_streamed_accesses_nontemporal(text)))
         if rewritten is not text:
             module = llvm.parse_assembly(rewritten)
             module.verify()
             module.name = self._final_module.name
             self._final_module = module
-        return text if keep_input else rewritten
+        self.streamed_llvm_ir = rewritten
 
 
 @contextlib.contextmanager
