@@ -285,10 +285,10 @@ def aligned_pointer(typingctx, arr, index):
 
     The pointer is laundered so LLVM keeps it as the one base of the loop's
     addresses instead of re-deriving them from the array's data pointer
-    (through phis the alignment proof cannot see into). The promise lands in
-    the kernel's own module, where ``lowering/alignment.py`` turns it into an
-    `llvm.assume`. Elements along the last dimension are then ``pointer[k]``:
-    the caller checked that dimension is contiguous."""
+    (through phis the alignment proof cannot see into); the promise is an
+    `llvm.assume` alignment bundle (``lowering/alignment.py``). Elements along
+    the last dimension are then ``pointer[k]``: the caller checked that
+    dimension is contiguous."""
     if not _is_element_access(arr, index):
         return types.intp(arr, index), lambda context, builder, sig, args: context.get_constant(types.intp, 0)
 
