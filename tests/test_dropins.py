@@ -1,6 +1,7 @@
 """streamjit.copyto / memcpy against NumPy: the same results and the same
 exceptions, on the streamed path and on the plain one."""
 
+import numba
 import numpy as np
 import pytest
 
@@ -127,3 +128,18 @@ def test_memcpy_read_only_destination():
     dst.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         sj.memcpy(dst, np.ones(8))
+
+
+def test_large_copies_use_the_parallel_kernel(monkeypatch):
+    monkeypatch.setattr(dropins, "PARALLEL_BYTES", 1024)
+    src = random_array(np.random.default_rng(5), 600_001, np.float32)
+    dst = np.zeros(600_002, np.float32)[1:]
+    sj.copyto(dst, src)
+    np.testing.assert_array_equal(dst, src)
+    if numba.get_num_threads() > 1:
+        assert dropins._copy_elements_parallel.signatures
+    overlapping = np.arange(100_000, dtype=np.float64)
+    expected = overlapping.copy()
+    np.copyto(expected[1:], expected[:-1])
+    sj.copyto(overlapping[1:], overlapping[:-1])        # overlap: never the parallel kernel
+    np.testing.assert_array_equal(overlapping, expected)
