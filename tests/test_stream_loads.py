@@ -147,3 +147,26 @@ def test_prefetchnta_in_machine_code_only_when_loads_are_streamed(rng):
 
     stores_only(np.zeros(100), a, a)
     assert not PREFETCH_NTA.search(stores_only.inspect_asm(stores_only.signatures[0]))
+
+
+@pytest.mark.parametrize("f_offset", [0, 1, 3])
+@pytest.mark.parametrize("h_offset", [0, 1, 8])
+def test_sources_aligned_or_not_give_the_same_result(f_offset, h_offset):
+    rng = np.random.default_rng(f_offset * 10 + h_offset)
+    f = rng.standard_normal(5000)[f_offset:f_offset + 4001]
+    g = rng.standard_normal(4001)
+    h = np.zeros(5000)[h_offset:h_offset + 4001]
+    residual(h, f, g)
+    np.testing.assert_array_equal(h, f + g)
+
+
+@needs_x86_avx
+def test_aligned_source_loads_are_vmovntdqa():
+    # the loop taken when f is aligned where h is reads f with vmovntdqa
+    h, f, g = np.zeros(4096), np.ones(4096), np.ones(4096)
+    residual(h, f, g)
+    sig = residual.signatures[0]
+    asm = residual.inspect_asm(sig)
+    assert re.search(r"^\s*vmovntdqa\s+.*%[yz]mm\d+$", asm, re.M)
+    report = residual.stream_report(sig)
+    assert report.arrays["f"].nt_loads > 0 and report.arrays["g"].nt_loads == 0

@@ -127,3 +127,8 @@ def test_host_build_honours_numba_cpu_name(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "False"]
+
+
+def test_aarch64_streamed_loads_are_non_temporal(kernels):
+    assert re.search(r"^\s*ldnp\s+q\d+, q\d+,", asm_for(kernels, "stream_loads", NEON), re.M)
+    assert re.search(r"^\s*ldnt1d\s", asm_for(kernels, "stream_loads", SVE), re.M)

@@ -22,7 +22,7 @@ from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
 from .nontemporal import make_streamed_accesses_nontemporal
-from .pair_stores import pair_streamed_stores
+from .pair_nontemporal import pair_streamed_accesses
 from .prefetch import insert_stream_prefetches
 
 
@@ -41,7 +41,7 @@ class StreamCodeLibrary(JITCodeLibrary):
         self._unoptimized_module = self._final_module.clone()
         super()._optimize_final_module()
         text = str(self._final_module)
-        rewritten = insert_stream_prefetches(pair_streamed_stores(make_streamed_accesses_nontemporal(text)))
+        rewritten = insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(text)))
         if rewritten is not text:
             module = llvm.parse_assembly(rewritten)
             module.verify()

@@ -1,6 +1,6 @@
 """Reading LLVM IR text: the few facts the text rewrites share.
 
-The rewrites after optimization (`nontemporal.py`, `pair_stores.py`,
+The rewrites after optimization (`nontemporal.py`, `pair_nontemporal.py`,
 `prefetch.py`) work on the module's text, because llvmlite exposes no
 metadata or instruction-building API on a parsed module. They need element
 sizes and, for addresses, which pointer is a constant byte offset from which.

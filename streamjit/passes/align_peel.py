@@ -17,7 +17,11 @@ into (names shortened)
         for j in range(sv, hi): BODY'      # aligned loop
 
 ``BODY'`` stores to the streamed arrays with ``stream_store`` (addressed
-as ``p[j - sv]``, so every vector store derives from the aligned pointer) and reads
+as ``p[j - sv]``, so every vector store derives from the aligned pointer).
+When streamed loads (``stream_loads``) read their own unit-stride stream, a
+second aligned loop, taken when those sources are aligned at ``sv`` too,
+reads them through aligned pointers as well (non-temporal vector loads). It
+reads
 affine elements with ``direct_load``: both skip negative-index wraparound,
 which the bounds check made exact, so LLVM sees consecutive addresses and
 vectorizes. LLVM's vectorizer ends the aligned loop with its own remainder
@@ -137,17 +141,21 @@ def plan_peels(scan, streamed, notes):
 class _RewriteAccesses(ast.NodeTransformer):
     """In a copied loop body, turn planned loads/stores into helper calls."""
 
-    def __init__(self, loads, stores, offset, stream_loads):
+    def __init__(self, loads, stores, offset, stream_loads, aligned_loads=None):
         self.loads = loads  # id(copied Subscript) -> array name
         self.stores = stores  # id(copied statement) -> (array name, copied Subscript, aligned pointer name)
         self.offset = offset  # elements from the aligned pointer, as an expression
         self.stream_loads = stream_loads
+        self.aligned_loads = aligned_loads or {}  # id(copied Subscript) -> aligned pointer name
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
         if id(node) not in self.loads:
             return node
         distance = self.stream_loads.distance(node)
+        if id(node) in self.aligned_loads:
+            return helper_call("load_at", _name(self.aligned_loads[id(node)]), copy.deepcopy(self.offset),
+                               ast.Constant(value=distance))
         if distance is None:
             return helper_call("direct_load", _name(self.loads[id(node)]), node.slice)
         return helper_call("direct_stream_load", _name(self.loads[id(node)]), node.slice, ast.Constant(value=distance))
@@ -170,6 +178,17 @@ class _RewriteAccesses(ast.NodeTransformer):
 def _index_at(dims, loop, value):
     elts = [to_ast(d, {loop: value}) for d in dims]
     return elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
+
+
+def _alignable_stream_loads(plan, loop, stream_loads):
+    """Streamed loads that could be read through an aligned pointer: unit
+    stride in the loop and the only access of their array in the loop (two
+    offsets of one array cannot both be aligned)."""
+    counts = {}
+    for access, _ in plan.loads:
+        counts[access.array] = counts.get(access.array, 0) + 1
+    return [(a, d) for a, d in plan.loads
+            if stream_loads.distance(a.node) is not None and d[-1].coeffs == {loop: 1} and counts[a.array] == 1]
 
 
 def _gated(gate, test):
@@ -221,13 +240,19 @@ def apply_peel(scan, plan, stream_loads, gate=None):
     def assign(name, value):
         return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value)
 
-    memo = {}
-    streamed_body = copy.deepcopy(node.body, memo)
-    stream_loads.follow_copies(memo)
-    loads = {id(memo[id(a.node)]): a.array for a, _ in plan.loads}
-    stores = {id(memo[id(a.stmt)]): (a.array, memo[id(a.node)], p) for (a, _), p in zip(plan.aligned_stores, pointers)}
     offset = ast.BinOp(left=_name(loop.var), op=ast.Sub(), right=_name(sv))
-    streamed_body = [_RewriteAccesses(loads, stores, offset, stream_loads).visit(s) for s in streamed_body]
+
+    def streamed_body(source_pointers=()):
+        """A copy of the body for the aligned loop; ``source_pointers``:
+        (load, pointer name) pairs read through aligned pointers."""
+        memo = {}
+        body = copy.deepcopy(node.body, memo)
+        stream_loads.follow_copies(memo)
+        loads = {id(memo[id(a.node)]): a.array for a, _ in plan.loads}
+        stores = {id(memo[id(a.stmt)]): (a.array, memo[id(a.node)], p)
+                  for (a, _), p in zip(plan.aligned_stores, pointers)}
+        aligned = {id(memo[id(a.node)]): p for (a, _), p in source_pointers}
+        return [_RewriteAccesses(loads, stores, offset, stream_loads, aligned).visit(s) for s in body]
 
     def loop_over(start, stop, body):
         call = ast.Call(func=copy.deepcopy(node.iter.func), args=[_name(start), _name(stop)], keywords=[])
@@ -235,6 +260,17 @@ def apply_peel(scan, plan, stream_loads, gate=None):
 
     aligned_pointers = [assign(p, helper_call("aligned_pointer", _name(a.array), _index_at(d, loop, _name(sv))))
                         for (a, d), p in zip(plan.aligned_stores, pointers)]
+    aligned_loop = [loop_over(sv, hi, streamed_body())]
+    sources = _alignable_stream_loads(plan, loop, stream_loads)
+    if sources:
+        # a second aligned loop for when the streamed sources are aligned too,
+        # so their vector loads can be non-temporal (`vmovntdqa`, `ldnp`)
+        source_pointers = [((a, d), f"__streamjit_src{n}_{k}") for k, (a, d) in enumerate(sources)]
+        sources_aligned = functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), [
+            helper_call("is_stream_aligned", _name(a.array), _index_at(d, loop, _name(sv))) for a, d in sources])
+        aligned_loop = [ast.If(test=sources_aligned, orelse=aligned_loop, body=[
+            assign(p, helper_call("aligned_pointer", _name(a.array), _index_at(d, loop, _name(sv))))
+            for (a, d), p in source_pointers] + [loop_over(sv, hi, streamed_body(source_pointers))])]
     replacement = [
         assign(lo, loop.start or ast.Constant(value=0)),
         assign(hi, loop.stop),
@@ -245,7 +281,7 @@ def apply_peel(scan, plan, stream_loads, gate=None):
                                _name(lo), _name(hi), _name(ok))),
         loop_over(lo, sv, node.body),
         ast.If(test=ast.Compare(left=_name(hi), ops=[ast.Gt()], comparators=[_name(sv)]),
-               body=aligned_pointers + [loop_over(sv, hi, streamed_body)], orelse=[]),
+               body=aligned_pointers + aligned_loop, orelse=[]),
     ]
     for stmt in replacement:
         for sub in ast.walk(stmt):

@@ -18,7 +18,8 @@ near plain ``numba.njit``).
 - ``in_bounds``: the run-time check that licenses the two above.
 - ``aligned_start`` / ``same_alignment`` / ``aligned_pointer``: where the
   aligned loop starts, and the pointer its stores use, with the proof of
-  its alignment handed to LLVM.
+  its alignment handed to LLVM; ``is_stream_aligned`` / ``load_at``: the
+  same for streamed sources that happen to be aligned too.
 - ``exceeds``: whether the streamed arrays are above the size threshold.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 - ``prange``: Numba's, for loops the stream pass generates in parallel.
@@ -276,6 +277,40 @@ def same_alignment(typingctx, arr, index, anchor, anchor_index):
         return builder.and_(builder.icmp_unsigned("==", a, b), contiguous)
 
     return types.boolean(arr, index, anchor, anchor_index), codegen
+
+
+@intrinsic
+def is_stream_aligned(typingctx, arr, index):
+    """True when ``arr[index]`` is stream-aligned and ``arr``'s last dimension
+    contiguous, so it can be read through ``aligned_pointer``."""
+    supported = _is_element_access(arr, index)
+
+    def codegen(context, builder, sig, args):
+        if not supported:
+            return cgutils.false_bit
+        address = _element_address(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        low_bits = builder.and_(address, address.type(STREAM_ALIGN_BYTES - 1))
+        aligned = builder.icmp_unsigned("==", low_bits, address.type(0))
+        return builder.and_(aligned, _unit_inner_stride(context, builder, sig.args[0], args[0]))
+
+    return types.boolean(arr, index), codegen
+
+
+@intrinsic(prefer_literal=True)
+def load_at(typingctx, base, offset, distance):
+    """``base[offset]`` through an aligned pointer, tagged as a streamed load
+    prefetched ``distance`` bytes ahead."""
+    d = _literal_distance(distance)
+    if not isinstance(base, types.CPointer) or d is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = cgutils.gep(builder, args[0], context.cast(builder, args[1], sig.args[1], types.intp))
+        raw = builder.load(ptr)
+        mark_streamed_load(builder, raw, d)
+        return context.data_model_manager[sig.args[0].dtype].from_data(builder, raw)
+
+    return base.dtype(base, offset, distance), codegen
 
 
 @intrinsic
