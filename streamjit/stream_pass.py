@@ -109,7 +109,9 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
     plan.fenced_nests = place_fences(scan, [p.nest_root for p in peels], parallel)
     size_gate = insert_size_check(tree, plan.streamed_arrays(), threshold) if peels else None
     for peel in sorted(peels, key=lambda p: -p.depth):
-        apply_peel(scan, peel, load_plan, size_gate)
+        # below a threshold the head loop is the whole plain path and must
+        # vectorize; without one it only peels (or takes rare fallbacks)
+        apply_peel(scan, peel, load_plan, size_gate, scalar_head=threshold is None)
     rewrite_stream_loads(tree, load_plan)
     plan.peeled_loops = len(peels)
     plan.func = build_function(func, tree, intrinsics)

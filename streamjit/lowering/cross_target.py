@@ -14,6 +14,7 @@ import re
 
 import llvmlite.binding as llvm
 
+from .keep_scalar import remove_keep_scalar_calls
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_nontemporal import pair_streamed_accesses
 from .prefetch import insert_stream_prefetches
@@ -52,5 +53,6 @@ def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
     pto.slp_vectorization = True
     builder = llvm.create_pass_builder(tm, pto)
     builder.getModulePassManager().run(module, builder)
-    final = insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(str(module))))
+    final = insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
+        remove_keep_scalar_calls(str(module)))))
     return final, tm.emit_assembly(_parse(final, triple, tm))

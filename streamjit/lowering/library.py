@@ -21,6 +21,7 @@ import llvmlite.binding as llvm
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
+from .keep_scalar import remove_keep_scalar_calls
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_nontemporal import pair_streamed_accesses
 from .prefetch import insert_stream_prefetches
@@ -41,7 +42,8 @@ class StreamCodeLibrary(JITCodeLibrary):
         self._unoptimized_module = self._final_module.clone()
         super()._optimize_final_module()
         text = str(self._final_module)
-        rewritten = insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(text)))
+        rewritten = insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
+            remove_keep_scalar_calls(text))))
         if rewritten is not text:
             module = llvm.parse_assembly(rewritten)
             module.verify()

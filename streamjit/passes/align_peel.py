@@ -220,11 +220,13 @@ def _bounds_checks(accesses, loop, first, last):
     return checks
 
 
-def apply_peel(scan, plan, stream_loads, gate=None):
+def apply_peel(scan, plan, stream_loads, gate=None, scalar_head=False):
     """Replace the planned loop in the tree by its head and aligned loops;
     ``stream_loads`` (`stream_loads.StreamLoads`) learns the copies made;
     ``gate`` (an expression) must also hold for the aligned loop to run, and
-    is tested first, so the other checks cost nothing when it fails."""
+    is tested first, so the other checks cost nothing when it fails;
+    ``scalar_head`` keeps the head loop out of LLVM's vectorizer (when it
+    only ever runs the peel or a rare fallback)."""
     loop, node = plan.loop, plan.loop.node
     n = loop.serial
     lo, hi, ok, sv = (f"__streamjit_{part}{n}" for part in ("lo", "hi", "ok", "start"))
@@ -279,7 +281,7 @@ def apply_peel(scan, plan, stream_loads, gate=None):
         assign(ok, _gated(gate, functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), checks))),
         assign(sv, helper_call("aligned_start", _name(anchor.array), _index_at(anchor_dims, loop, first),
                                _name(lo), _name(hi), _name(ok))),
-        loop_over(lo, sv, node.body),
+        loop_over(lo, sv, ([ast.Expr(value=helper_call("keep_scalar"))] if scalar_head else []) + node.body),
         ast.If(test=ast.Compare(left=_name(hi), ops=[ast.Gt()], comparators=[_name(sv)]),
                body=aligned_pointers + aligned_loop, orelse=[]),
     ]

@@ -21,6 +21,7 @@ near plain ``numba.njit``).
   its alignment handed to LLVM; ``is_stream_aligned`` / ``load_at``: the
   same for streamed sources that happen to be aligned too.
 - ``exceeds``: whether the streamed arrays are above the size threshold.
+- ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 - ``prange``: Numba's, for loops the stream pass generates in parallel.
 
@@ -41,6 +42,7 @@ from numba.np.arrayobj import fix_integer_index, make_array
 from numba.np.numpy_support import as_dtype
 
 from ..lowering.alignment import emit_alignment_promise
+from ..lowering.keep_scalar import emit_keep_scalar
 from ..lowering.markers import mark_streamed_load, mark_streamed_store
 from ..lowering.targets import STREAM_ALIGN_BYTES, emit_store_fence
 
@@ -352,6 +354,16 @@ def exceeds(typingctx, threshold, arrays):
         return builder.icmp_signed(">", total, limit)
 
     return types.boolean(threshold, arrays), codegen
+
+
+@intrinsic
+def keep_scalar(typingctx):
+    """Keep the enclosing loop scalar (see ``lowering/keep_scalar.py``)."""
+    def codegen(context, builder, sig, args):
+        emit_keep_scalar(builder)
+        return context.get_dummy_value()
+
+    return signature(types.none), codegen
 
 
 @intrinsic
