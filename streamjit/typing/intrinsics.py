@@ -37,14 +37,14 @@ import llvmlite.ir as llir
 from numba import prange, types  # noqa: F401  (prange: for generated code, `__streamjit__.prange`)
 from numba.core import cgutils
 from numba.core.typing import signature
-from numba.extending import intrinsic
-from numba.np.arrayobj import fix_integer_index, make_array
+from numba.np.arrayobj import fix_integer_index
 from numba.np.numpy_support import as_dtype
 
 from ..lowering.alignment import emit_alignment_promise
 from ..lowering.keep_scalar import emit_keep_scalar
 from ..lowering.markers import mark_streamed_load, mark_streamed_store
 from ..lowering.targets import STREAM_ALIGN_BYTES, emit_store_fence
+from .registration import intrinsic
 
 _ELEMENT_TYPES = (types.Integer, types.Float, types.Complex, types.Boolean)
 
@@ -65,12 +65,21 @@ def _is_element_access(arr, index):
     return parts is not None and len(parts) == arr.ndim
 
 
+def _field(context, builder, aryty, ary_value, name):
+    """One member of an array's struct value, read directly (cheaper to build
+    and to optimize than Numba's struct proxy, which goes through memory)."""
+    return builder.extract_value(ary_value, context.data_model_manager[aryty].get_field_position(name))
+
+
+def _shape(context, builder, aryty, ary_value):
+    return cgutils.unpack_tuple(builder, _field(context, builder, aryty, ary_value, "shape"), aryty.ndim)
+
+
 def _unit_inner_stride(context, builder, aryty, ary_value):
     """True when the array's last dimension is contiguous (always, for 'C')."""
     if aryty.layout == "C":
         return cgutils.true_bit
-    ary = make_array(aryty)(context, builder, ary_value)
-    inner = cgutils.unpack_tuple(builder, ary.strides)[-1]
+    inner = cgutils.unpack_tuple(builder, _field(context, builder, aryty, ary_value, "strides"), aryty.ndim)[-1]
     return builder.icmp_signed("==", inner, inner.type(as_dtype(aryty.dtype).itemsize))
 
 
@@ -84,11 +93,16 @@ def _index_values(context, builder, idxty, idx_value):
     return [context.cast(builder, v, t, types.intp) for v, t in zip(values, parts)]
 
 
+def _item_pointer(context, builder, aryty, ary_value, inds, boundscheck=False):
+    strides = cgutils.unpack_tuple(builder, _field(context, builder, aryty, ary_value, "strides"), aryty.ndim)
+    return cgutils.get_item_pointer2(context, builder, _field(context, builder, aryty, ary_value, "data"),
+                                     _shape(context, builder, aryty, ary_value), strides, aryty.layout, inds,
+                                     wraparound=False, boundscheck=boundscheck)
+
+
 def _element_pointer(context, builder, aryty, ary_value, idxty, idx_value):
     """Pointer to ``ary[idx]`` with no wraparound and no bounds check."""
-    ary = make_array(aryty)(context, builder, ary_value)
-    inds = _index_values(context, builder, idxty, idx_value)
-    return cgutils.get_item_pointer(context, builder, aryty, ary, inds, wraparound=False)
+    return _item_pointer(context, builder, aryty, ary_value, _index_values(context, builder, idxty, idx_value))
 
 
 def _element_address(context, builder, aryty, ary_value, idxty, idx_value):
@@ -170,13 +184,11 @@ def stream_load(typingctx, arr, index, distance):
 
     def codegen(context, builder, sig, args):
         aryty, idxty = sig.args[:2]
-        ary = make_array(aryty)(context, builder, args[0])
         parts = _integer_indices(idxty)
         values = cgutils.unpack_tuple(builder, args[1], len(parts)) if isinstance(idxty, types.BaseTuple) else [args[1]]
-        shape = cgutils.unpack_tuple(builder, ary.shape)
+        shape = _shape(context, builder, aryty, args[0])
         inds = [fix_integer_index(context, builder, t, v, n) for t, v, n in zip(parts, values, shape)]
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, inds, wraparound=False,
-                                       boundscheck=context.enable_boundscheck)
+        ptr = _item_pointer(context, builder, aryty, args[0], inds, boundscheck=context.enable_boundscheck)
         return _load_element(context, builder, aryty, ptr, d)
 
     typed = _typed_load(typingctx, arr, index, codegen)
@@ -221,8 +233,7 @@ def in_bounds(typingctx, arr, first, last):
             return cgutils.true_bit  # not an array: its accesses keep Numba's semantics
         if not checkable:
             return cgutils.false_bit
-        ary = make_array(sig.args[0])(context, builder, args[0])
-        shape = cgutils.unpack_tuple(builder, ary.shape)
+        shape = _shape(context, builder, sig.args[0], args[0])
         ok = cgutils.true_bit
         for idx_type, idx_value in ((sig.args[1], args[1]), (sig.args[2], args[2])):
             for value, n in zip(_index_values(context, builder, idx_type, idx_value), shape):
@@ -348,8 +359,8 @@ def exceeds(typingctx, threshold, arrays):
         members = cgutils.unpack_tuple(builder, args[1], len(sig.args[1]))
         for member_type, member in zip(sig.args[1], members):
             if isinstance(member_type, types.Array):
-                ary = make_array(member_type)(context, builder, member)
-                total = builder.add(total, builder.mul(ary.nitems, ary.itemsize))
+                nitems = _field(context, builder, member_type, member, "nitems")
+                total = builder.add(total, builder.mul(nitems, _field(context, builder, member_type, member, "itemsize")))
         limit = context.cast(builder, args[0], sig.args[0], types.intp)
         return builder.icmp_signed(">", total, limit)
 
