@@ -9,8 +9,8 @@ the loop variable plus an invariant offset, this pass rewrites
 
 into (names shortened)
 
-    ok = in_bounds(...) and ...            # every rewritten access, at j=lo and j=hi-1
-    sv = aligned_start(out, idx(lo), lo, hi, ok)   # hi if no aligned loop
+    sv = aligned_start(out, idx(lo), lo, hi,   # hi if no aligned loop
+                       in_bounds(...) & ...)   # every rewritten access, at j=lo and j=hi-1
     for j in range(lo, sv): BODY           # head: plain code, Python semantics
     if hi > sv:
         p = aligned_pointer(out, idx(sv))  # alignment proven above, handed to LLVM
@@ -196,19 +196,21 @@ def _gated(gate, test):
 
 
 def _bounds_checks(accesses, loop, first, last):
-    """One ``in_bounds`` call per array and index shape.
+    """As few ``in_bounds`` calls as the accesses allow.
 
     Accesses of one array whose indices differ only by constants (a
     stencil's ``g[r, c-1]``, ``g[r, c]``, ``g[r+1, c]``) share one check: per
     dimension, the index is monotone in the loop variable, so its extremes
     over the loop and the group are the constant extremes taken at the first
-    and last iteration (swapped where the coefficient is negative).
+    and last iteration (swapped where the coefficient is negative). Arrays
+    whose extremes come out identical (``a[i]``, ``b[i]``, ``c[i]``) share one
+    call, on a tuple of the arrays.
     """
     groups = {}
     for access, dims in accesses:
         key = (access.array, tuple(d.key() for d in dims))
         groups.setdefault(key, []).append(dims)
-    checks = []
+    extremes = {}  # (low, high) as text -> (arrays, low, high)
     for (array, _), members in groups.items():
         low, high = [], []
         for k, dim in enumerate(members[0]):
@@ -216,8 +218,12 @@ def _bounds_checks(accesses, loop, first, last):
             ascending = dim.coeffs.get(loop, 0) >= 0
             low.append(replace(dim, const=min(consts) if ascending else max(consts)))
             high.append(replace(dim, const=max(consts) if ascending else min(consts)))
-        checks.append(helper_call("in_bounds", _name(array), _index_at(low, loop, first), _index_at(high, loop, last)))
-    return checks
+        low_at, high_at = _index_at(low, loop, first), _index_at(high, loop, last)
+        entry = extremes.setdefault((ast.dump(low_at), ast.dump(high_at)), ([], low_at, high_at))
+        entry[0].append(array)
+    return [helper_call("in_bounds", _name(arrays[0]) if len(arrays) == 1 else
+                        ast.Tuple(elts=[_name(a) for a in arrays], ctx=ast.Load()), low_at, high_at)
+            for arrays, low_at, high_at in extremes.values()]
 
 
 def apply_peel(scan, plan, stream_loads, gate=None, scalar_head=False):
@@ -229,9 +235,13 @@ def apply_peel(scan, plan, stream_loads, gate=None, scalar_head=False):
     only ever runs the peel or a rare fallback)."""
     loop, node = plan.loop, plan.loop.node
     n = loop.serial
-    lo, hi, ok, sv = (f"__streamjit_{part}{n}" for part in ("lo", "hi", "ok", "start"))
+    lo, hi, sv = (f"__streamjit_{part}{n}" for part in ("lo", "hi", "start"))
     pointers = [f"__streamjit_ptr{n}_{k}" for k in range(len(plan.aligned_stores))]
-    first, last = _name(lo), ast.BinOp(left=_name(hi), op=ast.Sub(), right=ast.Constant(value=1))
+    # a literal start needs no variable (each statement costs compile time)
+    start = loop.start if loop.start is not None else ast.Constant(value=0)
+    constant_start = isinstance(start, ast.Constant)
+    first = copy.deepcopy(start) if constant_start else _name(lo)
+    last = ast.BinOp(left=_name(hi), op=ast.Sub(), right=ast.Constant(value=1))
     anchor, anchor_dims = plan.aligned_stores[0]
 
     checks = _bounds_checks(plan.aligned_stores + plan.loads, loop, first, last)
@@ -256,13 +266,13 @@ def apply_peel(scan, plan, stream_loads, gate=None, scalar_head=False):
         aligned = {id(memo[id(a.node)]): p for (a, _), p in source_pointers}
         return [_RewriteAccesses(loads, stores, offset, stream_loads, aligned).visit(s) for s in body]
 
-    def loop_over(start, stop, body):
-        call = ast.Call(func=copy.deepcopy(node.iter.func), args=[_name(start), _name(stop)], keywords=[])
+    def loop_over(begin, stop, body):
+        call = ast.Call(func=copy.deepcopy(node.iter.func), args=[copy.deepcopy(begin), _name(stop)], keywords=[])
         return ast.For(target=ast.Name(id=loop.var, ctx=ast.Store()), iter=call, body=body, orelse=[])
 
     aligned_pointers = [assign(p, helper_call("aligned_pointer", _name(a.array), _index_at(d, loop, _name(sv))))
                         for (a, d), p in zip(plan.aligned_stores, pointers)]
-    aligned_loop = [loop_over(sv, hi, streamed_body())]
+    aligned_loop = [loop_over(_name(sv), hi, streamed_body())]
     sources = _alignable_stream_loads(plan, loop, stream_loads)
     if sources:
         # a second aligned loop for when the streamed sources are aligned too,
@@ -272,16 +282,15 @@ def apply_peel(scan, plan, stream_loads, gate=None, scalar_head=False):
             helper_call("is_stream_aligned", _name(a.array), _index_at(d, loop, _name(sv))) for a, d in sources])
         aligned_loop = [ast.If(test=sources_aligned, orelse=aligned_loop, body=[
             assign(p, helper_call("aligned_pointer", _name(a.array), _index_at(d, loop, _name(sv))))
-            for (a, d), p in source_pointers] + [loop_over(sv, hi, streamed_body(source_pointers))])]
-    replacement = [
-        assign(lo, loop.start or ast.Constant(value=0)),
+            for (a, d), p in source_pointers] + [loop_over(_name(sv), hi, streamed_body(source_pointers))])]
+    # `&`, not `and`: no short-circuit branches to lower and optimize, except
+    # after the gate
+    ok = _gated(gate, functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), checks))
+    replacement = ([] if constant_start else [assign(lo, start)]) + [
         assign(hi, loop.stop),
-        # `&`, not `and`: no short-circuit branches to lower and optimize,
-        # except after the gate
-        assign(ok, _gated(gate, functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), checks))),
         assign(sv, helper_call("aligned_start", _name(anchor.array), _index_at(anchor_dims, loop, first),
-                               _name(lo), _name(hi), _name(ok))),
-        loop_over(lo, sv, ([ast.Expr(value=helper_call("keep_scalar"))] if scalar_head else []) + node.body),
+                               copy.deepcopy(first), _name(hi), ok)),
+        loop_over(first, sv, ([ast.Expr(value=helper_call("keep_scalar"))] if scalar_head else []) + node.body),
         ast.If(test=ast.Compare(left=_name(hi), ops=[ast.Gt()], comparators=[_name(sv)]),
                body=aligned_pointers + aligned_loop, orelse=[]),
     ]

@@ -223,26 +223,37 @@ def stream_store(typingctx, arr, index, value, base, offset):
 
 
 @intrinsic
-def in_bounds(typingctx, arr, first, last):
-    """True when indices ``first`` and ``last`` both lie inside ``arr``."""
+def in_bounds(typingctx, arrays, first, last):
+    """True when indices ``first`` and ``last`` both lie inside the array
+    ``arrays`` (or inside each array of a tuple of them)."""
     parts = _integer_indices(first)
-    checkable = isinstance(arr, types.Array) and parts is not None and len(parts) <= arr.ndim
+    members = list(arrays) if isinstance(arrays, types.BaseTuple) else [arrays]
 
-    def codegen(context, builder, sig, args):
-        if not isinstance(sig.args[0], types.Array):
+    def inside(context, builder, aryty, ary_value, sig, args):
+        if not isinstance(aryty, types.Array):
             return cgutils.true_bit  # not an array: its accesses keep Numba's semantics
-        if not checkable:
+        if parts is None or len(parts) > aryty.ndim:
             return cgutils.false_bit
-        shape = _shape(context, builder, sig.args[0], args[0])
+        shape = _shape(context, builder, aryty, ary_value)
         ok = cgutils.true_bit
         for idx_type, idx_value in ((sig.args[1], args[1]), (sig.args[2], args[2])):
             for value, n in zip(_index_values(context, builder, idx_type, idx_value), shape):
-                inside = builder.and_(builder.icmp_signed(">=", value, value.type(0)),
+                within = builder.and_(builder.icmp_signed(">=", value, value.type(0)),
                                       builder.icmp_signed("<", value, n))
-                ok = builder.and_(ok, inside)
+                ok = builder.and_(ok, within)
         return ok
 
-    return types.boolean(arr, first, last), codegen
+    def codegen(context, builder, sig, args):
+        if isinstance(sig.args[0], types.BaseTuple):
+            values = cgutils.unpack_tuple(builder, args[0], len(members))
+        else:
+            values = [args[0]]
+        ok = cgutils.true_bit
+        for aryty, value in zip(members, values):
+            ok = builder.and_(ok, inside(context, builder, aryty, value, sig, args))
+        return ok
+
+    return types.boolean(arrays, first, last), codegen
 
 
 @intrinsic
