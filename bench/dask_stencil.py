@@ -21,7 +21,7 @@ def main(mib):
     print(f"{bench.host_description()}\n{side} x {side} float32 ({side * side * 4 / bench.MIB:.0f} MiB), "
           "4096 x 4096 chunks, LocalCluster(2 processes)")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  memory_limit=0) as cluster, distributed.Client(cluster) as client:
+                                  memory_limit=0) as cluster, distributed.Client(cluster):
         grid = da.random.random((side, side), chunks=(4096, 4096)).astype(np.float32).persist()
         distributed.wait(grid)
         streamed = sj.stencil(bench.jacobi4_stencil, threshold=0)

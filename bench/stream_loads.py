@@ -42,10 +42,7 @@ def compare(name, kernels, args, check, rounds=11):
     return {k: base / t for k, t in medians.items()}
 
 
-def main(mib):
-    print(bench.host_description())
-    rng = np.random.default_rng(0)
-
+def run_gather(mib, rng):
     n = mib * bench.MIB // 4
     lut = rng.random(bench.MIB, dtype=np.float64).astype(np.float32)           # 4 MiB
     key = rng.integers(0, lut.shape[0], n, dtype=np.int32)
@@ -53,43 +50,50 @@ def main(mib):
     out = np.empty(n, np.float32)
     expected = lut[key] * x
 
-    def check_gather():
+    def check():
         assert np.array_equal(out, expected)
 
-    compare(f"gather {mib} MiB key/x, 4 MiB lut", variants(gather, ["out"], ["key", "x"]),
-            (out, lut, key, x), check_gather)
-    del key, x, out, expected
+    compare(f"gather {mib} MiB key/x, 4 MiB lut", variants(gather, ["out"], ["key", "x"]), (out, lut, key, x), check)
 
+
+def run_spmv(mib, rng):
     per_row = 16
-    nnz = mib * bench.MIB // 12                       # float64 value + int32 index
-    rows = nnz // per_row
-    xs = rng.random(bench.MIB // 4)                   # 2 MiB of float64
+    rows = mib * bench.MIB // 12 // per_row            # float64 value + int32 index per nonzero
+    x = rng.random(bench.MIB // 4)                     # 2 MiB of float64
     indptr = np.arange(0, rows * per_row + 1, per_row, dtype=np.int64)
-    indices = rng.integers(0, xs.shape[0], rows * per_row, dtype=np.int32)
+    indices = rng.integers(0, x.shape[0], rows * per_row, dtype=np.int32)
     values = rng.random(rows * per_row)
-    y = np.empty(rows)
-    expected = numba.njit(spmv)
-    y_ref = np.empty(rows)
-    expected(y_ref, indptr, indices, values, xs)
+    y, expected = np.empty(rows), np.empty(rows)
+    numba.njit(spmv)(expected, indptr, indices, values, x)
 
-    def check_spmv():
-        assert np.allclose(y, y_ref)
+    def check():
+        assert np.allclose(y, expected)
 
     compare(f"CSR SpMV {mib} MiB of values+indices, 2 MiB x", variants(spmv, ["y"], ["indices", "values"]),
-            (y, indptr, indices, values, xs), check_spmv)
-    del indptr, indices, values, y, y_ref
+            (y, indptr, indices, values, x), check)
 
-    for kname in ("copy", "triad"):
-        kernel = bench.STREAM_KERNELS[kname][0]
-        a, b, c = (rng.random(n + 1, dtype=np.float64).astype(np.float32)[1:] for _ in range(3))
-        args = bench._kernel_args(kname, a, b, c, np.float32(3))
-        reference = np.empty_like(a)
-        bench.STREAM_KERNELS[kname][1](reference, b, c, np.float32(3))
 
-        def check_stream():
-            assert np.allclose(a, reference)
+def run_stream(mib, rng, name):
+    n = mib * bench.MIB // 4
+    kernel = bench.STREAM_KERNELS[name][0]
+    a, b, c = (rng.random(n + 1, dtype=np.float64).astype(np.float32)[1:] for _ in range(3))
+    args = bench._kernel_args(name, a, b, c, np.float32(3))
+    expected = np.empty_like(a)
+    bench.STREAM_KERNELS[name][1](expected, b, c, np.float32(3))
 
-        compare(f"STREAM {kname} {mib} MiB float32", variants(kernel, ["a"], True), args, check_stream)
+    def check():
+        assert np.allclose(a, expected)
+
+    compare(f"STREAM {name} {mib} MiB float32", variants(kernel, ["a"], True), args, check)
+
+
+def main(mib):
+    print(bench.host_description())
+    rng = np.random.default_rng(0)
+    run_gather(mib, rng)
+    run_spmv(mib, rng)
+    for name in ("copy", "triad"):
+        run_stream(mib, rng, name)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ Python).
 
 import ast
 import copy
-import inspect
 
 import numba
 import numpy as np

@@ -33,7 +33,6 @@ guessed alignment.
 
 import operator
 
-import llvmlite.ir as llir
 from numba import prange, types  # noqa: F401  (prange: for generated code, `__streamjit__.prange`)
 from numba.core import cgutils
 from numba.core.typing import signature
