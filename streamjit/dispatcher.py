@@ -40,6 +40,7 @@ class StreamDispatcher(CPUDispatcher):
         self.stream_plan = plan
         self._options = options
         self._signature = inspect.signature(py_func)
+        self._cross_compiled = {}  # (signature, target, cpu, features) -> (LLVM IR, assembly)
         if cache:
             self.enable_caching()
 
@@ -88,7 +89,10 @@ class StreamDispatcher(CPUDispatcher):
         for another ``target`` triple / ``cpu`` / ``features``, see `inspect_asm`."""
         if signature is None:
             return {sig: self.inspect_llvm(sig, target=target, cpu=cpu, features=features) for sig in self.signatures}
-        return self._code(signature, target, cpu, features)[0]
+        if target is None and cpu is None and features is None:
+            library = self._library(signature)
+            return getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str()
+        return self._target_code(signature, target, cpu, features)[0]
 
     def inspect_asm(self, signature=None, *, target=None, cpu=None, features=None):
         """Assembly, as Numba's; with ``target`` (an LLVM triple such as
@@ -97,17 +101,24 @@ class StreamDispatcher(CPUDispatcher):
         compiled for that machine instead, without running it."""
         if signature is None:
             return {sig: self.inspect_asm(sig, target=target, cpu=cpu, features=features) for sig in self.signatures}
-        return self._code(signature, target, cpu, features)[1]
-
-    def _code(self, signature, target, cpu, features):
-        """(final LLVM IR, assembly) of a signature, for the host or a target."""
-        library = self.overloads[self._signature_of(signature)].library
         if target is None and cpu is None and features is None:
-            return getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str(), library.get_asm_str()
-        if getattr(library, "unoptimized_llvm_ir", None) is None:
-            raise StreamError(f"{self.py_func.__qualname__}{signature}: no module to compile for another target "
-                              "(loaded from Numba's on-disk cache?)")
-        return compile_for_target(library.unoptimized_llvm_ir, target or llvm.get_process_triple(), cpu, features)
+            return self._library(signature).get_asm_str()
+        return self._target_code(signature, target, cpu, features)[1]
+
+    def _library(self, signature):
+        return self.overloads[self._signature_of(signature)].library
+
+    def _target_code(self, signature, target, cpu, features):
+        """(final LLVM IR, assembly) compiled for another target, once per target."""
+        sig = self._signature_of(signature)
+        key = (sig, target, cpu, features)
+        if key not in self._cross_compiled:
+            module = getattr(self.overloads[sig].library, "unoptimized_llvm_ir", None)
+            if module is None:
+                raise StreamError(f"{self.py_func.__qualname__}{sig}: no module to compile for another target "
+                                  "(loaded from Numba's on-disk cache?)")
+            self._cross_compiled[key] = compile_for_target(module, target or llvm.get_process_triple(), cpu, features)
+        return self._cross_compiled[key]
 
     def stream_report(self, signature=None, *, target=None, cpu=None, features=None):
         """A `StreamReport` for one compiled signature (the latest by default),
@@ -117,7 +128,8 @@ class StreamDispatcher(CPUDispatcher):
             raise StreamError(
                 f"cannot report on {self.py_func.__qualname__}{sig}: it was loaded from Numba's on-disk cache, "
                 "which keeps only object code; report on a fresh compile (cache=False)")
-        return build_report(self, sig, *self._code(sig, target, cpu, features))
+        return build_report(self, sig, self.inspect_llvm(sig, target=target, cpu=cpu, features=features),
+                            self.inspect_asm(sig, target=target, cpu=cpu, features=features))
 
 
 def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
