@@ -47,7 +47,6 @@ class StreamPlan:
     streamed_loads: frozenset = frozenset()
     notes: dict = field(default_factory=dict)  # array -> [str]
     peeled_loops: int = 0
-    fenced_nests: int = 0
     prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
     threshold: int | None = None  # bytes of streamed arrays above which the aligned loops run
     source_tree: object = None  # the kernel's syntax tree as written (None when nothing streams)
@@ -106,7 +105,7 @@ def plan_stream(func, stream_stores, stream_loads, prefetch_distance=DEFAULT_PRE
     load_plan = plan_stream_loads(scan, plan.streamed_loads, prefetch_distance, plan.notes)
     if not peels and not plan.streamed_loads:
         return plan
-    plan.fenced_nests = place_fences(scan, [p.nest_root for p in peels], parallel)
+    place_fences(scan, [p.nest_root for p in peels], parallel)
     size_gate = insert_size_check(tree, plan.streamed_arrays(), threshold) if peels else None
     for peel in sorted(peels, key=lambda p: -p.depth):
         # below a threshold the head loop is the whole plain path and must

@@ -98,6 +98,17 @@ class KernelScan:
                 return block
         raise ValueError(f"statement at line {stmt.lineno} is not in a block")
 
+    def replace_statement(self, stmt, replacement):
+        """Put the generated statements ``replacement`` where ``stmt`` was,
+        giving every generated node without a location ``stmt``'s line."""
+        for new in replacement:
+            for sub in ast.walk(new):
+                if isinstance(sub, (ast.stmt, ast.expr)) and not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, stmt)
+        block = self.block_of(stmt)
+        at = block.index(stmt)
+        block[at:at + 1] = replacement
+
     def assignments_within(self, name, root):
         return [s for s in self.assignments.get(name, []) if self.is_inside(s, root)]
 

@@ -117,7 +117,7 @@ def plan_peels(scan, streamed, notes):
             for s in direct:
                 notes.setdefault(s.array, []).append(f"line {s.lineno}: not aligned because {reason}; plain stores")
             continue
-        analyzer = AffineAnalyzer(scan, loop if not direct[0].loops else direct[0].loops[0])
+        analyzer = AffineAnalyzer(scan, direct[0].loops[0])
         aligned = []
         for s in direct:
             dims = _affine_dims(analyzer, s) if _is_simple_store(s) else None
@@ -294,10 +294,4 @@ def apply_peel(scan, plan, stream_loads, gate=None, scalar_head=False):
         ast.If(test=ast.Compare(left=_name(hi), ops=[ast.Gt()], comparators=[_name(sv)]),
                body=aligned_pointers + aligned_loop, orelse=[]),
     ]
-    for stmt in replacement:
-        for sub in ast.walk(stmt):
-            if not hasattr(sub, "lineno") and isinstance(sub, (ast.stmt, ast.expr)):
-                ast.copy_location(sub, node)
-    block = scan.block_of(node)
-    at = block.index(node)
-    block[at:at + 1] = replacement
+    scan.replace_statement(node, replacement)

@@ -33,12 +33,11 @@ def _exits_within(node):
 
 
 def place_fences(scan, nest_roots, parallel=False):
-    """Insert fences for the given outermost loops; return how many nests.
+    """Insert fences for the given outermost loops.
     With ``parallel``, a `prange` nest's iterations run on worker threads:
     each iteration ends with a fence, so every worker fences its own stores
     before the join, whatever the thread pool does."""
-    roots = list(dict.fromkeys(nest_roots))
-    for root in roots:
+    for root in dict.fromkeys(nest_roots):
         for exit_stmt in _exits_within(root.node):
             block = scan.block_of(exit_stmt)
             block.insert(block.index(exit_stmt), ast.copy_location(_fence(), exit_stmt))
@@ -47,4 +46,3 @@ def place_fences(scan, nest_roots, parallel=False):
         else:
             block = scan.block_of(root.node)
             block.insert(block.index(root.node) + 1, ast.copy_location(_fence(), root.node))
-    return len(roots)

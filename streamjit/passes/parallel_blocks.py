@@ -66,12 +66,6 @@ def split_prange_loops(scan, streamed):
             ast.Assign(targets=[_name(hi, ast.Store)], value=loop.stop),
             outer,
         ]
-        for stmt in replacement:
-            for sub in ast.walk(stmt):
-                if isinstance(sub, (ast.stmt, ast.expr)) and not hasattr(sub, "lineno"):
-                    ast.copy_location(sub, node)
-        block_list = scan.block_of(node)
-        at = block_list.index(node)
-        block_list[at:at + 1] = replacement
+        scan.replace_statement(node, replacement)
         split += 1
     return split

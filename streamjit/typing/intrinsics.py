@@ -141,11 +141,21 @@ def _typed_load(typingctx, arr, index, element_codegen):
     def codegen_plain(context, builder, sig, args):
         return _call_numba_operation(context, builder, operator.getitem, plain, sig.args[:2], args[:2])
 
-    return plain.return_type(*(arr, index)), codegen_plain
+    return plain.return_type(arr, index), codegen_plain
 
 
-def _literal_distance(distance):
-    return distance.literal_value if isinstance(distance, types.IntegerLiteral) else None
+def _typed_stream_load(typingctx, arr, index, distance, element_codegen):
+    """`_typed_load` for a load taking a literal prefetch ``distance`` too;
+    ``element_codegen(context, builder, sig, args, distance)``."""
+    if not isinstance(distance, types.IntegerLiteral):
+        return None
+    d = distance.literal_value
+
+    def codegen(context, builder, sig, args):
+        return element_codegen(context, builder, sig, args, d)
+
+    typed = _typed_load(typingctx, arr, index, codegen)
+    return typed and (typed[0].return_type(arr, index, distance), typed[1])
 
 
 @intrinsic
@@ -161,27 +171,18 @@ def direct_load(typingctx, arr, index):
 @intrinsic(prefer_literal=True)
 def direct_stream_load(typingctx, arr, index, distance):
     """``direct_load`` of a streamed array, prefetched ``distance`` bytes ahead."""
-    d = _literal_distance(distance)
-    if d is None:
-        return None
-
-    def codegen(context, builder, sig, args):
+    def codegen(context, builder, sig, args, d):
         ptr = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
         return _load_element(context, builder, sig.args[0], ptr, d)
 
-    typed = _typed_load(typingctx, arr, index, codegen)
-    return typed and (typed[0].return_type(arr, index, distance), typed[1])
+    return _typed_stream_load(typingctx, arr, index, distance, codegen)
 
 
 @intrinsic(prefer_literal=True)
 def stream_load(typingctx, arr, index, distance):
     """``arr[index]`` with Numba's semantics (negative indices wrap, bounds
     checked when ``boundscheck`` is on), tagged as a streamed load."""
-    d = _literal_distance(distance)
-    if d is None:
-        return None
-
-    def codegen(context, builder, sig, args):
+    def codegen(context, builder, sig, args, d):
         aryty, idxty = sig.args[:2]
         parts = _integer_indices(idxty)
         values = cgutils.unpack_tuple(builder, args[1], len(parts)) if isinstance(idxty, types.BaseTuple) else [args[1]]
@@ -190,8 +191,7 @@ def stream_load(typingctx, arr, index, distance):
         ptr = _item_pointer(context, builder, aryty, args[0], inds, boundscheck=context.enable_boundscheck)
         return _load_element(context, builder, aryty, ptr, d)
 
-    typed = _typed_load(typingctx, arr, index, codegen)
-    return typed and (typed[0].return_type(arr, index, distance), typed[1])
+    return _typed_stream_load(typingctx, arr, index, distance, codegen)
 
 
 @intrinsic
@@ -323,9 +323,9 @@ def is_stream_aligned(typingctx, arr, index):
 def load_at(typingctx, base, offset, distance):
     """``base[offset]`` through an aligned pointer, tagged as a streamed load
     prefetched ``distance`` bytes ahead."""
-    d = _literal_distance(distance)
-    if not isinstance(base, types.CPointer) or d is None:
+    if not isinstance(base, types.CPointer) or not isinstance(distance, types.IntegerLiteral):
         return None
+    d = distance.literal_value
 
     def codegen(context, builder, sig, args):
         ptr = cgutils.gep(builder, args[0], context.cast(builder, args[1], sig.args[1], types.intp))
