@@ -93,6 +93,14 @@ def _kernel_args(name, a, b, c, q):
     return args + ((q,) if uses_q else ())
 
 
+def _repeated(run, times):
+    """A callable running ``run`` ``times`` times: one timing of a small size."""
+    def batch():
+        for _ in range(times):
+            run()
+    return batch
+
+
 def interleaved_medians(runners, rounds):
     """Run each callable once per round, in turn; return median seconds."""
     times = {key: [] for key in runners}
@@ -262,16 +270,10 @@ def copy_sweep(sizes_mib, rounds=5, dtype=np.float32, progress=None):
         src = np.random.default_rng(0).random(n + 1).astype(dtype)[1:]
         dst = np.empty(n + 1, dtype)[1:]
         repeats = max(1, int(64 / max(mib, 1e-3)))   # ~64 MiB copied per timing
-
-        def batch(kernel):
-            def run():
-                for _ in range(repeats):
-                    kernel(dst, src)
-            return run
-
         streamed(dst, src)
         plain(dst, src)
-        medians = interleaved_medians({"streamed": batch(streamed), "plain": batch(plain)}, rounds)
+        medians = interleaved_medians({"streamed": _repeated(lambda: streamed(dst, src), repeats),
+                                       "plain": _repeated(lambda: plain(dst, src), repeats)}, rounds)
         rows.append({"MiB/array": mib, "streamed/plain": medians["plain"] / medians["streamed"]})
         if progress:
             progress(rows[-1])
@@ -333,18 +335,11 @@ def memcpy_sweep(sizes_bytes, rounds=5, progress=None):
         src = np.random.default_rng(0).random(n, dtype=np.float64).astype(np.float32)
         dst = np.empty_like(src)
         repeats = max(1, (256 << 20) // (8 * n))     # about 256 MiB moved per timing
-
-        def batch(run):
-            def timed():
-                for _ in range(repeats):
-                    run()
-            return timed
-
         impls = {"streamjit.copyto": lambda: copyto(dst, src), "streamed kernel": lambda: streamed(dst, src),
                  "np.copyto": lambda: np.copyto(dst, src), "numba.njit loop": lambda: plain(dst, src)}
         for run in impls.values():
             run()
-        medians = interleaved_medians({k: batch(v) for k, v in impls.items()}, rounds)
+        medians = interleaved_medians({k: _repeated(v, repeats) for k, v in impls.items()}, rounds)
         row = {"bytes": nbytes}
         row.update({f"{k} GB/s": 2 * n * 4 * repeats / t / 1e9 for k, t in medians.items()})
         rows.append(row)

@@ -18,7 +18,7 @@ from .keep_scalar import remove_keep_scalar_calls
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_nontemporal import pair_streamed_accesses
 from .prefetch import insert_stream_prefetches
-from .targets import retarget_store_fences
+from .targets import retarget_host_text
 
 _initialized = False
 
@@ -46,7 +46,7 @@ def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
     """Return ``(final LLVM IR text, assembly)`` of the module for that target."""
     tm = _target_machine(triple, cpu, features)
     text = re.sub(r'^target (?:datalayout|triple) = .*$', "", unoptimized_llvm_ir, flags=re.M)
-    text = retarget_store_fences(text, triple)
+    text = retarget_host_text(text, triple)
     module = _parse(text, triple, tm)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True

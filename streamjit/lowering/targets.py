@@ -73,23 +73,23 @@ def _generic_atomic_cc(match):
             f"{indent}{result} = zext i1 {tmp}.cc to i8")
 
 
-def retarget_store_fences(llvm_text, triple):
+def retarget_host_text(llvm_text, triple):
     """Make host (x86) LLVM text compilable for ``triple``: its store fences
     become that target's, x86-only atomic intrinsics generic atomics."""
     arch = arch_of(triple)
     if arch == "x86":
         return llvm_text
     text = _X86_ATOMIC_CC_DECL.sub("", _X86_ATOMIC_CC.sub(_generic_atomic_cc, llvm_text))
-    if "@llvm.x86." in _X86_SFENCE_DECL.sub("", _X86_SFENCE_CALL.sub("", text)):
-        unknown = re.search(r"@llvm\.x86\.[\w.]+", _X86_SFENCE_CALL.sub("", text)).group(0)
-        raise ValueError(f"cannot compile for {triple}: the module uses the x86 intrinsic {unknown}")
-    if not _X86_SFENCE_CALL.search(text):
-        return text
-    text = _X86_SFENCE_DECL.sub("", text)
     if arch == "aarch64":
-        text = _X86_SFENCE_CALL.sub("call void @llvm.aarch64.dmb(i32 10)", text)
-        return text + "\ndeclare void @llvm.aarch64.dmb(i32 immarg)\n"
-    return _X86_SFENCE_CALL.sub("fence release", text)
+        fence, declaration = "call void @llvm.aarch64.dmb(i32 10)", "\ndeclare void @llvm.aarch64.dmb(i32 immarg)\n"
+    else:
+        fence, declaration = "fence release", ""
+    fenced, count = _X86_SFENCE_CALL.subn(fence, text)
+    text = _X86_SFENCE_DECL.sub("", fenced) + (declaration if count else "")
+    unknown = re.search(r"@llvm\.x86\.[\w.]+", text)
+    if unknown:
+        raise ValueError(f"cannot compile for {triple}: the module uses the x86 intrinsic {unknown.group(0)}")
+    return text
 
 
 def count_asm_streaming(asm):
