@@ -2,8 +2,9 @@
 
 The dispatcher *is* a Numba CPU dispatcher (calls go through Numba's C
 dispatch, with no Python wrapper on the hot path; other jitted functions can
-call it), compiling the function produced by the stream pass with code
-libraries that run the LLVM rewrite (`lowering/library.py`). It adds
+call it), compiling the user's function itself (from its bytecode, as Numba
+does) with the pipeline of `pipeline.py` and code libraries that run the
+LLVM rewrite (`lowering/library.py`). It adds
 `stream_report`, shows the rewritten module in `inspect_llvm`, and compiles
 for other CPUs in `inspect_asm(target=..., cpu=...)`.
 """
@@ -20,57 +21,74 @@ from .errors import StreamError
 from .lowering.cross_target import compile_for_target
 from .lowering.library import stream_code_libraries
 from .options import validate_options
+from .pipeline import compiler_for
+from .plan import METADATA_KEY, StreamResult
 from .report import build_report
-from .stream_pass import plan_stream
 
 
 class StreamDispatcher(CPUDispatcher):
-    """A Numba dispatcher for a kernel rewritten by the stream pass."""
+    """A Numba dispatcher whose pipeline runs the stream passes."""
 
-    def __init__(self, py_func, plan, numba_options, options):
-        """``numba_options`` go to Numba; ``options`` are all the keyword
-        arguments the kernel was made with, kept to rebuild it."""
+    def __init__(self, py_func, stream_options, numba_options, options, sigs=None):
+        """``stream_options``: the validated `StreamOptions` (None: compile as
+        ``numba.njit``); ``numba_options`` go to Numba; ``options`` are all
+        the keyword arguments the kernel was made with, kept to rebuild it."""
         targetoptions = dict(numba_options)
         locals_ = targetoptions.pop("locals", None) or {}
         cache = targetoptions.pop("cache", False)
+        targetoptions.pop("nopython", None)
         targetoptions["nopython"] = True
-        super().__init__(plan.func, locals=locals_, targetoptions=targetoptions)
-        self.py_func = py_func
-        self.__wrapped__ = py_func
-        self.stream_plan = plan
+        super().__init__(py_func, locals=locals_, targetoptions=targetoptions,
+                         pipeline_class=compiler_for(stream_options))
+        self.stream_options = stream_options
         self._options = options
+        self._eager_sigs = sigs
         self._signature = inspect.signature(py_func)
         self._cross_compiled = {}  # (signature, target, cpu, features) -> (LLVM IR, assembly)
         if cache:
             self.enable_caching()
 
     def enable_caching(self):
-        self._cache = StreamFunctionCache(self.py_func, self.stream_plan.cache_key())
+        key = self.stream_options.cache_key() if self.stream_options else None
+        self._cache = StreamFunctionCache(self.py_func, key)
 
-    def __reduce__(self):
-        """Pickled as the function, its syntax tree and the options, and
-        rebuilt (and compiled on first call) wherever it is unpickled, e.g.
-        on Dask workers; the tree travels too, so no source file is needed
-        there."""
-        return _rebuild, (self.py_func, self.stream_plan.source_tree, self._options)
+    def _reduce_states(self):
+        """Pickled as the function (by value, as Numba pickles its own
+        dispatchers: no source file is needed where it is rebuilt, e.g. on
+        Dask workers) and the options; compiled again on first use."""
+        return dict(uuid=str(self._uuid), py_func=self.py_func, options=self._options, sigs=self._eager_sigs)
+
+    @classmethod
+    def _rebuild(cls, uuid, py_func, options, sigs):
+        try:
+            return cls._memo[uuid]
+        except KeyError:
+            pass
+        self = make_dispatcher(py_func, sigs=sigs, **options)
+        self._set_uuid(uuid)
+        return self
+
+    def stream_result(self, signature=None):
+        """The `StreamResult` of one compiled signature (the latest by default)."""
+        sig = self._signature_of(signature)
+        return self.overloads[sig].metadata.get(METADATA_KEY) or StreamResult()
 
     def above_threshold(self, *args, **kwargs):
         """Whether a call with these arguments passes the kernel's size test
         (``threshold``): its streamed arrays hold more bytes than the
         threshold. Always True without a threshold. The compiled kernel makes
         the same test at entry; only then may its aligned loops stream."""
-        threshold = self.stream_plan.threshold
+        threshold = self.stream_options.threshold if self.stream_options else None
         if threshold is None:
             return True
-        bound = self._signature.bind(*args, **kwargs).arguments
-        total = sum(bound[name].nbytes for name in self.stream_plan.streamed_arrays()
-                    if isinstance(bound.get(name), np.ndarray))
+        bound = self._signature.bind(*args, **kwargs)
+        sig = tuple(self.typeof_pyval(a) for a in bound.args)
+        result = self.stream_result(sig)
+        total = sum(bound.arguments[name].nbytes for name in result.streamed_arrays()
+                    if isinstance(bound.arguments.get(name), np.ndarray))
         return total > threshold
 
     def compile(self, sig):
-        error = self.stream_plan.error
-        if error is not None:
-            raise type(error)(*error.args)
         with stream_code_libraries(self.targetctx.codegen()):
             return super().compile(sig)
 
@@ -133,20 +151,19 @@ class StreamDispatcher(CPUDispatcher):
 
 
 def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
-                    tree=None, **numba_options):
-    """A `StreamDispatcher` for ``func`` (``tree``: its syntax tree, for
-    generated functions that have no source file)."""
-    stores, loads, size_threshold, distance, forwarded = validate_options(
-        func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options)
-    plan = plan_stream(func, stores, loads, distance, size_threshold, tree=tree,
-                       parallel=bool(forwarded.get("parallel")))
+                    sigs=None, **numba_options):
+    """A `StreamDispatcher` for ``func``, compiled for ``sigs`` (eager, as
+    ``numba.njit(sigs)``: no other signature is compiled later)."""
+    stream_options, forwarded = validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance,
+                                                 numba_options)
     options = dict(stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
                    prefetch_distance=prefetch_distance, **numba_options)
-    return StreamDispatcher(func, plan, forwarded, options)
-
-
-def _rebuild(py_func, tree, options):
-    return make_dispatcher(py_func, tree=tree, **options)
+    dispatcher = StreamDispatcher(func, stream_options, forwarded, options, sigs)
+    for sig in sigs or ():
+        dispatcher.compile(sig)
+    if sigs:
+        dispatcher.disable_compile()
+    return dispatcher
 
 
 def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
@@ -162,11 +179,8 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None
         sigs = sigs if isinstance(sigs, list) else [sigs]
 
     def decorate(func):
-        dispatcher = make_dispatcher(func, stream_stores=stream_stores, stream_loads=stream_loads,
-                                     threshold=threshold, prefetch_distance=prefetch_distance, **numba_options)
-        for sig in sigs or ():
-            dispatcher.compile(sig)
-        return dispatcher
+        return make_dispatcher(func, stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
+                               prefetch_distance=prefetch_distance, sigs=sigs, **numba_options)
 
     if args:
         return decorate(args[0])

@@ -8,11 +8,13 @@ type, a Numba option streamjit does not forward.
 import inspect
 
 from .errors import StreamConfigError
-from .stream_pass import DEFAULT_PREFETCH_DISTANCE
+from .plan import DEFAULT_PREFETCH_DISTANCE, StreamOptions
 from .threshold import default_threshold
 
-# Numba options passed through unchanged to the nopython compiler.
-FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals", "parallel")
+# Numba options passed through unchanged to the nopython compiler
+# (``nopython=True`` is what stream_kernel always does; it is accepted).
+FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals", "parallel",
+                           "nopython")
 
 
 def _names(option_name, value, params, func):
@@ -52,8 +54,8 @@ def _threshold(value):
 
 
 def validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options):
-    """Return ``(stream_stores, stream_loads, threshold, prefetch_distance,
-    numba_options)`` checked against ``func``; ``threshold`` in bytes or None."""
+    """Return ``(StreamOptions or None, numba_options)`` checked against
+    ``func``; None when nothing is streamed (the kernel is ``numba.njit``)."""
     if not callable(func) or not hasattr(func, "__code__"):
         raise StreamConfigError(f"stream_kernel expects a Python function, got {func!r}")
     params = list(inspect.signature(func).parameters)
@@ -65,4 +67,9 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
         raise StreamConfigError(
             f"unknown option {unknown[0]!r}; stream_kernel accepts stream_stores, stream_loads, threshold "
             f"and the Numba options {', '.join(FORWARDED_NUMBA_OPTIONS)}")
-    return stores, loads, threshold, _prefetch_distance(prefetch_distance), numba_options
+    if numba_options.get("nopython", True) is not True:
+        raise StreamConfigError("stream_kernel compiles in nopython mode only: nopython must be True")
+    if not stores and not loads:
+        return None, numba_options
+    return StreamOptions(stores, loads, _prefetch_distance(prefetch_distance), threshold,
+                         bool(numba_options.get("parallel"))), numba_options

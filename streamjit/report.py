@@ -124,10 +124,9 @@ def count_array_accesses(llvm_function, arrays):
     return reports
 
 
-def _signature_notes(dispatcher, name, aryty, rep):
-    plan = dispatcher.stream_plan
-    notes = list(plan.notes.get(name, []))
-    if name in plan.streamed_stores:
+def _signature_notes(result, name, aryty, rep):
+    notes = list(result.notes.get(name, []))
+    if name in result.streamed_stores:
         if aryty.layout != "C":
             notes.append(f"layout '{aryty.layout}': streamed only where the last dimension is contiguous at run time")
         if rep.nt_vector_stores == 0 and not notes:
@@ -149,10 +148,11 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     arrays = {p: t for p, t in zip(params, sig) if isinstance(t, types.Array)}
     reports = count_array_accesses(llvm_function, arrays)
     vector, scalar, fences = count_asm_streaming(asm_function)
+    result = dispatcher.stream_result(sig)
     for name, rep in reports.items():
-        rep.notes = _signature_notes(dispatcher, name, arrays[name], rep)
+        rep.notes = _signature_notes(result, name, arrays[name], rep)
         if rep.nt_vector_stores + rep.nt_scalar_stores and not vector + scalar:
             rep.notes.append("this target has no non-temporal store instruction: the backend emitted plain stores")
     return StreamReport(signature=sig, arrays=reports, fences=fences,
-                        peeled_loops=dispatcher.stream_plan.peeled_loops,
+                        peeled_loops=result.peeled_loops,
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar)

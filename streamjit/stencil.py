@@ -206,7 +206,7 @@ class StreamStencil:
         if neighborhood not in self._loops:
             tree = self._loop_nest_tree(neighborhood)
             loop_nest = build_function(self.py_func, copy.deepcopy(tree), intrinsics)
-            self._loops[neighborhood] = make_dispatcher(loop_nest, tree=tree, **self._stream_options)
+            self._loops[neighborhood] = make_dispatcher(loop_nest, **self._stream_options)
         return self._loops[neighborhood]
 
     # -- calls ----------------------------------------------------------------

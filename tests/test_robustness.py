@@ -167,8 +167,10 @@ def test_no_reference_leaks_on_error_paths():
     src = np.arange(10.0)
     read_only = np.zeros(10)
     read_only.flags.writeable = False
-    illegal = sj.stream_kernel(stream_stores=["dst"])(K.copy_source)
-    illegal.stream_plan.error = sj.StreamLegalityError("planted")   # every compile fails
+    @sj.stream_kernel(stream_stores=["dst"])
+    def illegal(dst, src):   # every compile fails
+        for i in range(src.shape[0]):
+            dst[0] = src[i]
 
     def fail_both_ways(times):
         for _ in range(times):

@@ -54,7 +54,7 @@ def test_self_referencing_case(rng):
     expected = out + 5 * a
     self_referencing(out[1:], a[1:])
     np.testing.assert_allclose(out[1:], expected[1:])
-    assert self_referencing.stream_plan.streamed_loads == {"a"}
+    assert self_referencing.stream_result().streamed_loads == {"a"}
     report = self_referencing.stream_report()
     assert report.arrays["a"].prefetches > 0
     assert report.arrays["out"].prefetches == 0 and report.arrays["out"].plain_loads > 0

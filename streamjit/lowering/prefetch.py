@@ -15,6 +15,9 @@ addresses are constant offsets of one pointer within the same 64-byte line
 (a stencil's `a[i-1]`, `a[i]`, `a[i+1]`, or the lanes of one unrolled
 vector) share one prefetch. A prefetch never faults, even past the end of
 the array, on x86 and AArch64 (and LLVM drops it on targets without one).
+
+A function that already has its prefetches (a ``prange`` worker rewritten
+in its own library, then linked into the kernel's module) is left as it is.
 """
 
 import re
@@ -25,6 +28,7 @@ from .markers import STREAM_LOAD_SCOPE, marked_scope_lists
 _LINE_BYTES = 64
 _LOAD = re.compile(r"^\s*%[\w.\-]+ = load [^\n]*?, ptr (%[\w.\-]+)[^\n]*!alias\.scope !(\d+)")
 _LABEL = re.compile(r"^[\w.\-]+:")
+_PREFETCHED = "streamjit.prefetch."
 PREFETCH_DECLARATION = "declare void @llvm.prefetch.p0(ptr nocapture readonly, i32 immarg, i32 immarg, i32 immarg)"
 
 
@@ -35,18 +39,21 @@ def insert_stream_prefetches(llvm_text):
         return llvm_text
     lines = llvm_text.split("\n")
     offsets = constant_offsets(lines)
-    out, seen, count = [], set(), 0
-    for line in lines:
+    out, seen, count, done = [], set(), 0, False
+    for n, line in enumerate(lines):
+        if line.startswith("define "):
+            end = next((k for k in range(n, len(lines)) if lines[k] == "}"), len(lines))
+            done = any(_PREFETCHED in body for body in lines[n:end])
         if _LABEL.match(line) or line.startswith("define "):
             seen = set()
-        m = _LOAD.match(line)
+        m = None if done else _LOAD.match(line)
         distance = distances.get(int(m.group(2)), 0) if m else 0
         if distance:
             base, offset = offsets.get(m.group(1), (m.group(1), 0))
             line_key = (base, (offset + distance) // _LINE_BYTES)
             if line_key not in seen:
                 seen.add(line_key)
-                name = f"%streamjit.prefetch.{count}"
+                name = f"%{_PREFETCHED}{count}"
                 count += 1
                 out.append(f"  {name} = getelementptr i8, ptr {m.group(1)}, i64 {distance}")
                 out.append(f"  call void @llvm.prefetch.p0(ptr {name}, i32 0, i32 0, i32 1)")

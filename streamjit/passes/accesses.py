@@ -1,75 +1,124 @@
-"""Find every array subscript of a kernel and the loops around it.
+"""Find every load and store of the kernel's array parameters, the loops
+around each, and which arrays the options stream.
 
-The other passes ask three questions of a kernel's syntax tree: which
-subscripts read or write which names, inside which loops (and whether those
-are `range`/`prange` loops with a known loop variable), and where each name
-is assigned. This module answers them once, in one walk.
+Runs on typed Numba IR, so it sees the program Numba compiles, not the
+text the user wrote: stores made in inlined helpers, through local aliases
+(``o = out``) and chained subscripts (``arr[y][x] = v``, the index (y, x)
+of ``arr``), indices Numba folded to constants, and loops whatever their
+iterator is called (``prange`` under any name). Loops come from the CFG;
+a loop over a ``range`` object (Numba's ``RangeType``) has an induction
+variable, every other loop (``while``, iteration over other objects) has
+none. Whether an access reads or writes one element, a row or a slice is
+read off the types, not guessed from the syntax.
+
+The other passes ask: which accesses touch which array, inside which loops
+(outermost first), with which index; and where is each variable defined.
 """
 
-import ast
+import re
+import warnings
 from dataclasses import dataclass, field
 
-RANGE_FUNCTIONS = ("range", "prange")
+from numba.core import ir, types
+from numba.core.analysis import compute_cfg_from_blocks
+from numba.core.ir_utils import find_callname, guard
+
+from ..errors import StreamConfigError, StreamWarning
+from ..plan import METADATA_KEY, StreamResult
+
+PRANGE_NAMES = ("prange", "internal_prange")
 
 
 @dataclass(eq=False)
 class Loop:
-    """A ``for`` or ``while`` loop; ``var`` is set for ``range``/``prange`` loops."""
-
-    node: ast.AST
+    header: int
+    body: frozenset  # block labels, header included
+    exits: frozenset  # labels outside the loop that its blocks jump to
+    entries: frozenset  # labels outside the loop that jump to its header
     serial: int
-    var: str | None = None
-    range_args: tuple = ()
+    parent: "Loop | None" = None
+    kind: str = "while"  # "range", "prange" (parallel=True), "iterator" (other for loops) or "while"
+    induction: str | None = None  # the header's variable holding the iteration's value
+    names: frozenset = frozenset()  # the induction variable and its copies
+    iterator: str | None = None  # the variable iternext reads
+    range_call: ir.Expr | None = None
+    loc: ir.Loc | None = None
 
     @property
     def is_range(self):
-        return self.var is not None
+        return self.induction is not None
+
+    @property
+    def var(self):
+        """The user's name for the loop variable (for messages)."""
+        user = sorted(n for n in self.names if not n.startswith("$"))
+        return re.sub(r"\.\d+$", "", user[0]) if user else "<loop>"
 
     @property
     def start(self):
-        return self.range_args[0] if len(self.range_args) > 1 else None
+        args = self.range_call.args
+        return args[0] if len(args) > 1 else 0
 
     @property
     def stop(self):
-        return self.range_args[1] if len(self.range_args) > 1 else self.range_args[0]
+        args = self.range_call.args
+        return args[1] if len(args) > 1 else args[0]
 
     @property
-    def unit_step(self):
-        if len(self.range_args) < 3:
-            return True
-        step = self.range_args[2]
-        return isinstance(step, ast.Constant) and step.value == 1 and not isinstance(step.value, bool)
+    def step(self):
+        args = self.range_call.args
+        return args[2] if len(args) > 2 else 1
+
+    @property
+    def line(self):
+        return self.loc.line if self.loc else 0
+
+    def enclosing_headers(self):
+        return {loop.header for loop in self.enclosing()}
+
+    def enclosing(self):
+        """This loop and those around it, outermost first."""
+        chain, loop = [], self
+        while loop is not None:
+            chain.append(loop)
+            loop = loop.parent
+        return tuple(reversed(chain))
 
 
 @dataclass(eq=False)
 class Access:
-    """One subscript ``array[...]`` that reads or writes a named value."""
+    """One load or store of an array parameter."""
 
-    array: str
-    node: ast.Subscript
-    stmt: ast.stmt
-    loops: tuple
+    array: str  # parameter name
+    array_var: str  # the variable bound to the parameter
+    label: int
+    stmt: ir.Stmt
+    index: list  # per indexed dimension: an ir.Var, an int, or a slice object
+    kind: str  # "element", "row", "slice", "inplace", "view" (through a sliced view) or "opaque"
     is_store: bool
+    loops: tuple  # Loop, outermost first
+    loc: ir.Loc
+    chained: bool = False  # through a subscript of a subscript
+    view: object = None  # for kind "view": the subscript that made the view
 
     @property
-    def lineno(self):
-        return self.node.lineno
+    def line(self):
+        return self.loc.line
 
     @property
-    def dims(self):
-        """The index expressions, one per indexed dimension."""
-        index = self.node.slice
-        return list(index.elts) if isinstance(index, ast.Tuple) else [index]
+    def is_element(self):
+        return self.kind == "element"
 
 
 @dataclass
 class KernelScan:
-    tree: ast.FunctionDef
-    params: list
+    func_ir: ir.FunctionIR
+    typemap: dict
+    params: dict  # parameter name -> variable bound to it
     loops: list = field(default_factory=list)
     accesses: list = field(default_factory=list)
-    parents: dict = field(default_factory=dict)
-    assignments: dict = field(default_factory=dict)  # name -> [assigning statement]
+    defs: dict = field(default_factory=dict)  # variable -> [(label, statement)]
+    cfg: object = None
 
     def stores(self, array=None):
         return [a for a in self.accesses if a.is_store and (array is None or a.array == array)]
@@ -77,85 +126,243 @@ class KernelScan:
     def loads(self, array=None):
         return [a for a in self.accesses if not a.is_store and (array is None or a.array == array)]
 
-    def statement_of(self, node):
-        while not isinstance(node, ast.stmt):
-            node = self.parents[node]
-        return node
-
-    def is_inside(self, node, ancestor):
-        while node is not None:
-            if node is ancestor:
-                return True
-            node = self.parents.get(node)
-        return False
-
-    def block_of(self, stmt):
-        """The statement list that holds ``stmt``."""
-        owner = self.parents[stmt]
-        for name in ("body", "orelse", "finalbody", "handlers"):
-            block = getattr(owner, name, None)
-            if isinstance(block, list) and any(s is stmt for s in block):
-                return block
-        raise ValueError(f"statement at line {stmt.lineno} is not in a block")
-
-    def replace_statement(self, stmt, replacement):
-        """Put the generated statements ``replacement`` where ``stmt`` was,
-        giving every generated node without a location ``stmt``'s line."""
-        for new in replacement:
-            for sub in ast.walk(new):
-                if isinstance(sub, (ast.stmt, ast.expr)) and not hasattr(sub, "lineno"):
-                    ast.copy_location(sub, stmt)
-        block = self.block_of(stmt)
-        at = block.index(stmt)
-        block[at:at + 1] = replacement
-
-    def assignments_within(self, name, root):
-        return [s for s in self.assignments.get(name, []) if self.is_inside(s, root)]
-
-
-def _range_call(node):
-    """The arguments of ``range(...)``/``prange(...)`` if ``node`` is such a call."""
-    if not isinstance(node, ast.Call) or node.keywords or not 1 <= len(node.args) <= 3:
+    def definition(self, name):
+        """The single value assigned to ``name`` (through copies), or None."""
+        seen = set()
+        while name not in seen:
+            seen.add(name)
+            found = self.defs.get(name, [])
+            if len(found) != 1 or not isinstance(found[0][1], ir.Assign):
+                return None
+            value = found[0][1].value
+            if not isinstance(value, ir.Var):
+                return value
+            name = value.name
         return None
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return tuple(node.args) if name in RANGE_FUNCTIONS else None
+
+    def canonical(self, name):
+        """The variable at the end of ``name``'s chain of single copies."""
+        seen = set()
+        while name not in seen:
+            seen.add(name)
+            found = self.defs.get(name, [])
+            if len(found) != 1 or not isinstance(found[0][1], ir.Assign) or not isinstance(found[0][1].value, ir.Var):
+                return name
+            name = found[0][1].value.name
+        return name
+
+    def def_labels(self, name):
+        return {label for label, _ in self.defs.get(name, [])}
+
+    def loops_of(self, label):
+        """Loops containing block ``label``, outermost first."""
+        inner = None
+        for loop in self.loops:
+            if label in loop.body and (inner is None or len(loop.body) < len(inner.body)):
+                inner = loop
+        return inner.enclosing() if inner else ()
+
+    def loop_of_induction(self, name):
+        for loop in self.loops:
+            if name in loop.names:
+                return loop
+        return None
 
 
-def scan_kernel(tree):
-    """Walk a kernel's FunctionDef and record its loops, subscripts and assignments."""
-    params = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args, *tree.args.kwonlyargs)]
-    scan = KernelScan(tree=tree, params=params)
-    for parent in ast.walk(tree):
-        for child in ast.iter_child_nodes(parent):
-            scan.parents[child] = parent
+def _definitions(blocks):
+    defs = {}
+    for label, block in blocks.items():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign):
+                defs.setdefault(stmt.target.name, []).append((label, stmt))
+    return defs
 
-    def visit(node, loops):
-        if isinstance(node, (ast.For, ast.While)):
-            loop = Loop(node=node, serial=len(scan.loops))
-            if isinstance(node, ast.For):
-                args = _range_call(node.iter)
-                if args is not None and isinstance(node.target, ast.Name):
-                    loop.var, loop.range_args = node.target.id, args
-                visit(node.iter, loops)  # evaluated once, outside the loop's iterations
-            scan.loops.append(loop)
-            inner = loops + (loop,)
-            for child in ast.iter_child_nodes(node):
-                if child is not getattr(node, "iter", None):
-                    visit(child, inner)
-            return
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stmt = scan.statement_of(node)
-            scan.assignments.setdefault(node.id, []).append(stmt)
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            stmt = scan.statement_of(node)
-            is_store = isinstance(node.ctx, ast.Store)
-            scan.accesses.append(Access(node.value.id, node, stmt, loops, is_store))
-            if is_store and isinstance(stmt, ast.AugAssign):
-                scan.accesses.append(Access(node.value.id, node, stmt, loops, False))
-        for child in ast.iter_child_nodes(node):
-            visit(child, loops)
 
-    for stmt in tree.body:
-        visit(stmt, ())
+def _find_loops(scan, parallel):
+    cfg = scan.cfg
+    raw = sorted(cfg.loops().values(), key=lambda lp: -len(lp.body))
+    loops = []
+    for serial, lp in enumerate(raw):
+        loop = Loop(header=lp.header, body=frozenset(lp.body), exits=frozenset(lp.exits),
+                    entries=frozenset(lp.entries), serial=serial,
+                    loc=scan.func_ir.blocks[lp.header].loc)
+        loop.parent = next((o for o in reversed(loops) if lp.header in o.body and o.header != lp.header), None)
+        _classify(scan, loop, parallel)
+        loops.append(loop)
+    scan.loops = loops
+
+
+def _classify(scan, loop, parallel):
+    """Set the induction variable of a loop over a ``range`` object."""
+    header = scan.func_ir.blocks[loop.header]
+    nxt = next((s for s in header.body if isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr)
+                and s.value.op == "iternext"), None)
+    if nxt is None:
+        return
+    loop.kind = "iterator"
+    getiter = scan.definition(nxt.value.value.name)
+    if not (isinstance(getiter, ir.Expr) and getiter.op == "getiter"
+            and isinstance(scan.typemap.get(getiter.value.name), types.RangeType)):
+        return
+    call = scan.definition(getiter.value.name)
+    if not (isinstance(call, ir.Expr) and call.op == "call" and not call.kws and call.vararg is None
+            and 1 <= len(call.args) <= 3):
+        return
+    first = next((s for s in header.body if isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr)
+                  and s.value.op == "pair_first" and s.value.value.name == nxt.target.name), None)
+    if first is None:
+        return
+    names = {first.target.name}
+    grew = True
+    while grew:
+        grew = False
+        for name, found in scan.defs.items():
+            if name not in names and len(found) == 1 and isinstance(found[0][1].value, ir.Var) \
+                    and found[0][1].value.name in names:
+                names.add(name)
+                grew = True
+    callname = guard(find_callname, scan.func_ir, call, scan.typemap)
+    loop.kind = "prange" if parallel and callname and callname[0] in PRANGE_NAMES else "range"
+    loop.induction, loop.names = first.target.name, frozenset(names)
+    loop.iterator, loop.range_call = nxt.value.value.name, call
+    loop.loc = call.loc
+
+
+def _root_array(scan, var):
+    """(parameter, index prefix, view) when ``var`` is an array parameter or
+    a subscript of one: ``arr[y]`` of ``arr[y][x]`` gives the prefix (y,);
+    a slice (``out[::-1]``) gives the subscript that made the view."""
+    name = scan.canonical(var.name)
+    for param, bound in scan.params.items():
+        if name == bound:
+            return param, [], None
+    value = scan.definition(var.name)
+    if isinstance(value, ir.Expr) and value.op in ("getitem", "static_getitem") \
+            and isinstance(scan.typemap.get(var.name), types.Array):
+        root = _root_array(scan, value.value)
+        index = _index_atoms(scan, value)
+        if root and root[2] is None and index is not None and all(_is_int(scan, a) for a in index):
+            return root[0], root[1] + index, None
+        if root:
+            return root[0], [], root[2] or value
+    return None
+
+
+def _is_int(scan, atom):
+    if isinstance(atom, ir.Var):
+        return isinstance(scan.typemap.get(atom.name), types.Integer)
+    return isinstance(atom, int) and not isinstance(atom, bool)
+
+
+def _is_slice(scan, atom):
+    if isinstance(atom, ir.Var):
+        return isinstance(scan.typemap.get(atom.name), types.SliceType)
+    return isinstance(atom, slice)
+
+
+def _index_atoms(scan, node):
+    """The index of a getitem/setitem as a list of per-dimension atoms, or
+    None when its components are not visible (a tuple from elsewhere)."""
+    if isinstance(node, (ir.StaticSetItem,)) or (isinstance(node, ir.Expr) and node.op == "static_getitem"):
+        index = node.index
+        return list(index) if isinstance(index, tuple) else [index]
+    index = node.index
+    value = scan.definition(index.name)
+    if isinstance(value, ir.Expr) and value.op == "build_tuple":
+        return list(value.items)
+    if isinstance(value, ir.Const) and isinstance(value.value, tuple):
+        return list(value.value)
+    if isinstance(scan.typemap.get(index.name), types.BaseTuple):
+        return None
+    return [index]
+
+
+def _classify_index(scan, array, index):
+    ndim = scan.typemap[scan.params[array]].ndim
+    if index is None:
+        return "opaque"
+    if all(_is_int(scan, a) for a in index):
+        return "element" if len(index) == ndim else "row"
+    if all(_is_int(scan, a) or _is_slice(scan, a) for a in index):
+        return "slice"
+    return "opaque"
+
+
+def _record(scan, label, stmt, target, node, is_store):
+    root = _root_array(scan, target)
+    if root is None:
+        return
+    array, prefix, view = root
+    index = _index_atoms(scan, node)
+    full = None if index is None else prefix + index
+    scan.accesses.append(Access(
+        array=array, array_var=scan.params[array], label=label, stmt=stmt, index=full or [],
+        kind="view" if view is not None else _classify_index(scan, array, full), is_store=is_store,
+        loops=scan.loops_of(label), loc=stmt.loc, chained=bool(prefix), view=view))
+
+
+def scan_kernel(func_ir, typemap, parallel=False):
+    """Loops and array-parameter accesses of a typed, phi-free function IR."""
+    params = {}
+    for stmt in func_ir.blocks[min(func_ir.blocks)].body:
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Arg) \
+                and isinstance(typemap.get(stmt.target.name), types.Array):
+            params[stmt.value.name] = stmt.target.name
+    scan = KernelScan(func_ir=func_ir, typemap=typemap, params=params, defs=_definitions(func_ir.blocks),
+                      cfg=compute_cfg_from_blocks(func_ir.blocks))
+    _find_loops(scan, parallel)
+    for label, block in func_ir.blocks.items():
+        for stmt in block.body:
+            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+                _record(scan, label, stmt, stmt.target, stmt, True)
+            elif isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr):
+                expr = stmt.value
+                if expr.op in ("getitem", "static_getitem"):
+                    _record(scan, label, stmt, expr.value, expr, False)
+                elif expr.op == "inplace_binop" and isinstance(typemap.get(expr.lhs.name), types.Array):
+                    root = _root_array(scan, expr.lhs)
+                    if root and root[2] is None:
+                        for is_store in (False, True):
+                            scan.accesses.append(Access(
+                                array=root[0], array_var=params[root[0]], label=label, stmt=stmt, index=[],
+                                kind="inplace", is_store=is_store, loops=scan.loops_of(label), loc=stmt.loc))
     return scan
+
+
+def _named(option, candidates):
+    return set(candidates) if option is True else set(option or ())
+
+
+def streamed_store_names(options, scan):
+    """The array parameters whose stores the options stream."""
+    stored = {a.array for a in scan.stores()}
+    return _named(options.stream_stores, stored) & stored
+
+
+def _warn_unused(option, used, option_name, verb, func_name):
+    """A StreamWarning for each name in a list option that the kernel never
+    ``verb``s (the option itself is the warning's subject)."""
+    if isinstance(option, tuple):
+        for name in sorted(set(option) - used):
+            warnings.warn(f"{option_name} names '{name}', but {func_name} never {verb} it", StreamWarning, stacklevel=2)
+
+
+def run_pass(state):
+    """Scan the kernel; decide the streamed arrays (`StreamResult`)."""
+    options = state.stream_options
+    scan = scan_kernel(state.func_ir, state.typemap, options.parallel)
+    func_name = state.func_id.func_qualname
+    stored = {a.array for a in scan.stores()}
+    loaded = {a.array for a in scan.loads()}
+    streamed = streamed_store_names(options, scan)
+    _warn_unused(options.stream_stores, stored, "stream_stores", "stores to", func_name)
+    loads = _named(options.stream_loads, loaded - stored)
+    self_loads = sorted(loads & stored)
+    if self_loads:
+        raise StreamConfigError(f"stream_loads names '{self_loads[0]}', which {func_name} also stores to: "
+                                "a kernel cannot stream its own self-loads")
+    _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", func_name)
+    result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded))
+    state.metadata[METADATA_KEY] = result
+    state.stream_scan = scan
+    return False

@@ -1,29 +1,40 @@
-"""Affine index analysis: is an index ``c1*i + c2*j + e + k``?
+"""Affine index analysis on typed Numba IR: is an index ``c1*i + c2*j + e + k``?
 
 An index is affine when it is a sum of integer-constant multiples of the
-loop variables of enclosing ``range`` loops, *invariant* terms (expressions
-whose names are not assigned anywhere in the loop nest, so they have one
-value for the whole nest), and an integer constant. Locals assigned once in
-the nest from an affine expression, before their use, are substituted.
+induction variables of enclosing ``range`` loops, *invariant* terms
+(variables with one value for a whole execution of the loop nest: defined
+outside it, or computed inside it purely from such values), and an integer
+constant. Numba's IR makes the chains explicit: ``k = i + 1; out[k - 1]``
+is a chain of single definitions, and constants Numba folded are ``const``
+nodes. Invariant terms are keyed by their structure, so ``a.shape[1] - 1``
+computed in two places is one term.
 
 Legality (`legality.py`) proves from this form that distinct iterations
 write distinct elements; the peel (`align_peel.py`) evaluates it at the
-first and last iteration to check bounds and alignment before the loop.
+first and last iteration to check bounds and alignment before the loop
+(`emit_affine`).
 """
 
-import ast
+import copy
 import math
+import operator
 from dataclasses import dataclass, field
 
+from numba.core import ir, types
+
+_ADD = (operator.add, operator.iadd)
+_SUB = (operator.sub, operator.isub)
+_MUL = (operator.mul, operator.imul)
 # Calls allowed inside an invariant term: pure functions of their arguments.
-_PURE_CALLS = ("len", "min", "max", "int", "abs")
+_PURE_CALLS = (len, min, max, int, abs, slice)
+_PURE_EXPRS = ("binop", "unary", "getattr", "static_getitem", "build_tuple", "cast", "getitem", "call")
 
 
 @dataclass
 class Affine:
     coeffs: dict = field(default_factory=dict)  # Loop -> int (nonzero)
-    terms: dict = field(default_factory=dict)  # ast.dump of an invariant expr -> int
-    exprs: dict = field(default_factory=dict)  # ast.dump -> the expr itself
+    terms: dict = field(default_factory=dict)  # structural key of an invariant value -> int
+    names: dict = field(default_factory=dict)  # key -> a variable holding that value
     const: int = 0
 
     def key(self):
@@ -39,7 +50,7 @@ class Affine:
 
 
 def _combine(a, b, sign=1):
-    out = Affine(dict(a.coeffs), dict(a.terms), {**a.exprs, **b.exprs}, a.const + sign * b.const)
+    out = Affine(dict(a.coeffs), dict(a.terms), {**a.names, **b.names}, a.const + sign * b.const)
     for loop, c in b.coeffs.items():
         out.coeffs[loop] = out.coeffs.get(loop, 0) + sign * c
     for k, c in b.terms.items():
@@ -51,115 +62,146 @@ def _combine(a, b, sign=1):
 
 def _scale(a, factor):
     return Affine({l: c * factor for l, c in a.coeffs.items() if c * factor},
-                  {k: c * factor for k, c in a.terms.items() if c * factor}, dict(a.exprs), a.const * factor)
+                  {k: c * factor for k, c in a.terms.items() if c * factor}, dict(a.names), a.const * factor)
 
 
 def _is_constant(a):
     return not a.coeffs and not a.terms
 
 
+def _int_const(value):
+    return isinstance(value, ir.Const) and isinstance(value.value, int) and not isinstance(value.value, bool)
+
+
 class AffineAnalyzer:
-    """Affine forms of index expressions inside one loop nest."""
+    """Affine forms of index variables inside the nest rooted at ``root``
+    (a `Loop`, or None outside every loop)."""
 
-    def __init__(self, scan, nest_root):
+    def __init__(self, scan, root):
         self.scan = scan
-        self.root = nest_root
+        self.inside = root.body if root is not None else frozenset()
+        self.stored = {a.array_var for a in scan.stores()}
 
-    def _assigned_in_nest(self, name):
-        return self.root is not None and bool(self.scan.assignments_within(name, self.root.node))
+    def _outside(self, name):
+        return not (self.scan.def_labels(name) & self.inside)
 
-    def is_invariant(self, expr):
-        """True if ``expr`` has one value for the whole nest and no side effects."""
-        for node in ast.walk(expr):
-            if isinstance(node, ast.Name) and self._assigned_in_nest(node.id):
-                return False
-            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _PURE_CALLS):
-                return False
-            if isinstance(node, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
-                return False
-            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and self.scan.stores(node.value.id):
-                return False  # an element of an array the kernel writes may change
-        return True
-
-    def of(self, expr, loops):
-        """Affine form of ``expr`` used inside ``loops`` (outermost first), or None."""
-        if isinstance(expr, ast.Constant) and type(expr.value) is int:
-            return Affine(const=expr.value)
-        if isinstance(expr, ast.Name):
-            return self._of_name(expr, loops)
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
-            inner = self.of(expr.operand, loops)
-            return None if inner is None else _scale(inner, -1 if isinstance(expr.op, ast.USub) else 1)
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
-            left, right = self.of(expr.left, loops), self.of(expr.right, loops)
-            if left is None or right is None:
-                return None
-            return _combine(left, right, 1 if isinstance(expr.op, ast.Add) else -1)
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
-            left, right = self.of(expr.left, loops), self.of(expr.right, loops)
-            if left is not None and right is not None:
-                if _is_constant(left):
-                    return _scale(right, left.const)
-                if _is_constant(right):
-                    return _scale(left, right.const)
-        return self._invariant_term(expr)
-
-    def _invariant_term(self, expr):
-        if not self.is_invariant(expr):
+    def term_key(self, name):
+        """Structural key of an invariant variable, or None if it varies in the nest."""
+        name = self.scan.canonical(name)
+        if self._outside(name):
+            return ("var", name)
+        value = self.scan.definition(name)
+        if isinstance(value, ir.Const):
+            return ("const", repr(value.value))
+        if isinstance(value, (ir.Global, ir.FreeVar)):
+            return ("global", id(value.value))
+        if not isinstance(value, ir.Expr) or value.op not in _PURE_EXPRS:
             return None
-        key = ast.dump(expr)
-        return Affine(terms={key: 1}, exprs={key: expr})
+        if value.op == "call":
+            func = self.scan.definition(value.func.name)
+            if not isinstance(func, (ir.Global, ir.FreeVar)) or func.value not in _PURE_CALLS or value.kws:
+                return None
+        if value.op == "getitem" and self.scan.canonical(value.value.name) in self.stored:
+            return None  # an element of an array the kernel writes may change
+        parts = [value.op]
+        for attr, operand in sorted(value._kws.items()):
+            if isinstance(operand, ir.Var):
+                operand = self.term_key(operand.name)
+                if operand is None:
+                    return None
+            elif isinstance(operand, (list, tuple)):
+                operand = tuple(self.term_key(v.name) if isinstance(v, ir.Var) else repr(v) for v in operand)
+                if None in operand:
+                    return None
+            elif attr not in ("fn", "attr", "index", "immutable_fn"):
+                continue
+            parts.append((attr, operand if isinstance(operand, tuple) else repr(operand)))
+        return tuple(parts)
 
-    def _of_name(self, expr, loops):
-        name = expr.id
-        loop = next((l for l in reversed(loops) if l.var == name), None)
-        defs = self.scan.assignments_within(name, self.root.node) if self.root is not None else []
+    def is_invariant(self, name):
+        return self.term_key(name) is not None
+
+    def of(self, atom):
+        """Affine form of an index atom (Var or int), or None."""
+        if isinstance(atom, bool):
+            return None
+        if isinstance(atom, int):
+            return Affine(const=atom)
+        if not isinstance(atom, ir.Var):
+            return None
+        name = self.scan.canonical(atom.name)
+        loop = self.scan.loop_of_induction(name)
         if loop is not None:
-            return Affine(coeffs={loop: 1}) if defs == [loop.node] else None
-        if not defs:
-            return self._invariant_term(expr)
-        if len(defs) == 1 and self._dominates_use(defs[0], expr):
-            definition = defs[0]
-            outer = tuple(l for l in loops if self.scan.is_inside(definition, l.node))
-            return self.of(definition.value, outer)
-        return None
+            return Affine(coeffs={loop: 1})
+        value = self.scan.definition(name)
+        if _int_const(value):
+            return Affine(const=value.value)
+        if isinstance(value, ir.Expr) and value.op in ("binop", "inplace_binop"):
+            left, right = self.of(value.lhs), self.of(value.rhs)
+            if left is not None and right is not None:
+                if value.fn in _ADD:
+                    return _combine(left, right)
+                if value.fn in _SUB:
+                    return _combine(left, right, -1)
+                if value.fn in _MUL and _is_constant(left):
+                    return _scale(right, left.const)
+                if value.fn in _MUL and _is_constant(right):
+                    return _scale(left, right.const)
+        if isinstance(value, ir.Expr) and value.op == "static_getitem" and isinstance(value.index, int):
+            # an element of a tuple built in the IR (`i, x = k, a[k]` from `canonical_loops.py`)
+            items = self.scan.definition(value.value.name)
+            if isinstance(items, ir.Expr) and items.op == "exhaust_iter":
+                items = self.scan.definition(items.value.name)
+            if isinstance(items, ir.Expr) and items.op == "build_tuple" and 0 <= value.index < len(items.items):
+                return self.of(items.items[value.index])
+        if isinstance(value, ir.Expr) and value.op == "unary" and value.fn in (operator.neg, operator.pos):
+            inner = self.of(value.value)
+            if inner is not None:
+                return _scale(inner, -1 if value.fn is operator.neg else 1)
+        if not isinstance(self.scan.typemap.get(name), types.Integer):
+            return None
+        key = self.term_key(name)
+        return None if key is None else Affine(terms={key: 1}, names={key: name})
 
-    def _dominates_use(self, definition, use):
-        """A plain ``name = value`` that runs before ``use`` in every iteration."""
-        if not (isinstance(definition, ast.Assign) and len(definition.targets) == 1
-                and isinstance(definition.targets[0], ast.Name)):
-            return False
-        block_owner = self.scan.parents[definition]
-        node = use
-        while node is not None and self.scan.parents.get(node) is not block_owner:
-            node = self.scan.parents.get(node)
-        if node is None:
-            return False
-        for block in ("body", "orelse", "finalbody"):
-            stmts = getattr(block_owner, block, None)
-            if isinstance(stmts, list) and definition in stmts and node in stmts:
-                return stmts.index(definition) < stmts.index(node)
-        return False
+
+def _emit_value(scan, name, emitter, inside):
+    """A variable holding ``name``'s value at a point before the loop whose
+    blocks are ``inside``: the variable itself when defined outside that
+    loop, else its (pure, invariant) definition re-emitted."""
+    name = scan.canonical(name)
+    if not (scan.def_labels(name) & inside):
+        return ir.Var(emitter.scope, name, emitter.loc)
+    value = copy.copy(scan.definition(name))
+    if isinstance(value, ir.Expr):
+        value._kws = dict(value._kws)
+        for attr, operand in value._kws.items():
+            if isinstance(operand, ir.Var):
+                value._kws[attr] = _emit_value(scan, operand.name, emitter, inside)
+            elif isinstance(operand, list):
+                value._kws[attr] = [_emit_value(scan, v.name, emitter, inside) if isinstance(v, ir.Var) else v
+                                    for v in operand]
+    return emitter.assign(value, hint="term")
 
 
-def to_ast(affine, values):
-    """Build the expression for ``affine`` with loop variables replaced by
-    ``values`` (Loop -> ast.expr); other loops keep their variable names."""
+def emit_affine(scan, affine, loop, value, emitter):
+    """Emit ``affine`` with ``loop``'s variable replaced by ``value`` (a Var
+    or int), at ``loop``'s preheader; other loops' variables are read from
+    their induction variables. Returns a Var."""
     parts = []
-    for loop, c in affine.coeffs.items():
-        parts.append((c, values.get(loop) or ast.Name(id=loop.var, ctx=ast.Load())))
+    for other, c in affine.coeffs.items():
+        parts.append((c, value if other is loop else ir.Var(emitter.scope, other.induction, emitter.loc)))
     for key, c in affine.terms.items():
-        parts.append((c, affine.exprs[key]))
-    if affine.const or not parts:
-        parts.append((1 if affine.const >= 0 else -1, ast.Constant(value=abs(affine.const))))
-    # Start from a positive term where possible, so no spurious `0 + x` changes
-    # the type Numba infers for an unsigned `x`.
+        parts.append((c, _emit_value(scan, affine.names[key], emitter, loop.body)))
+    # start from a positive term, so no `0 - x` changes an unsigned type
     parts.sort(key=lambda p: p[0] < 0)
-    expr = None
+    total = None
     for c, term in parts:
-        scaled = term if abs(c) == 1 else ast.BinOp(left=ast.Constant(value=abs(c)), op=ast.Mult(), right=term)
-        if expr is None:
-            expr = scaled if c > 0 else ast.UnaryOp(op=ast.USub(), operand=scaled)
+        term = emitter.value(term)
+        scaled = term if abs(c) == 1 else emitter.binop(operator.mul, abs(c), term)
+        if total is None:
+            total = scaled if c > 0 else emitter.sub(0, scaled)
         else:
-            expr = ast.BinOp(left=expr, op=ast.Add() if c > 0 else ast.Sub(), right=scaled)
-    return expr
+            total = emitter.add(total, scaled) if c > 0 else emitter.sub(total, scaled)
+    if total is None:
+        return emitter.const(affine.const)
+    return emitter.add(total, affine.const) if affine.const else total

@@ -2,296 +2,337 @@
 
 A vector non-temporal store must be aligned to its width, but a kernel's
 destination may be any view (``out[1:]``) and its loop may start anywhere.
-For each innermost ``range`` loop with streamed stores whose last index is
-the loop variable plus an invariant offset, this pass rewrites
-
-    for j in range(lo, hi): BODY
-
-into (names shortened)
+For each innermost ``range`` loop with streamed element stores whose last
+index is the loop variable plus an invariant, this pass versions the loop
+in the IR (names shortened):
 
     sv = aligned_start(out, idx(lo), lo, hi,   # hi if no aligned loop
-                       in_bounds(...) & ...)   # every rewritten access, at j=lo and j=hi-1
-    for j in range(lo, sv): BODY           # head: plain code, Python semantics
+                       in_bounds(...) & ...)   # every rewritten access, at lo and hi-1
+    for j in range(lo, sv): BODY           # head: the original blocks, Python semantics
     if hi > sv:
         p = aligned_pointer(out, idx(sv))  # alignment proven above, handed to LLVM
-        for j in range(sv, hi): BODY'      # aligned loop
+        for j in range(sv, hi): BODY'      # a copy of the loop's blocks
 
-``BODY'`` stores to the streamed arrays with ``stream_store`` (addressed
-as ``p[j - sv]``, so every vector store derives from the aligned pointer).
-When streamed loads (``stream_loads``) read their own unit-stride stream, a
-second aligned loop, taken when those sources are aligned at ``sv`` too,
-reads them through aligned pointers as well (non-temporal vector loads). It
-reads
-affine elements with ``direct_load``: both skip negative-index wraparound,
-which the bounds check made exact, so LLVM sees consecutive addresses and
-vectorizes. LLVM's vectorizer ends the aligned loop with its own remainder
-loop, so no separate tail copy is needed. When the check fails (an index out
-of range, a non-contiguous or unaligned array, a short loop), the head loop
-runs the whole range exactly as Numba would.
+The head is the original loop, its iterator re-made over ``range(lo, sv)``;
+the aligned loop is a copy of its blocks with new labels (loop versioning,
+as Numba's ``MixedContainerUnroller`` clones loop bodies). In ``BODY'``
+stores to streamed arrays are ``stream_store`` (addressed as ``p[j - sv]``,
+so every vector store derives from the aligned pointer) and affine loads are
+``direct_load``: both skip negative-index wraparound, which the bounds check
+made exact, so LLVM sees consecutive addresses and vectorizes. When streamed
+loads (``stream_loads``) read unit-stride streams of their own, a second
+copy, taken when those sources are aligned at ``sv`` too, reads them
+through aligned pointers (non-temporal vector loads). LLVM's vectorizer ends
+each aligned loop with its own remainder loop. When the check fails (an
+index out of range, a non-contiguous or unaligned array, a short loop), the
+head loop runs the whole range exactly as Numba would.
 
 Several streamed destinations in one loop are aligned together only when
-they share their offset within a cache line (checked at run time).
+they share their offset within a cache line (checked at run time). The
+inserted IR is untyped; `retype.py` types it.
 """
 
-import ast
 import copy
 import functools
-from dataclasses import dataclass, replace
+import operator
+from dataclasses import dataclass, field, replace
 
-from .affine import AffineAnalyzer, to_ast
-from .source import HELPERS_NAME
+from numba.core import ir
+
+from ..plan import METADATA_KEY
+from ..typing import intrinsics
+from .affine import AffineAnalyzer, emit_affine
+from .ir_build import Emitter, new_block, retarget, retire
+from .stream_loads import prefetch_distance
+
+SIZE_GATE = "$streamjit_large"
 
 
 @dataclass(eq=False)
 class PeelPlan:
     loop: object
-    aligned_stores: list  # [(Access, dims)]
+    root: object  # the nest's outermost loop
+    stores: list  # [(Access, dims)]
     loads: list  # [(Access, dims)]
-
-    @property
-    def nest_root(self):
-        return self.aligned_stores[0][0].loops[0]
-
-    @property
-    def depth(self):
-        return len(self.aligned_stores[0][0].loops)
+    sources: list = field(default_factory=list)  # streamed loads read through aligned pointers
 
 
-def helper_call(name, *args):
-    func = ast.Attribute(value=ast.Name(id=HELPERS_NAME, ctx=ast.Load()), attr=name, ctx=ast.Load())
-    return ast.Call(func=func, args=list(args), keywords=[])
+def _int_value(scan, x):
+    if isinstance(x, int):
+        return x
+    value = scan.definition(x.name)
+    return value.value if isinstance(value, ir.Const) and isinstance(value.value, int) else None
 
 
-def _name(id_):
-    return ast.Name(id=id_, ctx=ast.Load())
-
-
-def _breaks_directly(statements):
-    for stmt in statements:
-        if isinstance(stmt, ast.Break):
-            return True
-        if isinstance(stmt, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list) and _breaks_directly(inner):
-                return True
-    return False
+def _terminal(block):
+    return isinstance(block.body[-1], (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise))
 
 
 def _why_not_peelable(scan, loop):
-    if not loop.unit_step:
+    if loop.kind == "prange":
+        return "its loop is a prange loop that was not split into blocks"
+    if not loop.is_range:
+        return "its loop is not a range() loop"
+    if _int_value(scan, loop.step) != 1:
         return "its loop step is not 1"
-    if loop.node.orelse:
-        return "its loop has an 'else' clause"
-    if _breaks_directly(loop.node.body):
-        return "its loop contains 'break'"
-    if scan.assignments_within(loop.var, loop.node) != [loop.node]:
-        return f"its loop variable '{loop.var}' is reassigned"
+    blocks = scan.func_ir.blocks
+    header = blocks[loop.header].body[-1]
+    if len(loop.entries) != 1 or not isinstance(blocks[next(iter(loop.entries))].body[-1], ir.Jump):
+        return "its loop has more than one entry"
+    if not isinstance(header, ir.Branch) or header.falsebr in loop.body:
+        return "its loop is not a plain for loop"
+    if len(scan.defs.get(loop.iterator, [])) != 1:
+        return "its loop iterator is shared"
+    for label in loop.exits:
+        if label != header.falsebr and not _terminal(blocks[label]):
+            return "its loop contains 'break' (or an 'else' clause)"
     return None
 
 
-def _is_simple_store(access):
-    stmt = access.stmt
-    if isinstance(stmt, ast.Assign):
-        return len(stmt.targets) == 1 and stmt.targets[0] is access.node
-    return isinstance(stmt, ast.AugAssign) and stmt.target is access.node
-
-
-def _affine_dims(analyzer, access):
-    if any(isinstance(d, ast.Slice) for d in access.dims):
-        return None
-    dims = [analyzer.of(d, access.loops) for d in access.dims]
-    return dims if all(d is not None for d in dims) else None
-
-
-def plan_peels(scan, streamed, notes):
-    """Choose the loops to split; record why other streamed stores stay plain."""
+def plan_peels(scan, legal, streamed, streamed_loads, result):
+    """Choose the loops to split; note why other streamed stores stay plain."""
     plans = []
     for loop in scan.loops:
-        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop]
+        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop
+                  and s.kind != "inplace"]
         if not direct:
             continue
         reason = _why_not_peelable(scan, loop)
         if reason:
             for s in direct:
-                notes.setdefault(s.array, []).append(f"line {s.lineno}: not aligned because {reason}; plain stores")
+                result.note(s.array, s.line, f"not aligned because {reason}; plain stores")
             continue
-        analyzer = AffineAnalyzer(scan, direct[0].loops[0])
+        root, _ = legal[direct[0]]
         aligned = []
         for s in direct:
-            dims = _affine_dims(analyzer, s) if _is_simple_store(s) else None
-            if dims and dims[-1].coeffs == {loop: 1}:
+            dims = legal[s][1]
+            if s.kind == "row":
+                result.note(s.array, s.line, "a row store (fewer indices than dimensions); plain stores")
+            elif s.kind == "slice":
+                result.note(s.array, s.line, "a slice store; plain stores")
+            elif dims[-1].coeffs == {loop: 1}:
                 aligned.append((s, dims))
             else:
-                notes.setdefault(s.array, []).append(
-                    f"line {s.lineno}: the last index is not '{loop.var}' plus a loop-invariant offset; plain stores")
+                result.note(s.array, s.line, f"the last index is not '{loop.var}' plus a loop-invariant offset; "
+                            "plain stores")
         if not aligned:
             continue
+        analyzer = AffineAnalyzer(scan, root)
         loads = []
         for a in scan.loads():
-            if a.loops and a.loops[-1] is loop and isinstance(a.node.ctx, ast.Load) and a.array not in scan.assignments:
-                dims = _affine_dims(analyzer, a)
-                if dims:
+            if a.loops and a.loops[-1] is loop and a.is_element:
+                dims = [analyzer.of(x) for x in a.index]
+                if all(d is not None for d in dims):
                     loads.append((a, dims))
-        plans.append(PeelPlan(loop, aligned, loads))
+        plan = PeelPlan(loop, root, aligned, loads)
+        plan.sources = _alignable_stream_loads(plan, loop, streamed_loads, scan)
+        plans.append(plan)
     return plans
 
 
-class _RewriteAccesses(ast.NodeTransformer):
-    """In a copied loop body, turn planned loads/stores into helper calls."""
-
-    def __init__(self, loads, stores, offset, stream_loads, aligned_loads=None):
-        self.loads = loads  # id(copied Subscript) -> array name
-        self.stores = stores  # id(copied statement) -> (array name, copied Subscript, aligned pointer name)
-        self.offset = offset  # elements from the aligned pointer, as an expression
-        self.stream_loads = stream_loads
-        self.aligned_loads = aligned_loads or {}  # id(copied Subscript) -> aligned pointer name
-
-    def visit_Subscript(self, node):
-        self.generic_visit(node)
-        if id(node) not in self.loads:
-            return node
-        distance = self.stream_loads.distance(node)
-        if id(node) in self.aligned_loads:
-            return helper_call("load_at", _name(self.aligned_loads[id(node)]), copy.deepcopy(self.offset),
-                               ast.Constant(value=distance))
-        if distance is None:
-            return helper_call("direct_load", _name(self.loads[id(node)]), node.slice)
-        return helper_call("direct_stream_load", _name(self.loads[id(node)]), node.slice, ast.Constant(value=distance))
-
-    def _store(self, node):
-        self.generic_visit(node)
-        if id(node) not in self.stores:
-            return node
-        array, target, pointer = self.stores[id(node)]
-        value = node.value
-        if isinstance(node, ast.AugAssign):
-            old = helper_call("direct_load", _name(array), copy.deepcopy(target.slice))
-            value = ast.BinOp(left=old, op=node.op, right=value)
-        return ast.Expr(value=helper_call("stream_store", _name(array), target.slice, value,
-                                          _name(pointer), copy.deepcopy(self.offset)))
-
-    visit_Assign = visit_AugAssign = _store
-
-
-def _index_at(dims, loop, value):
-    elts = [to_ast(d, {loop: value}) for d in dims]
-    return elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
-
-
-def _alignable_stream_loads(plan, loop, stream_loads):
-    """Streamed loads that could be read through an aligned pointer: unit
-    stride in the loop and the only access of their array in the loop (two
-    offsets of one array cannot both be aligned)."""
+def _alignable_stream_loads(plan, loop, streamed_loads, scan):
+    """Streamed loads that can be read through an aligned pointer: unit
+    stride along the last dimension only (not a diagonal ``L[i, i]`` or a
+    skewed ``A[i + j, j]``), and the only access of their array in the loop
+    (two offsets of one array cannot both be aligned)."""
     counts = {}
     for access, _ in plan.loads:
         counts[access.array] = counts.get(access.array, 0) + 1
     return [(a, d) for a, d in plan.loads
-            if stream_loads.distance(a.node) is not None and d[-1].coeffs == {loop: 1} and counts[a.array] == 1]
+            if a.array in streamed_loads and prefetch_distance(scan, a, 1) and counts[a.array] == 1
+            and d[-1].coeffs == {loop: 1} and all(loop not in x.coeffs for x in d[:-1])]
 
 
-def _gated(gate, test):
-    return test if gate is None else ast.BoolOp(op=ast.And(), values=[gate, test])
+def _index_at(scan, emitter, dims, loop, value):
+    parts = [emit_affine(scan, d, loop, value, emitter) for d in dims]
+    return parts[0] if len(parts) == 1 else emitter.tuple_(parts)
 
 
-def _bounds_checks(accesses, loop, first, last):
-    """As few ``in_bounds`` calls as the accesses allow.
-
-    Accesses of one array whose indices differ only by constants (a
-    stencil's ``g[r, c-1]``, ``g[r, c]``, ``g[r+1, c]``) share one check: per
-    dimension, the index is monotone in the loop variable, so its extremes
-    over the loop and the group are the constant extremes taken at the first
-    and last iteration (swapped where the coefficient is negative). Arrays
-    whose extremes come out identical (``a[i]``, ``b[i]``, ``c[i]``) share one
-    call, on a tuple of the arrays.
-    """
+def _bounds_checks(scan, emitter, plan, first, last):
+    """As few ``in_bounds`` calls as the accesses allow: accesses of one
+    array whose indices differ only by constants share one check (per
+    dimension the extremes over the loop are the constant extremes at the
+    first and last iteration, swapped where the coefficient is negative);
+    arrays whose extremes come out identical share one call."""
+    loop = plan.loop
     groups = {}
-    for access, dims in accesses:
+    for access, dims in plan.stores + plan.loads:
         key = (access.array, tuple(d.key() for d in dims))
-        groups.setdefault(key, []).append(dims)
-    extremes = {}  # (low, high) as text -> (arrays, low, high)
-    for (array, _), members in groups.items():
+        groups.setdefault(key, (access, []))[1].append(dims)
+    extremes = {}
+    for access, members in groups.values():
         low, high = [], []
         for k, dim in enumerate(members[0]):
             consts = [m[k].const for m in members]
             ascending = dim.coeffs.get(loop, 0) >= 0
             low.append(replace(dim, const=min(consts) if ascending else max(consts)))
             high.append(replace(dim, const=max(consts) if ascending else min(consts)))
-        low_at, high_at = _index_at(low, loop, first), _index_at(high, loop, last)
-        entry = extremes.setdefault((ast.dump(low_at), ast.dump(high_at)), ([], low_at, high_at))
-        entry[0].append(array)
-    return [helper_call("in_bounds", _name(arrays[0]) if len(arrays) == 1 else
-                        ast.Tuple(elts=[_name(a) for a in arrays], ctx=ast.Load()), low_at, high_at)
-            for arrays, low_at, high_at in extremes.values()]
+        text = (tuple((d.key(), d.const) for d in low), tuple((d.key(), d.const) for d in high))
+        extremes.setdefault(text, ([], low, high))[0].append(access.array_var)
+    checks = []
+    for arrays, low, high in extremes.values():
+        members = [ir.Var(emitter.scope, a, emitter.loc) for a in arrays]
+        target = members[0] if len(members) == 1 else emitter.tuple_(members)
+        checks.append(emitter.call(intrinsics.in_bounds, target, _index_at(scan, emitter, low, loop, first),
+                                   _index_at(scan, emitter, high, loop, last)))
+    return checks
 
 
-def apply_peel(scan, plan, stream_loads, gate=None, scalar_head=False):
-    """Replace the planned loop in the tree by its head and aligned loops;
-    ``stream_loads`` (`stream_loads.StreamLoads`) learns the copies made;
-    ``gate`` (an expression) must also hold for the aligned loop to run, and
-    is tested first, so the other checks cost nothing when it fails;
-    ``scalar_head`` keeps the head loop out of LLVM's vectorizer (when it
-    only ever runs the peel or a rare fallback)."""
-    loop, node = plan.loop, plan.loop.node
-    n = loop.serial
-    lo, hi, sv = (f"__streamjit_{part}{n}" for part in ("lo", "hi", "start"))
-    pointers = [f"__streamjit_ptr{n}_{k}" for k in range(len(plan.aligned_stores))]
-    # a literal start needs no variable (each statement costs compile time)
-    start = loop.start if loop.start is not None else ast.Constant(value=0)
-    constant_start = isinstance(start, ast.Constant)
-    first = copy.deepcopy(start) if constant_start else _name(lo)
-    last = ast.BinOp(left=_name(hi), op=ast.Sub(), right=ast.Constant(value=1))
-    anchor, anchor_dims = plan.aligned_stores[0]
+def _clone_loop(blocks, loop, iterator):
+    """A copy of the loop's blocks under new labels, reading ``iterator``;
+    returns (new header label, old label -> new label)."""
+    scope = blocks[loop.header].scope
+    mapping = {}
+    top = max(blocks)
+    for label in sorted(loop.body):
+        top += 1
+        mapping[label] = top
+    for label, new in mapping.items():
+        block = copy.deepcopy(blocks[label], {id(scope): scope})
+        retarget(block, mapping)
+        blocks[new] = block
+    for stmt in blocks[mapping[loop.header]].body:
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "iternext":
+            stmt.value = ir.Expr.iternext(ir.Var(scope, iterator, stmt.loc), stmt.loc)
+    return mapping[loop.header], mapping
 
-    checks = _bounds_checks(plan.aligned_stores + plan.loads, loop, first, last)
-    checks += [helper_call("same_alignment", _name(a.array), _index_at(d, loop, first),
-                           _name(anchor.array), _index_at(anchor_dims, loop, first))
-               for a, d in plan.aligned_stores[1:]]
 
-    def assign(name, value):
-        return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value)
+def _position(blocks, access):
+    return access.label, next(i for i, s in enumerate(blocks[access.label].body) if s is access.stmt)
 
-    offset = ast.BinOp(left=_name(loop.var), op=ast.Sub(), right=_name(sv))
 
-    def streamed_body(source_pointers=()):
-        """A copy of the body for the aligned loop; ``source_pointers``:
-        (load, pointer name) pairs read through aligned pointers."""
-        memo = {}
-        body = copy.deepcopy(node.body, memo)
-        stream_loads.follow_copies(memo)
-        loads = {id(memo[id(a.node)]): a.array for a, _ in plan.loads}
-        stores = {id(memo[id(a.stmt)]): (a.array, memo[id(a.node)], p)
-                  for (a, _), p in zip(plan.aligned_stores, pointers)}
-        aligned = {id(memo[id(a.node)]): p for (a, _), p in source_pointers}
-        return [_RewriteAccesses(loads, stores, offset, stream_loads, aligned).visit(s) for s in body]
+def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, streamed_loads, distance):
+    """Turn the planned accesses of one loop copy into intrinsic calls."""
+    edits = {}  # (new label, position) -> replacement statements builder
+    for (access, _), pointer in zip(plan.stores, pointers):
+        edits[_position(blocks, access)] = ("store", access, pointer)
+    for access, _ in plan.loads:
+        edits[_position(blocks, access)] = ("load", access, source_pointers.get(access))
+    by_block = {}
+    for (label, pos), edit in edits.items():
+        by_block.setdefault(mapping[label], {})[pos] = edit
+    for label, block_edits in by_block.items():
+        block = blocks[label]
+        body = []
+        for pos, stmt in enumerate(block.body):
+            edit = block_edits.get(pos)
+            if edit is None:
+                body.append(stmt)
+                continue
+            kind, access, pointer = edit
+            emit = Emitter(block.scope, stmt.loc, body)
+            arr = ir.Var(block.scope, access.array_var, stmt.loc)
+            index = _access_index(emit, access, stmt)
+            if kind == "store":
+                emit.expr_stmt(intrinsics.stream_store, arr, index, stmt.value, pointer, offset_of(emit))
+                continue
+            d = prefetch_distance(scan, access, distance) if access.array in streamed_loads else None
+            if pointer is not None:
+                value = ir.Expr.call(emit.global_("load_at", intrinsics.load_at),
+                                     [pointer, offset_of(emit), emit.const(d)], (), stmt.loc)
+            elif d is None:
+                value = ir.Expr.call(emit.global_("direct_load", intrinsics.direct_load), [arr, index], (), stmt.loc)
+            else:
+                value = ir.Expr.call(emit.global_("direct_stream_load", intrinsics.direct_stream_load),
+                                     [arr, index, emit.const(d)], (), stmt.loc)
+            emit.assign(value, target=stmt.target)
+        block.body = body
 
-    def loop_over(begin, stop, body):
-        call = ast.Call(func=copy.deepcopy(node.iter.func), args=[copy.deepcopy(begin), _name(stop)], keywords=[])
-        return ast.For(target=ast.Name(id=loop.var, ctx=ast.Store()), iter=call, body=body, orelse=[])
 
-    aligned_pointers = [assign(p, helper_call("aligned_pointer", _name(a.array), _index_at(d, loop, _name(sv))))
-                        for (a, d), p in zip(plan.aligned_stores, pointers)]
-    aligned_loop = [loop_over(_name(sv), hi, streamed_body())]
-    sources = _alignable_stream_loads(plan, loop, stream_loads)
-    if sources:
-        # a second aligned loop for when the streamed sources are aligned too,
-        # so their vector loads can be non-temporal (`vmovntdqa`, `ldnp`)
-        source_pointers = [((a, d), f"__streamjit_src{n}_{k}") for k, (a, d) in enumerate(sources)]
-        sources_aligned = functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), [
-            helper_call("is_stream_aligned", _name(a.array), _index_at(d, loop, _name(sv))) for a, d in sources])
-        aligned_loop = [ast.If(test=sources_aligned, orelse=aligned_loop, body=[
-            assign(p, helper_call("aligned_pointer", _name(a.array), _index_at(d, loop, _name(sv))))
-            for (a, d), p in source_pointers] + [loop_over(_name(sv), hi, streamed_body(source_pointers))])]
-    # `&`, not `and`: no short-circuit branches to lower and optimize, except
-    # after the gate
-    ok = _gated(gate, functools.reduce(lambda x, y: ast.BinOp(left=x, op=ast.BitAnd(), right=y), checks))
-    replacement = ([] if constant_start else [assign(lo, start)]) + [
-        assign(hi, loop.stop),
-        assign(sv, helper_call("aligned_start", _name(anchor.array), _index_at(anchor_dims, loop, first),
-                               copy.deepcopy(first), _name(hi), ok)),
-        loop_over(first, sv, ([ast.Expr(value=helper_call("keep_scalar"))] if scalar_head else []) + node.body),
-        ast.If(test=ast.Compare(left=_name(hi), ops=[ast.Gt()], comparators=[_name(sv)]),
-               body=aligned_pointers + aligned_loop, orelse=[]),
-    ]
-    scan.replace_statement(node, replacement)
+def _access_index(emit, access, stmt):
+    """The full index of an access as one variable (a tuple when chained
+    or static)."""
+    original = stmt.index if isinstance(stmt, ir.SetItem) else getattr(stmt.value, "index", None) \
+        if isinstance(stmt, ir.Assign) else None
+    if isinstance(original, ir.Var) and not access.chained:
+        return original
+    parts = [emit.value(x) for x in access.index]
+    return parts[0] if len(parts) == 1 else emit.tuple_(parts)
+
+
+def apply_peel(scan, plan, gate, scalar_head, streamed_loads, distance):
+    """Version ``plan.loop`` into head and aligned loops (see module doc)."""
+    blocks, loop = scan.func_ir.blocks, plan.loop
+    preheader = blocks[next(iter(loop.entries))]
+    header_branch = blocks[loop.header].body[-1]
+    exit_label = header_branch.falsebr
+    scope, loc = preheader.scope, loop.loc
+    pre = Emitter(scope, loc)
+    first = loop.start if isinstance(loop.start, int) else pre.assign(loop.start, hint="lo")
+    hi = pre.assign(loop.stop, hint="hi")
+    last = pre.sub(hi, 1)
+    anchor, anchor_dims = plan.stores[0]
+    checks = _bounds_checks(scan, pre, plan, first, last)
+    for access, dims in plan.stores[1:]:
+        checks.append(pre.call(intrinsics.same_alignment, ir.Var(scope, access.array_var, loc),
+                               _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
+                               _index_at(scan, pre, anchor_dims, loop, first)))
+    if gate:
+        checks.insert(0, ir.Var(scope, SIZE_GATE, loc))
+    # `&`, not `and`: no short-circuit branches to lower and optimize
+    ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), checks)
+    start = pre.call(intrinsics.aligned_start, ir.Var(scope, anchor.array_var, loc),
+                     _index_at(scan, pre, anchor_dims, loop, first), first, hi, ok)
+    retire(scan.defs[loop.iterator][0][1])
+    pre.range_iterator(range, [first, start], target=loop.iterator)
+    preheader.body[-1:-1] = pre.stmts
+
+    # the aligned loop(s): copies of the loop's blocks, planned accesses rewritten
+    def offset_of(emit):
+        return emit.sub(ir.Var(scope, loop.induction, loc), start)
+
+    def aligned_copy(emit, source_pointers):
+        pointers = [emit.call(intrinsics.aligned_pointer, ir.Var(scope, a.array_var, loc),
+                              _index_at(scan, emit, d, loop, start)) for a, d in plan.stores]
+        for access, dims in plan.sources if source_pointers else ():
+            source_pointers[access] = emit.call(intrinsics.aligned_pointer, ir.Var(scope, access.array_var, loc),
+                                                _index_at(scan, emit, dims, loop, start))
+        iterator = emit.temp("aligned_iter").name
+        emit.range_iterator(range, [start, hi], target=iterator)
+        head, mapping = _clone_loop(blocks, loop, iterator)
+        _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, streamed_loads, distance)
+        emit.stmts.append(ir.Jump(head, loc))
+        return new_block(blocks, scope, loc, emit.stmts)
+
+    if plan.sources:
+        unaligned = aligned_copy(Emitter(scope, loc), {})
+        test = Emitter(scope, loc)
+        aligned = [test.call(intrinsics.is_stream_aligned, ir.Var(scope, a.array_var, loc),
+                             _index_at(scan, test, d, loop, start)) for a, d in plan.sources]
+        both = functools.reduce(lambda a, b: test.binop(operator.and_, a, b), aligned)
+        sourced = aligned_copy(Emitter(scope, loc), dict.fromkeys(a for a, _ in plan.sources))
+        test.stmts.append(ir.Branch(both, sourced, unaligned, loc))
+        entry = new_block(blocks, scope, loc, test.stmts)
+    else:
+        entry = aligned_copy(Emitter(scope, loc), {})
+    after = Emitter(scope, loc)
+    more = after.binop(operator.gt, hi, start)
+    after.stmts.append(ir.Branch(more, entry, exit_label, loc))
+    retarget(blocks[loop.header], {exit_label: new_block(blocks, scope, loc, after.stmts)})
+    if scalar_head:
+        body_entry = blocks[header_branch.truebr]
+        keep = Emitter(scope, loc)
+        keep.expr_stmt(intrinsics.keep_scalar)
+        body_entry.body[0:0] = keep.stmts
+
+
+def run_pass(state):
+    scan, result, options = state.stream_scan, state.metadata[METADATA_KEY], state.stream_options
+    plans = plan_peels(scan, state.stream_legal, result.streamed_stores, result.streamed_loads, result)
+    # a loop that holds another split loop is not split itself (its blocks
+    # changed under it); its own stores stay plain
+    nested = [p for p in plans if any(q is not p and p.loop.header in q.loop.enclosing_headers() for q in plans)]
+    for p in nested:
+        for access, _ in p.stores:
+            result.note(access.array, access.line, "not aligned because its loop holds another streamed loop; "
+                        "plain stores")
+    plans = [p for p in plans if p not in nested]
+    state.stream_peels = plans
+    # innermost first: a copy made for an inner loop must not be copied again
+    for plan in plans:
+        # below a threshold the head loop is the whole plain path and must
+        # vectorize; without one it only peels (or takes rare fallbacks)
+        apply_peel(scan, plan, options.threshold is not None, options.threshold is None, result.streamed_loads,
+                   options.prefetch_distance)
+    result.peeled_loops = len(plans)
+    return bool(plans)

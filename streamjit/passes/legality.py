@@ -1,89 +1,126 @@
-"""Legality of ``stream_stores``: can two stores to a streamed array alias?
+"""Legality of ``stream_stores``: Halide's rule, per execution of a nest.
 
-As in Halide, a stage may stream its stores only if every element is written
-at most once per execution of the loop nest. This pass proves that from the
-syntax tree, conservatively, and otherwise raises `StreamLegalityError` at
-the offending line. Accepted:
+A stage may stream its stores only if each execution of its loop nest
+writes every element at most once. For one store, the nest is the loops
+whose variables select the element: from the outermost loop whose variable
+appears in the index inward. Loops outside it (a time loop, a ``while``
+convergence loop, a row loop around a nest that rewrites one row) re-run
+the complete nest, which is legal, with a fence after each execution
+(`fence_placement.py`). Proved on typed IR, conservatively:
 
-- every store index is affine (`affine.py`) in the enclosing ``range`` loop
-  variables, and for each enclosing loop some dimension of the index is
-  ``c*var + invariant`` with ``c != 0`` and no other loop variable, so
-  distinct iterations write distinct elements;
-- two store statements to the same array in one nest either have the same
-  index in mutually exclusive ``if``/``else`` branches, or differ in some
-  dimension by a constant that no iteration step can make up (``out[2*i]``
-  and ``out[2*i+1]``);
+- every index dimension is affine (`affine.py`) in the loop variables, or
+  an invariant slice;
+- every loop of the nest, from its root inward, is a ``range`` loop that
+  selects a dimension of its own (``c*var + invariant``, ``c != 0``, no
+  other loop variable), so distinct iterations write distinct elements;
+- two stores to the same array in one nest either have the same index in
+  mutually exclusive branches of one ``if``, or differ in some dimension by
+  a constant that no iteration step can make up (``out[2*i]`` and
+  ``out[2*i+1]``);
 - a store outside every loop runs once per call.
 
-Rejected: scatter (``out[idx[i]]``), stores that do not depend on an
-enclosing loop (``out[0]`` in a loop, ``out[i]`` in an inner ``j`` loop),
-stores inside ``while`` or non-``range`` loops, and a streamed parameter
-reassigned in the body.
+Rejected, with `StreamLegalityError` at the store's line: scatter
+(``out[idx[i]]``), a loop inside the nest whose variable does not select
+the element (``for i: for t: out[i] = ...``), a store repeated by every
+iteration of its loops (``out[0]`` in a loop), a ``while`` loop inside the
+nest, and two stores that may write one element.
 """
 
-import ast
+from numba.core import ir
 
 from ..errors import StreamLegalityError
+from ..plan import METADATA_KEY
 from .affine import Affine, AffineAnalyzer
 
 
-def _fail(filename, line, array, reason):
-    raise StreamLegalityError(f"{filename}:{line}: cannot stream stores to '{array}': {reason}")
+def _fail(store, reason):
+    raise StreamLegalityError(f"{store.loc.filename}:{store.line}: cannot stream stores to '{store.array}': {reason}")
 
 
-def store_index(scan, store):
-    """Affine forms of a store's index dimensions (None where not affine)."""
-    analyzer = AffineAnalyzer(scan, store.loops[0] if store.loops else None)
+def _not_affine(store):
+    loop = next((l for l in reversed(store.loops) if not l.is_range), None)
+    if loop is not None:
+        kind = "while" if loop.kind == "while" else "non-range for"
+        _fail(store, f"the store is inside a {kind} loop (line {loop.line}) and its index is not an affine "
+              "function of range() loop variables, so its iterations may write the same element")
+    _fail(store, "the index is not an affine function of range() loop variables (a scatter or computed "
+          "index may write one element twice)")
+
+
+def store_dims(scan, store, analyzer):
+    """Affine forms of a store's index dimensions (None where not affine);
+    an invariant slice is a term of its own: it covers the same elements in
+    every iteration, like an invariant index."""
     dims = []
-    for dim in store.dims:
-        if isinstance(dim, ast.Slice):
-            # A slice with invariant bounds covers the same elements in every
-            # iteration: like an invariant index, other dimensions must differ.
-            bounds = [b for b in (dim.lower, dim.upper, dim.step) if b is not None]
-            invariant = all(analyzer.is_invariant(b) for b in bounds)
-            dims.append(Affine(terms={ast.dump(dim): 1}) if invariant else None)
+    for atom in store.index:
+        if isinstance(atom, slice) or (isinstance(atom, ir.Var) and store.kind == "slice"
+                                       and analyzer.of(atom) is None):
+            key = ("slice", repr(atom)) if isinstance(atom, slice) else analyzer.term_key(atom.name)
+            dims.append(None if key is None else Affine(terms={key: 1}))
         else:
-            dims.append(analyzer.of(dim, store.loops))
+            dims.append(analyzer.of(atom))
     return dims
 
 
-def _check_single_store(scan, store, filename):
-    for loop in store.loops:
-        if not loop.is_range:
-            kind = "while" if isinstance(loop.node, ast.While) else "non-range for"
-            _fail(filename, store.lineno, store.array,
-                  f"the store is inside a {kind} loop (line {loop.node.lineno}), whose iterations may write the same element")
-    dims = store_index(scan, store)
+def nest_root(store, dims):
+    """The outermost enclosing loop whose variable selects the element."""
+    used = {loop for d in dims if d is not None for loop in d.coeffs}
+    return next((loop for loop in store.loops if loop in used), None)
+
+
+def analyze_store(scan, store):
+    """(nest root, dims) of a store, or a `StreamLegalityError`."""
+    if store.kind == "opaque":
+        _fail(store, "the index is not visible to the compiler (a tuple index built elsewhere)")
+    if store.kind == "view":
+        _fail(store, f"the store goes through a view of the parameter (made at line {store.view.loc.line}, "
+              "e.g. a reassignment to a slice), whose elements streamjit cannot relate to the parameter's")
+    outer = AffineAnalyzer(scan, store.loops[0] if store.loops else None)
+    first = store_dims(scan, store, outer)
+    root = nest_root(store, first)
+    if root is None and store.loops:
+        if any(d is None for d in first):
+            _not_affine(store)
+        loop = store.loops[-1]
+        _fail(store, f"the index does not depend on the loop variable '{loop.var}' (line {loop.line}), "
+              "so every iteration of that loop writes the same element")
+    # invariance is judged per execution of the nest, not of the time loops around it
+    dims = store_dims(scan, store, AffineAnalyzer(scan, root)) if root is not None else first
     if any(d is None for d in dims):
-        _fail(filename, store.lineno, store.array,
-              "the index is not an affine function of range() loop variables (a scatter or computed index "
-              "may write one element twice)")
-    for loop in store.loops:
-        if not any(d.only_loop() is loop for d in dims):
-            if not any(loop in d.coeffs for d in dims):
-                reason = (f"the index does not depend on the loop variable '{loop.var}' (line {loop.node.lineno}), "
-                          "so every iteration of that loop writes the same element")
-            else:
-                reason = (f"the loop variable '{loop.var}' only appears mixed with other loop variables, "
-                          "so distinct iterations may write the same element")
-            _fail(filename, store.lineno, store.array, reason)
-    return dims
+        _not_affine(store)
+    nest = store.loops[store.loops.index(root):] if root is not None else ()
+    for loop in nest:
+        if not loop.is_range:
+            kind = "while" if loop.kind == "while" else "non-range for"
+            _fail(store, f"the store is inside a {kind} loop (line {loop.line}) within its nest, whose "
+                  "iterations may write the same element")
+        if any(d.only_loop() is loop for d in dims):
+            continue
+        if not any(loop in d.coeffs for d in dims):
+            _fail(store, f"the index does not depend on the loop variable '{loop.var}' (line {loop.line}), "
+                  "so every iteration of that loop writes the same element")
+        _fail(store, f"the loop variable '{loop.var}' only appears mixed with other loop variables, "
+              "so distinct iterations may write the same element")
+    if any(l not in store.loops for d in dims for l in d.coeffs):
+        _fail(store, "the index uses the variable of a loop that has ended")
+    return root, dims
 
 
 def _exclusive(scan, a, b):
-    """True if statements ``a`` and ``b`` sit in opposite branches of one ``if``."""
-    ancestors_a = []
-    node = a
-    while node is not None:
-        ancestors_a.append(node)
-        node = scan.parents.get(node)
-    node, child = b, None
-    while node is not None and node not in ancestors_a:
-        node, child = scan.parents.get(node), node
-    if not isinstance(node, ast.If) or child is None:
-        return False
-    child_a = ancestors_a[ancestors_a.index(node) - 1]
-    return (child_a in node.body) != (child in node.body)
+    """True if blocks ``a`` and ``b`` sit in opposite branches of one ``if``:
+    each branch target is entered only from the branch, and dominates one of
+    them."""
+    doms = scan.cfg.dominators()
+    for label, block in scan.func_ir.blocks.items():
+        term = block.body[-1]
+        if not isinstance(term, ir.Branch) or term.truebr == term.falsebr:
+            continue
+        t, f = term.truebr, term.falsebr
+        if [p for p, _ in scan.cfg.predecessors(t)] != [label] or [p for p, _ in scan.cfg.predecessors(f)] != [label]:
+            continue
+        if (t in doms[a] and f in doms[b]) or (f in doms[a] and t in doms[b]):
+            return True
+    return False
 
 
 def _provably_disjoint(dims_a, dims_b):
@@ -102,19 +139,28 @@ def _same_index(dims_a, dims_b):
         da.key() == db.key() and da.const == db.const for da, db in zip(dims_a, dims_b))
 
 
-def check_stream_stores(scan, arrays, filename):
-    """Raise `StreamLegalityError` unless streaming stores to ``arrays`` is safe."""
+def check_stream_stores(scan, arrays):
+    """Raise `StreamLegalityError` unless streaming stores to ``arrays`` is
+    safe; return {store: (nest root, dims)}."""
+    analyzed = {}
     for array in arrays:
-        for stmt in scan.assignments.get(array, []):
-            _fail(filename, stmt.lineno, array, "the parameter is reassigned in the kernel")
-        indexed = [(s, _check_single_store(scan, s, filename)) for s in scan.stores(array)]
-        for n, (a, dims_a) in enumerate(indexed):
-            for b, dims_b in indexed[n + 1:]:
-                if not a.loops or not b.loops or a.loops[0] is not b.loops[0]:
+        # whole-array operators (`B *= 2`) run once, as a stage of their own
+        indexed = [(s, *analyze_store(scan, s)) for s in scan.stores(array) if s.kind != "inplace"]
+        for n, (a, root_a, dims_a) in enumerate(indexed):
+            analyzed[a] = (root_a, dims_a)
+            for b, root_b, dims_b in indexed[n + 1:]:
+                if root_a is None or root_a is not root_b:
                     continue
                 if _provably_disjoint(dims_a, dims_b):
                     continue
-                if _same_index(dims_a, dims_b) and _exclusive(scan, a.stmt, b.stmt):
+                if _same_index(dims_a, dims_b) and _exclusive(scan, a.label, b.label):
                     continue
-                _fail(filename, b.lineno, array,
-                      f"this store and the one at line {a.lineno} may write the same element")
+                first, second = sorted((a, b), key=lambda s: s.line)
+                _fail(second, f"this store and the one at line {first.line} may write the same element")
+    return analyzed
+
+
+def run_pass(state):
+    result = state.metadata[METADATA_KEY]
+    state.stream_legal = check_stream_stores(state.stream_scan, sorted(result.streamed_stores))
+    return False

@@ -1,4 +1,4 @@
-"""Parallel streamed loops: split a `prange` loop into aligned-able blocks.
+"""Parallel streamed loops: split a `prange` loop into alignable blocks.
 
 With ``parallel=True``, Numba runs a `prange` loop's iterations in chunks on
 worker threads, in functions it generates. A chunk starts anywhere, so the
@@ -10,17 +10,24 @@ its own streamed stores before the join. This pass rewrites an innermost
 
 into a parallel loop over blocks of `BLOCK` iterations, each a sequential
 loop that `align_peel.py` splits like any other (its own head, its own
-aligned loop):
+aligned loop, its own fence from `fence_placement.py`, inside the worker):
 
-    for b in prange(ceil((hi - lo) / BLOCK)):
-        for i in range(lo + b*BLOCK, min(lo + (b+1)*BLOCK, hi)): BODY
+    for b in prange((hi - lo + BLOCK - 1) // BLOCK):
+        for i in range(lo + b*BLOCK, min(lo + b*BLOCK + BLOCK, hi)): BODY
 
-`fence_placement.py` then ends each parallel iteration with a fence.
-Legality is checked on the loop as the user wrote it, before this split.
+The original loop's blocks become the inner loop; a new header and block
+make the outer one. The IR is typed again, so the passes after this one see
+the split loops as if the user had written them.
 """
 
-import ast
-import copy
+import operator
+
+from numba import prange
+from numba.core import ir
+
+from .accesses import scan_kernel, streamed_store_names
+from .ir_build import Emitter, new_block, retarget, retire
+from .retype import retype
 
 # Iterations per block: each block ends in a store fence, which waits for the
 # write-combining buffers to drain; 16K-iteration blocks made a one-thread
@@ -29,43 +36,63 @@ import copy
 BLOCK = 1 << 18
 
 
-def is_prange(loop):
-    func = loop.node.iter.func if isinstance(loop.node, ast.For) and isinstance(loop.node.iter, ast.Call) else None
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return loop.is_range and name == "prange"
+def _splittable(scan, loop):
+    blocks = scan.func_ir.blocks
+    header = blocks[loop.header].body[-1]
+    return (loop.kind == "prange" and len(loop.range_call.args) < 3 and len(loop.entries) == 1
+            and isinstance(blocks[next(iter(loop.entries))].body[-1], ir.Jump)
+            and isinstance(header, ir.Branch) and header.falsebr not in loop.body)
 
 
-def _name(id_, ctx=ast.Load):
-    return ast.Name(id=id_, ctx=ctx())
+def _split(scan, loop):
+    blocks = scan.func_ir.blocks
+    preheader = blocks[next(iter(loop.entries))]
+    scope, loc = preheader.scope, loop.loc
+    exit_label = blocks[loop.header].body[-1].falsebr
+    call = loop.range_call
+    # the user's prange call now builds a sequential range that nothing reads
+    # (its global at entry, which dominates the call wherever it is)
+    entry = blocks[min(blocks)]
+    sequential = Emitter(scope, loc)
+    call.func = sequential.global_("range", range)
+    entry.body[0:0] = sequential.stmts
+    pre = Emitter(scope, loc)
+    lo = pre.value(loop.start) if isinstance(loop.start, int) else pre.assign(loop.start, hint="plo")
+    hi = pre.assign(loop.stop, hint="phi")
+    count = pre.binop(operator.floordiv, pre.add(pre.sub(hi, lo), BLOCK - 1), BLOCK)
+    outer_iter = pre.range_iterator(prange, [count])
+
+    head = Emitter(scope, loc)
+    nxt = head.assign(ir.Expr.iternext(outer_iter, loc), hint="next")
+    block_index = head.assign(ir.Expr.pair_first(nxt, loc), hint="block")
+    more = head.assign(ir.Expr.pair_second(nxt, loc), hint="more")
+    body = Emitter(scope, loc)
+    start = body.add(lo, body.binop(operator.mul, block_index, BLOCK))
+    stop = body.call(min, body.add(start, BLOCK), hi)
+    retire(scan.defs[loop.iterator][0][1])
+    body.range_iterator(range, [start, stop], target=loop.iterator)
+    body.stmts.append(ir.Jump(loop.header, loc))
+    body_label = new_block(blocks, scope, loc, body.stmts)
+    head_label = new_block(blocks, scope, loc, [])
+    exit_inner = new_block(blocks, scope, loc, [ir.Jump(head_label, loc)])
+    head.stmts.append(ir.Branch(more, body_label, exit_label, loc))
+    blocks[head_label].body = head.stmts
+    pre.stmts.append(ir.Jump(head_label, loc))
+    preheader.body[-1:] = pre.stmts
+    retarget(blocks[loop.header], {exit_label: exit_inner})
 
 
-def split_prange_loops(scan, streamed):
-    """Rewrite innermost `prange` loops that store to ``streamed`` arrays;
-    return how many were split."""
+def run_pass(state):
+    if not state.stream_options.parallel:
+        return False
+    scan = scan_kernel(state.func_ir, state.typemap, parallel=True)
+    streamed = streamed_store_names(state.stream_options, scan)
     split = 0
     for loop in scan.loops:
         direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop]
-        if not direct or not is_prange(loop) or not loop.unit_step or loop.node.orelse:
-            continue
-        node, n = loop.node, loop.serial
-        lo, hi, block = f"__streamjit_plo{n}", f"__streamjit_phi{n}", f"__streamjit_block{n}"
-        start = ast.BinOp(left=_name(lo), op=ast.Add(),
-                          right=ast.BinOp(left=_name(block), op=ast.Mult(), right=ast.Constant(value=BLOCK)))
-        stop = ast.Call(func=_name("min"), keywords=[], args=[
-            ast.BinOp(left=copy.deepcopy(start), op=ast.Add(), right=ast.Constant(value=BLOCK)), _name(hi)])
-        inner = ast.For(target=node.target, iter=ast.Call(func=_name("range"), args=[start, stop], keywords=[]),
-                        body=node.body, orelse=[])
-        blocks = ast.BinOp(left=ast.BinOp(left=ast.BinOp(left=_name(hi), op=ast.Sub(), right=_name(lo)),
-                                          op=ast.Add(), right=ast.Constant(value=BLOCK - 1)),
-                           op=ast.FloorDiv(), right=ast.Constant(value=BLOCK))
-        outer = ast.For(target=_name(block, ast.Store),
-                        iter=ast.Call(func=copy.deepcopy(node.iter.func), args=[blocks], keywords=[]),
-                        body=[inner], orelse=[])
-        replacement = [
-            ast.Assign(targets=[_name(lo, ast.Store)], value=loop.start or ast.Constant(value=0)),
-            ast.Assign(targets=[_name(hi, ast.Store)], value=loop.stop),
-            outer,
-        ]
-        scan.replace_statement(node, replacement)
-        split += 1
+        if direct and _splittable(scan, loop):
+            _split(scan, loop)
+            split += 1
+    if split:
+        retype(state)
     return split

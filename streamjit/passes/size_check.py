@@ -5,26 +5,30 @@ arrays are larger than the threshold (in bytes); smaller data stays in cache
 and is faster with plain stores. Rather than compiling a second, plain
 variant and choosing in Python on every call, the kernel itself computes, at
 entry, whether its streamed arrays exceed the threshold, and every aligned
-loop tests that flag before its other run-time checks. Below the threshold
-the plain head loop runs the whole range, exactly the code `numba.njit`
-would run; no dispatch cost is added, and the kernel stays callable from
-other jitted code.
+loop tests that flag (`align_peel.SIZE_GATE`) with its other run-time
+checks. Below the threshold the plain head loop runs the whole range,
+exactly the code `numba.njit` would run; no dispatch cost is added, and the
+kernel stays callable from other jitted code.
 """
 
-import ast
+from numba.core import ir
 
-from .align_peel import helper_call
+from ..plan import METADATA_KEY
+from ..typing import intrinsics
+from .align_peel import SIZE_GATE
+from .ir_build import Emitter
 
-FLAG = "__streamjit_large"
 
-
-def insert_size_check(tree, arrays, threshold):
-    """Insert the entry test into ``tree``; return the gate the peels test
-    (None without a threshold)."""
-    if threshold is None:
-        return None
-    operands = ast.Tuple(elts=[ast.Name(id=a, ctx=ast.Load()) for a in arrays], ctx=ast.Load())
-    test = ast.Assign(targets=[ast.Name(id=FLAG, ctx=ast.Store())],
-                      value=helper_call("exceeds", ast.Constant(value=threshold), operands))
-    tree.body.insert(0, ast.copy_location(test, tree.body[0]))
-    return ast.Name(id=FLAG, ctx=ast.Load())
+def run_pass(state):
+    threshold = state.stream_options.threshold
+    if threshold is None or not state.stream_peels:
+        return False
+    scan, result = state.stream_scan, state.metadata[METADATA_KEY]
+    entry = state.func_ir.blocks[min(state.func_ir.blocks)]
+    emit = Emitter(entry.scope, entry.loc)
+    arrays = emit.tuple_([ir.Var(entry.scope, scan.params[a], entry.loc) for a in result.streamed_arrays()])
+    emit.assign(emit.call(intrinsics.exceeds, threshold, arrays), target=SIZE_GATE)
+    # after the arguments are bound
+    at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
+    entry.body[at:at] = emit.stmts
+    return True

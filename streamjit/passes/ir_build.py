@@ -1,0 +1,104 @@
+"""Building untyped Numba IR statements for the passes that rewrite code.
+
+The rewriting passes add statements, blocks and whole loops to the typed
+IR, untyped: `retype.py` runs Numba's type inference over the result, so
+every inserted call is typed exactly as if the user had written it. This
+module writes those statements: constants, globals, calls, operators and
+``range`` loop skeletons in Numba's own IR shapes (those of its bytecode
+front end), with fresh variable names and labels.
+"""
+
+import itertools
+import operator
+
+from numba.core import ir
+
+_serial = itertools.count()
+
+
+class Emitter:
+    """Appends statements to ``stmts``, in ``scope`` at ``loc``."""
+
+    def __init__(self, scope, loc, stmts=None):
+        self.scope, self.loc = scope, loc
+        self.stmts = [] if stmts is None else stmts
+
+    def temp(self, hint="tmp"):
+        return ir.Var(self.scope, f"$streamjit_{hint}.{next(_serial)}", self.loc)
+
+    def assign(self, value, target=None, hint="tmp"):
+        """``target = value`` (a new temporary when ``target`` is None);
+        ``target`` may be a name or a Var. Returns the target Var."""
+        if target is None:
+            target = self.temp(hint)
+        elif isinstance(target, str):
+            target = ir.Var(self.scope, target, self.loc)
+        self.stmts.append(ir.Assign(value, target, self.loc))
+        return target
+
+    def const(self, value):
+        return self.assign(ir.Const(value, self.loc), hint="const")
+
+    def global_(self, name, value):
+        return self.assign(ir.Global(name, value, self.loc), hint=name)
+
+    def value(self, x):
+        """A Var for ``x``: an int becomes a constant, a Var stays."""
+        return self.const(x) if isinstance(x, int) else x
+
+    def call(self, func, *args, name=None):
+        fn = self.global_(name or func.__name__, func)
+        return self.assign(ir.Expr.call(fn, [self.value(a) for a in args], (), self.loc), hint="call")
+
+    def binop(self, fn, lhs, rhs):
+        return self.assign(ir.Expr.binop(fn, self.value(lhs), self.value(rhs), self.loc), hint="op")
+
+    def add(self, lhs, rhs):
+        return self.binop(operator.add, lhs, rhs)
+
+    def sub(self, lhs, rhs):
+        return self.binop(operator.sub, lhs, rhs)
+
+    def tuple_(self, items):
+        return self.assign(ir.Expr.build_tuple([self.value(x) for x in items], self.loc), hint="tuple")
+
+    def expr_stmt(self, func, *args, name=None):
+        """A call whose result is not used (a fence, a marker)."""
+        return self.call(func, *args, name=name)
+
+    def range_iterator(self, range_func, args, target=None):
+        """``getiter(range_func(*args))``; ``target`` names the iterator."""
+        rng = self.call(range_func, *args, name="range" if range_func is range else range_func.__name__)
+        return self.assign(ir.Expr.getiter(rng, self.loc), target=target, hint="iter")
+
+
+def new_label(blocks):
+    return max(blocks) + 1
+
+
+def new_block(blocks, scope, loc, stmts):
+    label = new_label(blocks)
+    block = ir.Block(scope, loc)
+    block.body = list(stmts)
+    blocks[label] = block
+    return label
+
+
+def retarget(block, mapping):
+    """Point the block's terminator at ``mapping[label]`` for mapped labels."""
+    term = block.body[-1]
+    if isinstance(term, ir.Jump):
+        block.body[-1] = ir.Jump(mapping.get(term.target, term.target), term.loc)
+    elif isinstance(term, ir.Branch):
+        block.body[-1] = ir.Branch(term.cond, mapping.get(term.truebr, term.truebr),
+                                   mapping.get(term.falsebr, term.falsebr), term.loc)
+
+
+def insert_before_terminator(block, stmts):
+    block.body[-1:-1] = stmts
+
+
+def retire(stmt, hint="retired"):
+    """Make an assignment write a fresh name nothing reads, so its old target
+    keeps the single definition the rewrite gives it instead."""
+    stmt.target = ir.Var(stmt.target.scope, f"$streamjit_{hint}.{next(_serial)}", stmt.loc)

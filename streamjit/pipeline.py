@@ -1,0 +1,109 @@
+"""The stream passes, in order, inside Numba's own nopython pipeline.
+
+Read this file like Halide's ``Lower.cpp``: it lists every pass streamjit
+adds, where it runs and in which order. Each pass is one module under
+``passes/`` with one entry point, ``run_pass(state)``, and a docstring that
+says what it rewrites and why.
+
+Before type inference (untyped Numba IR, right after Numba inlines
+``inline="always"`` helpers):
+
+1. ``canonical_loops``: ``for i, x in enumerate(a)`` and ``for x in a``
+   over array parameters become ``range`` loops.
+
+After type inference and phi removal (typed Numba IR: every variable typed,
+helpers inlined, constants folded), before Numba's rewrites and parfors:
+
+2. ``parallel_blocks``: with ``parallel=True``, streamed ``prange`` loops
+   become parallel loops over blocks, each a sequential loop (and the IR
+   is typed again);
+3. ``accesses``: find every load and store of every array parameter, the
+   loops around it (from the CFG), and which arrays are streamed;
+4. ``legality``: Halide's per-stage rule for streamed stores;
+5. ``align_peel``: innermost streamed loops split into a plain head and an
+   aligned loop whose stores and loads are the intrinsics of
+   ``typing/intrinsics.py``;
+6. ``fence_placement``: a store fence after each streamed nest;
+7. ``size_check``: with a threshold, one size test at entry gates every
+   aligned loop;
+8. ``stream_loads``: the remaining loads of streamed sources are tagged;
+9. ``retype``: Numba's type inference again, over the rewritten IR.
+
+Numba then lowers and optimizes as usual; ``lowering/library.py`` rewrites
+the optimized LLVM module (non-temporal tags, prefetches, AArch64 pairs).
+
+``STREAMJIT_DUMP_AFTER=<pass name>`` (or ``all``) prints the IR after that
+pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes.
+
+Private Numba APIs used here (``CompilerBase``, ``PassManager``, the pass
+classes) are why ``pyproject.toml`` pins Numba to 0.68.x.
+"""
+
+import os
+
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import FunctionPass, register_pass
+from numba.core.typed_passes import InlineOverloads
+from numba.core.untyped_passes import InlineInlinables
+
+from .passes import (accesses, align_peel, canonical_loops, fence_placement, legality, parallel_blocks, retype,
+                     size_check, stream_loads)
+
+UNTYPED_PASSES = (canonical_loops,)
+TYPED_PASSES = (parallel_blocks, accesses, legality, align_peel, fence_placement, size_check, stream_loads, retype)
+DUMP_ENV = "STREAMJIT_DUMP_AFTER"
+
+
+def _pass_name(module):
+    return module.__name__.rsplit(".", 1)[-1]
+
+
+def _numba_pass(module):
+    """A Numba ``FunctionPass`` that runs ``module.run_pass(state)``."""
+    name = _pass_name(module)
+
+    def run_pass(self, state):
+        if state.stream_options is None:
+            return False
+        changed = module.run_pass(state)
+        state.stream_rewritten = getattr(state, "stream_rewritten", False) or bool(changed)
+        if os.environ.get(DUMP_ENV) in (name, "all"):
+            print(f"---- streamjit: IR of {state.func_id.func_qualname} after {name} ----")
+            state.func_ir.dump()
+        return bool(changed)
+
+    cls = type(f"Stream_{name}", (FunctionPass,), {
+        "_name": f"streamjit_{name}", "__init__": lambda self: FunctionPass.__init__(self), "run_pass": run_pass})
+    return register_pass(mutates_CFG=True, analysis_only=False)(cls)
+
+
+_UNTYPED = [_numba_pass(m) for m in UNTYPED_PASSES]
+_TYPED = [_numba_pass(m) for m in TYPED_PASSES]
+
+
+class StreamCompiler(CompilerBase):
+    """Numba's nopython pipeline with the stream passes added. The stream
+    options arrive as the class attribute ``stream_options`` (see
+    `compiler_for`); None compiles exactly as ``numba.njit``."""
+
+    stream_options = None
+
+    def define_pipelines(self):
+        self.state.stream_options = self.stream_options
+        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        if self.stream_options is not None:
+            previous = InlineInlinables
+            for cls in _UNTYPED:
+                pm.add_pass_after(cls, previous)
+                previous = cls
+            previous = InlineOverloads
+            for cls in _TYPED:
+                pm.add_pass_after(cls, previous)
+                previous = cls
+        pm.finalize()
+        return [pm]
+
+
+def compiler_for(options):
+    """The pipeline class that compiles with these `StreamOptions`."""
+    return type("StreamCompiler", (StreamCompiler,), {"stream_options": options})

@@ -1,0 +1,45 @@
+"""What a kernel was asked to stream, and what one compile of it decided.
+
+`StreamOptions` are the validated decorator options, fixed per dispatcher;
+the pipeline (`pipeline.py`) hands them to every pass as
+``state.stream_options``. `StreamResult` is what the passes decided for one
+signature (which arrays stream, which loops were split, why a store stayed
+plain); it travels in the compile result's metadata, where `stream_report`
+reads it.
+"""
+
+from dataclasses import dataclass, field
+
+from . import __version__
+
+# Bytes ahead that streamed loads are prefetched when the user does not say
+# (measured: bench/stream_loads.py, see bench/README.md).
+DEFAULT_PREFETCH_DISTANCE = 2048
+METADATA_KEY = "streamjit"
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    stream_stores: object = False  # True, or a tuple of names
+    stream_loads: object = False
+    prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
+    threshold: int | None = None  # bytes of streamed arrays above which the aligned loops run
+    parallel: bool = False
+
+    def cache_key(self):
+        """What, besides the source, decides the compiled code."""
+        return (__version__, self.stream_stores, self.stream_loads, self.prefetch_distance, self.threshold)
+
+
+@dataclass
+class StreamResult:
+    streamed_stores: frozenset = frozenset()
+    streamed_loads: frozenset = frozenset()
+    notes: dict = field(default_factory=dict)  # array -> [str]
+    peeled_loops: int = 0
+
+    def note(self, array, line, text):
+        self.notes.setdefault(array, []).append(f"line {line}: {text}" if line else text)
+
+    def streamed_arrays(self):
+        return sorted(self.streamed_stores | self.streamed_loads)
