@@ -1,9 +1,11 @@
-"""A 2-D stencil over a large Dask array on a local cluster (2 worker
-processes): `streamjit.stencil` streamed, the same stencil with plain stores,
-and `numba.stencil` through `map_overlap`. Each run reduces the result to a
-sum, so no variant ships its output back. Interleaved medians.
+"""A 2-D stencil then a sum over a large Dask array on a local cluster (2
+worker processes), per chunk size: `streamjit.stencil` with its defaults,
+streamed (``threshold=0``), with plain stores, and `numba.stencil` through
+`map_overlap`. Each run reduces the result to a sum, so no variant ships
+its output back. Interleaved medians.
 
-Run: python bench/dask_stencil.py [MiB]   (default 2048, float32, 4096 x 4096 chunks)
+Run: python bench/dask_stencil.py [MiB [chunk sides...]]
+     (default 1024 MiB, float32, chunks 1024 2048 4096 8192)
 """
 
 import sys
@@ -16,30 +18,32 @@ import streamjit as sj
 from streamjit import bench
 
 
-def main(mib):
+def main(mib, chunk_sides, rounds=5):
     side = int((mib * bench.MIB // 4) ** 0.5)
     print(f"{bench.host_description()}\n{side} x {side} float32 ({side * side * 4 / bench.MIB:.0f} MiB), "
-          "4096 x 4096 chunks, LocalCluster(2 processes)")
+          f"LocalCluster(2 processes, 1 thread each), stencil then sum, {rounds} interleaved rounds")
+    stencils = {"streamjit.stencil (default)": sj.stencil(bench.jacobi4_stencil),
+                "streamjit.stencil (streamed)": sj.stencil(bench.jacobi4_stencil, threshold=0),
+                "streamjit.stencil (plain)": sj.stencil(bench.jacobi4_stencil, stream_stores=False)}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   memory_limit=0) as cluster, distributed.Client(cluster):
-        grid = da.random.random((side, side), chunks=(4096, 4096)).astype(np.float32).persist()
-        distributed.wait(grid)
-        streamed = sj.stencil(bench.jacobi4_stencil, threshold=0)
-        plain = sj.stencil(bench.jacobi4_stencil, stream_stores=False)
-        variants = {
-            "streamjit.stencil (streamed)": lambda: streamed(grid).sum(),
-            "streamjit.stencil (plain)": lambda: plain(grid).sum(),
-            "numba.stencil": lambda: da.map_overlap(bench.numba_stencil_block, grid, depth=1, boundary="none",
-                                                    dtype=np.float32).sum(),
-        }
-        sums = {name: build().compute() for name, build in variants.items()}
-        print("sums agree:", np.allclose(list(sums.values()), list(sums.values())[0], rtol=1e-4))
-        medians = bench.interleaved_medians({name: (lambda b=build: b().compute()) for name, build in variants.items()},
-                                            5)
-        base = medians["streamjit.stencil (plain)"]
-        for name, seconds in medians.items():
-            print(f"{name:30s} {seconds:7.3f} s   {base / seconds:.2f}x plain")
+        for chunk in chunk_sides:
+            grid = da.random.random((side, side), chunks=(chunk, chunk)).astype(np.float32).persist()
+            distributed.wait(grid)
+            variants = {name: (lambda s=s: s(grid).sum()) for name, s in stencils.items()}
+            variants["numba.stencil"] = lambda: da.map_overlap(bench.numba_stencil_block, grid, depth=1,
+                                                               boundary="none", dtype=np.float32).sum()
+            sums = [build().compute() for build in variants.values()]      # also compiles on the workers
+            assert np.allclose(sums, sums[0], rtol=1e-4), sums
+            medians = bench.interleaved_medians({name: (lambda b=build: b().compute())
+                                                 for name, build in variants.items()}, rounds)
+            base = medians["streamjit.stencil (plain)"]
+            print(f"\nchunks {chunk} x {chunk} ({chunk * chunk * 4 / bench.MIB:g} MiB)")
+            for name, seconds in medians.items():
+                print(f"  {name:30s} {seconds:7.3f} s   {base / seconds:.2f}x plain")
+            del grid
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2048)
+    args = [int(a) for a in sys.argv[1:]]
+    main(args[0] if args else 1024, args[1:] or [1024, 2048, 4096, 8192])

@@ -40,15 +40,7 @@ def run_bench(args):
     print(bench.format_table(compile_rows), "\n")
     written.append(bench.write_csv(compile_rows, os.path.join(args.out, "compile.csv")))
     if args.sweep:
-        from tqdm import tqdm
-
-        sizes = bench.copy_sizes(args.mib << 20)
-        rows = bench.memcpy_sweep(sizes, rounds=args.rounds,
-                                  progress=lambda it: tqdm(it, desc="copy sweep", unit="size"))
-        print(bench.format_table(rows))
-        written.append(bench.write_csv(rows, os.path.join(args.out, "sweep.csv")))
-        plots.memcpy_sweep(rows, os.path.join(args.out, "sweep.png"))
-        written.append(os.path.join(args.out, "sweep.png"))
+        written += envelopes(bench.sweep_sizes(args.mib << 20, 4 << 10), args.rounds, args.out)
     print("wrote " + ", ".join(written))
 
 
@@ -59,18 +51,42 @@ def info(args):
         print(f"{key + ':':20s}{value}")
 
 
+def envelopes(sizes, rounds, out):
+    """Print, and write as CSV and PNG, the copy and stencil envelopes; return the paths."""
+    from tqdm import tqdm
+
+    from . import plots
+
+    written = []
+    for name, sweep, plot in (("copy", bench.copy_envelope, plots.copy_envelope),
+                              ("stencil", bench.stencil_envelope, plots.stencil_envelope)):
+        rows = sweep(sizes, rounds=rounds, progress=lambda it: tqdm(it, desc=f"{name} sweep", unit="size"))
+        print(f"{name}: speed relative to {list(rows[0])[1][:-5]} (float32, one process, interleaved medians)")
+        print(bench.format_table(rows), "\n")
+        written.append(bench.write_csv(rows, os.path.join(out, f"{name}_sweep.csv")))
+        written.append(os.path.join(out, f"{name}_sweep.png"))
+        plot(rows, written[-1])
+    return written
+
+
 def calibrate(args):
     from .threshold import save_calibration
 
-    sizes = [2 ** k for k in range(-2, 20) if 2 ** k <= args.max_mib]
-    print(f"copy sweep, streamed vs plain, {sizes[0]}-{sizes[-1]} MiB per array\n{bench.host_description()}")
-    rows = bench.copy_sweep(sizes, rounds=args.rounds, progress=lambda row: print(bench.format_row(row), flush=True))
-    threshold = bench.crossover_bytes(rows)
-    if threshold is None:
-        print("streaming never won up to the largest size; not saving a threshold")
+    sizes = bench.sweep_sizes(args.max_mib << 20, 1 << 20)
+    print(f"copy and stencil sweeps, streamed vs not, {sizes[0] >> 20}-{sizes[-1] >> 20} MiB per array\n"
+          f"{bench.host_description()}")
+    copies = bench.copy_envelope(sizes, rounds=args.rounds)
+    stencils = bench.stencil_envelope(sizes, rounds=args.rounds)
+    print(bench.format_table(copies), "\n", bench.format_table(stencils), sep="")
+    found = {kind: bench.crossover_bytes(rows, column)
+             for kind, rows, column in (("copy", copies, "streamed"), ("kernel", stencils, "always streamed"))}
+    for kind, threshold in found.items():
+        print(f"{kind} threshold: " + (f"{threshold} bytes ({threshold / bench.MIB:g} MiB per array)" if threshold
+                                       else "streaming never won up to the largest size; not saved"))
+    found = {kind: threshold for kind, threshold in found.items() if threshold}
+    if not found:
         return 1
-    path = save_calibration(threshold, rows)
-    print(f"threshold: {threshold} bytes ({threshold / bench.MIB:g} MiB per array), saved to {path}")
+    print(f"saved to {save_calibration(found, {'copy': copies, 'kernel': stencils})}")
     return 0
 
 
@@ -85,13 +101,14 @@ def main(argv=None):
     p.add_argument("--mib", type=int, default=256, help="MiB per array, and the largest sweep size (default 256)")
     p.add_argument("--rounds", type=int, default=9, help="interleaved timing rounds (default 9)")
     p.add_argument("--dtypes", nargs="+", default=["float32", "float64"], help="dtypes to run")
-    p.add_argument("--sweep", action="store_true", help="also sweep copy sizes from 64 KiB (with a progress bar)")
+    p.add_argument("--sweep", action="store_true", help="also sweep sizes from 4 KiB: the copy and stencil envelopes "
+                                                         "(with progress bars)")
     p.add_argument("--out", default="streamjit-bench", help="directory for CSV and PNG files (default ./streamjit-bench)")
     p.set_defaults(run=run_bench)
     p = commands.add_parser("info", help="CPU, vector ISA, streaming instructions, caches, threshold, versions")
     p.set_defaults(run=info)
-    p = commands.add_parser("calibrate", help="measure where streaming starts to pay (copy sweep) and save it "
-                                              "for threshold='auto'")
+    p = commands.add_parser("calibrate", help="measure where streaming starts to pay (copy and stencil "
+                                              "sweeps) and save it for copyto and threshold='auto'")
     p.add_argument("--max-mib", type=int, default=256, help="largest size per array (default 256)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
     p.set_defaults(run=calibrate)

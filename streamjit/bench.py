@@ -101,11 +101,19 @@ def _repeated(run, times):
     return batch
 
 
-def interleaved_medians(runners, rounds):
-    """Run each callable once per round, in turn; return median seconds."""
+def interleaved_medians(runners, rounds, warmups=None):
+    """Run each callable once per round, in turn (rotated); return median seconds.
+    ``warmups`` (some of the same keys) run untimed just before their
+    runner, so no run pays for the cache state the one before it left
+    (data that streamed stores evicted)."""
     times = {key: [] for key in runners}
-    for _ in range(rounds):
-        for key, run in runners.items():
+    keys = list(runners)
+    for round_ in range(rounds):
+        # each round starts with the next runner, so none always follows the same one
+        for key in keys[round_ % len(keys):] + keys[:round_ % len(keys)]:
+            run = runners[key]
+            if warmups and key in warmups:
+                warmups[key]()
             start = time.perf_counter()
             run()
             times[key].append(time.perf_counter() - start)
@@ -197,15 +205,15 @@ def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
         a = rng.random(shape).astype(dtype)
         out_loop = np.zeros_like(a)
         plain, streamed = numba.njit(loop), stream_kernel(stream_stores=["out"])(loop)
-        ours, theirs = stencil(kernel), numba.stencil(kernel)
+        ours, theirs = stencil(kernel), _numba_stencil(kernel)
         result = ours(a)
-        if not np.array_equal(result, theirs(a)):
+        if not np.array_equal(result, numba.stencil(kernel)(a)):
             raise AssertionError(f"streamjit.stencil differs from numba.stencil on {name}")
         plain(out_loop, a)
         streamed(out_loop, a)
         medians = interleaved_medians({
             "numba.njit loop": lambda: plain(out_loop, a), "streamjit loop": lambda: streamed(out_loop, a),
-            "streamjit.stencil": lambda: ours(a, out=result), "numba.stencil": lambda: theirs(a, out=result)},
+            "streamjit.stencil": lambda: ours(a, out=result), "numba.stencil": lambda: theirs(a, result)},
             rounds)
         row = {"stencil": name, "shape": "x".join(map(str, shape)), "dtype": np.dtype(dtype).name}
         row.update({f"{impl} / njit": medians["numba.njit loop"] / t for impl, t in medians.items()})
@@ -219,14 +227,19 @@ def jacobi4_stencil(a):
 
 @functools.cache
 def _numba_stencil(kernel):
-    return numba.stencil(kernel)
+    """`numba.stencil` of ``kernel`` called from a jitted function, as its
+    documentation shows: called from Python, a `numba.stencil` compiles
+    its loop nest again on every call (about 0.35 s)."""
+    applied = numba.stencil(kernel)
+    return numba.njit(lambda block, out: applied(block, out=out))
 
 
 def numba_stencil_block(block, kernel=jacobi4_stencil):
-    """`numba.stencil` of ``kernel`` on one block, compiled once per process
-    (a `numba.stencil` object itself does not pickle, so Dask workers build
-    their own from this importable function)."""
-    return _numba_stencil(kernel)(block)
+    """`numba.stencil` of ``kernel`` (whose result has the block's dtype) on
+    one block, compiled once per process (a `numba.stencil` object itself
+    does not pickle, so Dask workers build their own from this importable
+    function)."""
+    return _numba_stencil(kernel)(block, np.zeros_like(block))
 
 
 def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
@@ -244,51 +257,20 @@ def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
     g = np.random.default_rng(0).random((rows_n, width)).astype(dtype)
     out = np.zeros(rows_n * width + offset, dtype)[offset:].reshape(rows_n, width)
     streamed, plain = stream_kernel(stream_stores=["out"])(jacobi5), numba.njit(jacobi5)
-    ours, theirs = stencil(jacobi5_stencil), numba.stencil(jacobi5_stencil)
+    ours, theirs = stencil(jacobi5_stencil), _numba_stencil(jacobi5_stencil)
     expected = np.zeros_like(out)
     plain(expected, g)
     streamed(out, g)
-    if not np.array_equal(out, expected) or not np.array_equal(ours(g), theirs(g)):
+    if not np.array_equal(out, expected) or not np.array_equal(ours(g), numba.stencil(jacobi5_stencil)(g)):
         raise AssertionError("streamed jacobi differs from numba.njit / numba.stencil")
     del expected
     result = ours(g)            # float64 (0.2 * float32); stencils write into it, as out=
     medians = interleaved_medians({
         "streamjit loop": lambda: streamed(out, g), "numba.njit loop": lambda: plain(out, g),
-        "streamjit.stencil": lambda: ours(g, out=result), "numba.stencil": lambda: theirs(g, out=result)}, rounds)
+        "streamjit.stencil": lambda: ours(g, out=result), "numba.stencil": lambda: theirs(g, result)}, rounds)
     row = {"kernel": f"jacobi5 {rows_n}x{width}", "dtype": dtype.name}
     row.update({f"{impl} / njit": medians["numba.njit loop"] / t for impl, t in medians.items()})
     return [row]
-
-
-def copy_sweep(sizes_mib, rounds=5, dtype=np.float32, progress=None):
-    """Streamed / plain speed of a copy per size (MiB per array), both
-    compiled from the same loop; the streamed one always streams."""
-    streamed, plain = stream_builds("copy")
-    rows = []
-    for mib in sizes_mib:
-        n = max(1, int(mib * MIB) // np.dtype(dtype).itemsize)
-        src = np.random.default_rng(0).random(n + 1).astype(dtype)[1:]
-        dst = np.empty(n + 1, dtype)[1:]
-        repeats = max(1, int(64 / max(mib, 1e-3)))   # ~64 MiB copied per timing
-        streamed(dst, src)
-        plain(dst, src)
-        medians = interleaved_medians({"streamed": _repeated(lambda: streamed(dst, src), repeats),
-                                       "plain": _repeated(lambda: plain(dst, src), repeats)}, rounds)
-        rows.append({"MiB/array": mib, "streamed/plain": medians["plain"] / medians["streamed"]})
-        if progress:
-            progress(rows[-1])
-    return rows
-
-
-def crossover_bytes(rows, dtype=np.float32):
-    """Smallest size from which streaming is at least as fast at every larger
-    size, in bytes per array; None if it never is."""
-    crossing = None
-    for row in reversed(rows):
-        if row["streamed/plain"] < 1.0:
-            break
-        crossing = row["MiB/array"]
-    return None if crossing is None else int(crossing * MIB)
 
 
 def compile_times(rounds=5, kernels=tuple(STREAM_KERNELS)):
@@ -310,8 +292,8 @@ def compile_times(rounds=5, kernels=tuple(STREAM_KERNELS)):
     return rows
 
 
-def copy_sizes(max_bytes, min_bytes=64 << 10):
-    """Sizes for a copy sweep: powers of two and their midpoints, log spaced."""
+def sweep_sizes(max_bytes, min_bytes=64 << 10):
+    """Sizes for a sweep: powers of two and their midpoints, log spaced."""
     sizes, size = [], min_bytes
     while size <= max_bytes:
         sizes.append(size)
@@ -321,29 +303,100 @@ def copy_sizes(max_bytes, min_bytes=64 << 10):
     return sizes
 
 
-def memcpy_sweep(sizes_bytes, rounds=5, progress=None):
-    """GB/s (bytes read + written) of four ways to copy float32 arrays per
-    size: streamjit.copyto, an always-streamed kernel, np.copyto and the
-    plain loop under numba.njit. ``progress`` wraps the size iterable
-    (e.g. ``tqdm``)."""
-    from .dropins import copyto
+def _float32s(n, offset=1, fill=True):
+    """A length-``n`` float32 view ``offset`` elements into its buffer (random or empty)."""
+    buffer = np.random.default_rng(n).random(n + offset, dtype=np.float32) if fill else np.empty(n + offset, np.float32)
+    return buffer[offset:]
 
-    streamed, plain = stream_builds("copy")
+
+def _envelope(sizes_bytes, setup, reference, moved, rounds, progress):
+    """For each size, ``setup(nbytes)`` gives ``{name: callable}`` (one call
+    each); they are timed interleaved in batches of about 256 MiB moved,
+    each after one untimed call, and a row holds the reference's GB/s and
+    every implementation's speed relative to it."""
     rows = []
     for nbytes in (progress or iter)(sizes_bytes):
-        n = max(1, nbytes // 4)
-        src = np.random.default_rng(0).random(n, dtype=np.float64).astype(np.float32)
-        dst = np.empty_like(src)
-        repeats = max(1, (256 << 20) // (8 * n))     # about 256 MiB moved per timing
-        impls = {"streamjit.copyto": lambda: copyto(dst, src), "streamed kernel": lambda: streamed(dst, src),
-                 "np.copyto": lambda: np.copyto(dst, src), "numba.njit loop": lambda: plain(dst, src)}
+        impls = setup(nbytes)
         for run in impls.values():
             run()
-        medians = interleaved_medians({k: _repeated(v, repeats) for k, v in impls.items()}, rounds)
-        row = {"bytes": nbytes}
-        row.update({f"{k} GB/s": 2 * n * 4 * repeats / t / 1e9 for k, t in medians.items()})
+        repeats = max(1, (256 << 20) // moved(nbytes))
+        medians = interleaved_medians({k: _repeated(v, repeats) for k, v in impls.items()}, rounds, warmups=impls)
+        row = {"bytes": nbytes, f"{reference} GB/s": moved(nbytes) * repeats / medians[reference] / 1e9}
+        row.update({k: medians[reference] / t for k, t in medians.items() if k != reference})
         rows.append(row)
     return rows
+
+
+def copy_envelope(sizes_bytes, rounds=5, progress=None):
+    """Copies of float32 arrays (destination and source misaligned by one
+    element) per size, as speed relative to ``np.copyto``:
+    `streamjit.copyto`, the plain loop under numba.njit, and the streamed
+    copy `copyto` runs above its threshold (`dropins.stream_copy`: one
+    thread, all of Numba's from `PARALLEL_BYTES`). ``progress`` wraps the
+    size iterable (e.g. ``tqdm``)."""
+    from . import dropins
+
+    plain = stream_builds("copy")[1]
+
+    def setup(nbytes):
+        n = max(1, nbytes // 4)
+        src, dst = _float32s(n), _float32s(n, fill=False)
+        return {"np.copyto": functools.partial(np.copyto, dst, src),
+                "streamjit.copyto": functools.partial(dropins.copyto, dst, src),
+                "numba.njit loop": functools.partial(plain, dst, src),
+                "streamed": functools.partial(dropins.stream_copy, dst, src)}
+
+    return _envelope(sizes_bytes, setup, "np.copyto", lambda nbytes: 2 * nbytes, rounds, progress)
+
+
+def jacobi4(out, g):
+    for r in range(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = np.float32(0.25) * (g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
+
+
+def stencil_envelope(sizes_bytes, rounds=5, width=2048, progress=None):
+    """A 4-point Jacobi sweep in float32 (memory-bound) on grids of ``width``
+    columns per size (bytes per array), as speed relative to the same loop
+    under numba.njit: with ``threshold="auto"`` (what `streamjit.stencil`
+    compiles) and always streamed. Input and output are separate
+    allocations, as a user's arrays are (an output 4 bytes past its input
+    modulo 4 KiB, e.g. a view one element into a buffer allocated like the
+    input, ran the streamed loop at 0.56x here: 4K aliasing)."""
+    auto = stream_kernel(stream_stores=["out"], threshold="auto")(jacobi4)
+    always, plain = stream_kernel(stream_stores=["out"])(jacobi4), numba.njit(jacobi4)
+
+    def setup(nbytes):
+        rows_n = max(3, nbytes // (4 * width))
+        g = _float32s(rows_n * width, offset=0).reshape(rows_n, width)
+        out = _float32s(rows_n * width, offset=0, fill=False).reshape(rows_n, width)
+        return {"numba.njit loop": functools.partial(plain, out, g), "threshold=auto": functools.partial(auto, out, g),
+                "always streamed": functools.partial(always, out, g)}
+
+    return _envelope(sizes_bytes, setup, "numba.njit loop", lambda nbytes: 2 * nbytes, rounds, progress)
+
+
+def crossover_bytes(rows, column):
+    """Smallest size (bytes per array) from which ``column`` is at least 1.0
+    (as fast as the reference) at every larger size; None if never."""
+    crossing = None
+    for row in reversed(rows):
+        if row[column] < 1.0:
+            break
+        crossing = row["bytes"]
+    return crossing
+
+
+def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):
+    """Nanoseconds per call of `streamjit.copyto` and ``np.copyto`` on a
+    float32 copy of ``nbytes`` (both below the threshold)."""
+    from .dropins import copyto
+
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.empty_like(src)
+    medians = interleaved_medians({"np.copyto": _repeated(functools.partial(np.copyto, dst, src), calls),
+                                   "streamjit.copyto": _repeated(functools.partial(copyto, dst, src), calls)}, rounds)
+    return {k: t / calls * 1e9 for k, t in medians.items()}
 
 
 def write_csv(rows, path):

@@ -21,12 +21,36 @@ only when these are used.
 
 import functools
 import inspect
+import pickle
 
 import numpy as np
+
+# pickled kernel -> the kernel, one per process (see `_shared`)
+_KERNELS = {}
 
 
 def is_dask_array(value):
     return type(value).__module__.split(".")[0] == "dask" and hasattr(value, "chunks")
+
+
+def _shared(kernel):
+    """``kernel`` as it travels in a task graph: pickled once, and unpickled
+    once per process by `_kernel`. Dask workers deserialize each task's
+    arguments afresh, and a fresh kernel compiles again: with the kernel
+    itself in every task, each 4096 x 4096 chunk of a stencil paid 0.23 s
+    of compiling (streamed; 0.15 s plain) for 0.02 s of work, which made
+    the streamed stencil 0.56x the plain one in a Dask pipeline."""
+    import cloudpickle   # a dependency of dask; pickles kernels defined in __main__ too
+
+    payload = cloudpickle.dumps(kernel)
+    _KERNELS.setdefault(payload, kernel)     # this process keeps the kernel it was given, compiled or not
+    return payload
+
+
+def _kernel(payload):
+    if payload not in _KERNELS:
+        _KERNELS[payload] = pickle.loads(payload)
+    return _KERNELS[payload]
 
 
 def _check_same_chunks(arrays, names, what):
@@ -50,12 +74,12 @@ def elementwise(kernel, *arrays, dtype=None):
     _check_same_chunks(arrays, params + [f"argument {i}" for i in range(len(params), len(arrays))],
                        f"elementwise({kernel.py_func.__name__})")
     out_dtype = np.dtype(dtype if dtype is not None else arrays[0].dtype)
-    return da.map_blocks(_elementwise_block, *arrays, kernel=kernel, out_dtype=out_dtype, dtype=out_dtype)
+    return da.map_blocks(_elementwise_block, *arrays, kernel=_shared(kernel), out_dtype=out_dtype, dtype=out_dtype)
 
 
 def _elementwise_block(*blocks, kernel, out_dtype):
     out = np.empty(blocks[0].shape, out_dtype)
-    kernel(out, *blocks)
+    _kernel(kernel)(out, *blocks)
     return out
 
 
@@ -72,7 +96,7 @@ def stencil_on_dask(stencil, args, neighborhood, out_dtype):
     _check_same_chunks(lazy, [stencil.relative_params[i] for i in relative], f"stencil {stencil.__name__}")
     fixed = {i: a for i, a in enumerate(args) if i not in relative}
     depth = {dim: max(-lo, hi, 0) for dim, (lo, hi) in enumerate(neighborhood)}
-    block = functools.partial(_stencil_block, stencil=stencil, fixed=fixed, positions=tuple(relative),
+    block = functools.partial(_stencil_block, stencil=_shared(stencil), fixed=fixed, positions=tuple(relative),
                               neighborhood=neighborhood)
     return da.map_overlap(block, *lazy, depth=depth, boundary="none", trim=True, dtype=out_dtype,
                           align_arrays=False)
@@ -81,4 +105,4 @@ def stencil_on_dask(stencil, args, neighborhood, out_dtype):
 def _stencil_block(*blocks, stencil, fixed, positions, neighborhood):
     args = dict(fixed)
     args.update(zip(positions, blocks))
-    return stencil(*(args[i] for i in range(len(args))), neighborhood=neighborhood)
+    return _kernel(stencil)(*(args[i] for i in range(len(args))), neighborhood=neighborhood)

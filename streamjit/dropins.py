@@ -1,15 +1,14 @@
 """Drop-in replacements for NumPy copies: `copyto` and `memcpy`.
 
-Both take NumPy's path for anything but the common case, so results,
-broadcasting, casting and exceptions are NumPy's own. The common case (same
-shape and dtype, both C-contiguous, native numeric or bool, destination
-writable and aligned, no ``where`` mask) runs a streamed copy kernel with
-``threshold="auto"``: arrays above the machine's threshold are copied with
-non-temporal stores, smaller ones with the plain loop, and overlapping
-arrays (which NumPy copies as if through a buffer) in the direction that
-reads each element before it is overwritten. Large copies (`PARALLEL_BYTES`)
-run on all of Numba's threads. The Python-side checks are a few attribute
-reads, cheap next to a small `np.copyto`.
+Below the copy threshold (`threshold.copy_threshold`, where the measured
+curves of streamed and NumPy copies cross) `copyto` calls the C function
+that `numpy.copyto` itself runs, so results, broadcasting, casting,
+exceptions and speed are NumPy's own. Above it, same-shape, same-dtype,
+C-contiguous numeric copies without ``where=`` run a streamed copy kernel
+(overlapping arrays, which NumPy copies as if through a buffer, in the
+direction that reads each element before it is overwritten); copies of at
+least `PARALLEL_BYTES` run on all of Numba's threads. Everything else goes
+to `numpy.copyto`.
 """
 
 import os
@@ -19,8 +18,15 @@ import numpy as np
 from numba import prange
 
 from .dispatcher import stream_kernel
+from .threshold import copy_threshold
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")
+
+# The C function behind `np.copyto`. The public function first asks its
+# arguments for `__array_function__` overrides, which costs more than a
+# 1 KiB copy (95 vs 230 ns here); exact ndarrays have none, so for them
+# this is exactly what np.copyto runs, minus that check.
+_numpy_copyto = getattr(np.copyto, "_implementation", np.copyto)
 
 
 @numba.njit(inline="always")
@@ -31,7 +37,8 @@ def _starts_inside(dst, src):
     return start < dst.ctypes.data < start + src.shape[0] * src.itemsize
 
 
-@stream_kernel(stream_stores=["dst"], threshold="auto", nogil=True)
+# Both kernels always stream: `copyto` has already decided by size.
+@stream_kernel(stream_stores=["dst"], nogil=True)
 def _copy_elements(dst, src):
     if _starts_inside(dst, src):
         for i in range(dst.shape[0] - 1, -1, -1):
@@ -41,30 +48,40 @@ def _copy_elements(dst, src):
         dst[i] = src[i]
 
 
-@stream_kernel(stream_stores=["dst"], threshold="auto", nogil=True, parallel=True)
+@stream_kernel(stream_stores=["dst"], nogil=True, parallel=True)
 def _copy_elements_parallel(dst, src):
     for i in prange(dst.shape[0]):
         dst[i] = src[i]
 
 
 # Copies at least this large (bytes) use all of Numba's threads: one core
-# cannot fill a server's memory bus. On our 2-core VM one streamed thread
-# nearly does (256 MiB float32: 1.37x np.copyto on one thread, 1.45x on
-# two); STREAMJIT_PARALLEL_BYTES overrides.
+# cannot fill a server's memory bus, and above ~180 MiB glibc's memcpy (so
+# np.copyto) streams too, which one streamed thread only matches.
+# STREAMJIT_PARALLEL_BYTES overrides.
 PARALLEL_BYTES = int(os.environ.get("STREAMJIT_PARALLEL_BYTES", 64 << 20))
+
+# Bytes per array above which copies stream (read at import, like
+# threshold="auto" kernels; see `threshold.copy_threshold`).
+STREAM_BYTES = copy_threshold()[0]
+
+
+def stream_copy(dst, src):
+    """Streamed copy of 1-D C-contiguous ``src`` into ``dst`` (same length and
+    dtype, any size): what `copyto` runs above the threshold."""
+    if dst.nbytes >= PARALLEL_BYTES and numba.get_num_threads() > 1 and not np.may_share_memory(dst, src):
+        _copy_elements_parallel(dst, src)
+    else:
+        _copy_elements(dst, src)
 
 
 def copyto(dst, src, casting="same_kind", where=True):
     """Like `numpy.copyto`: copy ``src`` into ``dst``, streamed when large."""
-    if (where is True and type(dst) is np.ndarray and type(src) is np.ndarray and dst.shape == src.shape
-            and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype
-            and dst.flags.carray and src.flags.c_contiguous):
-        if dst.ndim != 1:
-            dst, src = dst.reshape(-1), src.reshape(-1)
-        if dst.nbytes >= PARALLEL_BYTES and numba.get_num_threads() > 1 and not np.may_share_memory(dst, src):
-            _copy_elements_parallel(dst, src)
+    if where is True and type(dst) is np.ndarray and type(src) is np.ndarray:
+        if (dst.nbytes > STREAM_BYTES and dst.shape == src.shape and dst.dtype in _FAST_DTYPES
+                and dst.dtype == src.dtype and dst.flags.carray and src.flags.c_contiguous):
+            stream_copy(dst.reshape(-1), src.reshape(-1))
         else:
-            _copy_elements(dst, src)
+            _numpy_copyto(dst, src, casting)
         return
     np.copyto(dst, src, casting=casting, where=where)
 

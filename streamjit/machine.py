@@ -14,7 +14,6 @@ import numba
 import numpy as np
 
 
-
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -74,11 +73,14 @@ def streaming_instructions():
     return [re.sub(r"\s+", " ", s) for s in stores], [re.sub(r"\s+", " ", f) for f in fences]
 
 
+def _threshold_line(threshold, source):
+    return f"{threshold} bytes ({threshold / (1 << 20):.3g} MiB), from {source}"
+
+
 def machine_info():
     """Everything ``python -m streamjit info`` prints, as a dict."""
-    from .threshold import default_threshold   # threshold reads this module's cache sizes
+    from .threshold import copy_threshold, default_threshold   # threshold reads this module's cache sizes
 
-    threshold, source = default_threshold()
     stores, fences = streaming_instructions()
     return {
         "CPU": f"{cpu_name()} ({os.cpu_count()} CPUs, LLVM CPU {llvm.get_host_cpu_name()})",
@@ -87,7 +89,8 @@ def machine_info():
         "vector NT stores": ", ".join(stores) or "none: streamed stores are plain on this CPU",
         "store fence": ", ".join(fences) or "none",
         "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
-        "threshold (auto)": f"{threshold} bytes ({threshold / (1 << 20):.3g} MiB), from {source}",
+        "threshold (auto)": _threshold_line(*default_threshold()),
+        "copyto streams": "above " + _threshold_line(*copy_threshold()),
         "versions": f"numba {numba.__version__}, llvmlite {llvmlite.__version__}, numpy {np.__version__}, "
                     f"python {platform.python_version()}",
     }

@@ -7,7 +7,7 @@ returns it, so a notebook shows it inline.
 
 from .bench import MIB
 from .machine import cpu_name
-from .threshold import default_threshold, last_level_cache_bytes
+from .threshold import copy_threshold, default_threshold, usable_cache_bytes
 
 
 def _pyplot(path):
@@ -27,30 +27,41 @@ def _finish(fig, path):
     return fig
 
 
-def memcpy_sweep(rows, path=None):
-    """Bandwidth and speedup over np.copyto against size (`bench.memcpy_sweep`),
-    with the last-level cache size and the auto threshold marked."""
+def _envelope(rows, threshold, switch, what, path):
+    """Bandwidth and speed relative to the reference (the row's ``* GB/s``
+    column) against size, for every implementation, with the switch at
+    ``threshold`` bytes and a plausible last-level cache marked."""
     plt = _pyplot(path)
     sizes = [r["bytes"] / MIB for r in rows]
-    impls = [k[:-5] for k in rows[0] if k.endswith(" GB/s")]
+    gbs = next(k for k in rows[0] if k.endswith(" GB/s"))
+    ratios = {gbs[:-5]: [1.0] * len(rows)}
+    ratios.update({k: [r[k] for r in rows] for k in rows[0] if k not in ("bytes", gbs)})
     fig, (bw, ratio) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for impl in impls:
-        bw.plot(sizes, [r[f"{impl} GB/s"] for r in rows], marker="o", label=impl)
-        ratio.plot(sizes, [r[f"{impl} GB/s"] / r["np.copyto GB/s"] for r in rows], marker="o", label=impl)
-    llc = last_level_cache_bytes()
-    threshold, _ = default_threshold()
+    for impl, values in ratios.items():
+        bw.plot(sizes, [r[gbs] * v for r, v in zip(rows, values)], marker="o", label=impl)
+        ratio.plot(sizes, values, marker="o", label=impl)
+    llc = usable_cache_bytes()
     for axis in (bw, ratio):
         axis.set_xscale("log")
         if llc:
             axis.axvline(llc / MIB, color="grey", linestyle="--", label=f"last-level cache {llc / MIB:g} MiB")
-        axis.axvline(threshold / MIB, color="red", linestyle=":", label=f"auto threshold {threshold / MIB:.3g} MiB")
+        axis.axvline(threshold / MIB, color="red", linestyle=":", label=f"{switch} {threshold / MIB:.3g} MiB")
     bw.set_ylabel("GB/s (read + write)")
-    ratio.set_ylabel("speed / np.copyto")
-    ratio.axhline(1.0, color="black", linewidth=0.5)
+    ratio.set_ylabel(f"speed / {gbs[:-5]}")
     ratio.set_xlabel("MiB per array (float32)")
     bw.legend(fontsize=8)
-    bw.set_title(f"copy on {cpu_name()}")
+    bw.set_title(f"{what} on {cpu_name()}")
     return _finish(fig, path)
+
+
+def copy_envelope(rows, path=None):
+    """`bench.copy_envelope`, with `copyto`'s switch to streaming marked."""
+    return _envelope(rows, copy_threshold()[0], "copyto streams above", "copy", path)
+
+
+def stencil_envelope(rows, path=None):
+    """`bench.stencil_envelope`, with the ``threshold="auto"`` switch marked."""
+    return _envelope(rows, default_threshold()[0], 'threshold="auto"', "4-point Jacobi sweep", path)
 
 
 def _bars(rows, columns, labels, ylabel, title, path, legend=None, unit_line=False):

@@ -2,13 +2,21 @@
 
 Streamed (non-temporal) stores bypass the cache: beyond the last-level
 cache they save the read-for-ownership traffic (1.2-1.5x faster here), but
-data that would have stayed in cache gets evicted to memory (about 2-3x
-slower at 256 KiB). A kernel with ``threshold=`` streams only when the bytes
-of its streamed arrays exceed the threshold; ``"auto"`` takes it from, in
-order: the environment variable ``STREAMJIT_THRESHOLD`` (bytes), the value
+data that would have stayed in cache gets evicted to memory (about 2x
+slower at 256 KiB). Two thresholds, in bytes of the streamed arrays:
+
+- ``"kernel"``: ``threshold="auto"`` of kernels and stencils, where a
+  streamed loop overtakes the same loop with plain stores;
+- ``"copy"``: `copyto` and `memcpy`, where a streamed copy overtakes
+  `np.copyto` (glibc's ``memcpy``, faster in cache than a compiled loop,
+  so the copy crossover lies higher).
+
+Each comes from, in order: an environment variable (bytes), the value
 ``python -m streamjit calibrate`` measured and stored in the user cache
-directory, a third of the last-level cache (the copy crossover measured on
-our machines: 8-12 MiB per array with a 32 MiB L3), or 8 MiB.
+directory, a share of the last-level cache, or a measured fallback when
+the cache size is unknown or implausible. Virtual machines report the
+host's whole cache: ours claims 480 MiB of L3 for 2 CPUs, yet the measured
+crossovers are 16-24 MiB (stencil) and 32-48 MiB (copy) per array.
 """
 
 import json
@@ -18,8 +26,20 @@ import platformdirs
 
 from .machine import cache_sizes
 
-ENV_VAR = "STREAMJIT_THRESHOLD"
-_FALLBACK_BYTES = 8 << 20
+# kind -> (environment variable, key in the calibration file, share of the
+# last-level cache, fallback bytes). The shares are the crossovers measured
+# with a plausible cache (AMD EPYC, 32 MiB L3: kernels at 8-12 MiB, copies
+# at 12-16 MiB); the fallbacks the ones measured on our Intel VM (above).
+KINDS = {
+    "kernel": ("STREAMJIT_THRESHOLD", "threshold_bytes", 1 / 3, 16 << 20),
+    "copy": ("STREAMJIT_COPY_THRESHOLD", "copy_threshold_bytes", 1 / 2, 32 << 20),
+}
+ENV_VAR = KINDS["kernel"][0]
+
+# No CPU has more last-level cache than this per hardware thread (large-L3
+# parts such as AMD's X3D have about 6 MiB); more means the reading is not
+# the cache this machine's cores get to use.
+PLAUSIBLE_BYTES_PER_CPU = 16 << 20
 
 
 def last_level_cache_bytes():
@@ -34,43 +54,68 @@ def last_level_cache_bytes():
     return max(sizes) if sizes else None
 
 
+def plausible_cache_bytes(llc, cpus):
+    """``llc`` if a machine with ``cpus`` CPUs can really have that much
+    last-level cache, else None."""
+    return llc if llc and llc <= PLAUSIBLE_BYTES_PER_CPU * max(1, cpus or 1) else None
+
+
+def usable_cache_bytes():
+    """This machine's last-level cache if its reading is plausible, else None."""
+    return plausible_cache_bytes(last_level_cache_bytes(), os.cpu_count())
+
+
 def calibration_file():
     return os.path.join(platformdirs.user_cache_dir("streamjit"), "calibration.json")
 
 
-def _calibrated():
+def _calibrated(key):
     try:
         with open(calibration_file()) as f:
-            value = json.load(f)["threshold_bytes"]
-        return int(value) if int(value) >= 0 else None
+            value = int(json.load(f)[key])
+        return value if value >= 0 else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def default_threshold():
-    """``(bytes, where it came from)`` for ``threshold="auto"``."""
-    env = os.environ.get(ENV_VAR)
+def threshold_for(kind):
+    """``(bytes, where it came from)`` for ``kind`` ("kernel" or "copy")."""
+    env_var, key, share, fallback = KINDS[kind]
+    env = os.environ.get(env_var)
     if env is not None:
         try:
             value = int(env)
         except ValueError:
             value = -1
         if value < 0:
-            raise ValueError(f"{ENV_VAR} must be a number of bytes >= 0, got {env!r}")
-        return value, f"environment variable {ENV_VAR}"
-    calibrated = _calibrated()
+            raise ValueError(f"{env_var} must be a number of bytes >= 0, got {env!r}")
+        return value, f"environment variable {env_var}"
+    calibrated = _calibrated(key)
     if calibrated is not None:
         return calibrated, f"calibration in {calibration_file()}"
-    llc = last_level_cache_bytes()
+    llc = usable_cache_bytes()
     if llc:
-        return llc // 3, f"a third of the {llc >> 20} MiB last-level cache"
-    return _FALLBACK_BYTES, "fallback (cache size unknown)"
+        return int(llc * share), f"{share:.2g} of the {llc >> 20} MiB last-level cache"
+    reported = last_level_cache_bytes()
+    why = "unknown" if reported is None else f"implausible ({reported >> 20} MiB for {os.cpu_count()} CPUs)"
+    return fallback, f"fallback: cache size {why}; run `python -m streamjit calibrate`"
 
 
-def save_calibration(threshold_bytes, measurements):
-    """Store a measured threshold where ``default_threshold`` finds it."""
+def default_threshold():
+    """``(bytes, where it came from)`` for ``threshold="auto"``."""
+    return threshold_for("kernel")
+
+
+def copy_threshold():
+    """``(bytes, where it came from)`` above which `copyto` streams."""
+    return threshold_for("copy")
+
+
+def save_calibration(thresholds, measurements):
+    """Store measured thresholds (``{kind: bytes}``) where `threshold_for` finds them."""
     path = calibration_file()
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    record = {KINDS[kind][1]: int(value) for kind, value in thresholds.items()}
     with open(path, "w") as f:
-        json.dump({"threshold_bytes": int(threshold_bytes), "measurements": measurements}, f, indent=1)
+        json.dump({**record, "measurements": measurements}, f, indent=1)
     return path

@@ -15,6 +15,7 @@ import streamjit as sj
 from test_correctness import random_array
 
 da = pytest.importorskip("dask.array")   # the optional extra; CI installs it
+from streamjit import dask as sj_dask  # noqa: E402
 from streamjit.dask import elementwise  # noqa: E402
 
 rng = np.random.default_rng(0)
@@ -71,6 +72,19 @@ def test_on_a_distributed_cluster_of_processes():
         summed = elementwise(K.add2d, a, a).compute(scheduler=client.get)
         np.testing.assert_array_equal(summed, 3 * G2)
         assert len(client.scheduler_info()["workers"]) == 2
+        # 16 tasks per kernel, but each worker unpickled (and compiled) each kernel once
+        assert set(client.run(lambda: len(sj_dask._KERNELS)).values()) <= {1, 2}
+
+
+def test_tasks_share_one_unpickled_stencil_per_process(monkeypatch):
+    monkeypatch.setattr(sj_dask, "_KERNELS", {})
+    stencil = sj.stencil(S.jacobi)
+    payload = sj_dask._shared(stencil)
+    assert sj_dask._kernel(payload) is stencil           # the process that built the graph keeps its own
+    assert sj_dask._kernel(sj_dask._shared(sj.stencil(S.jacobi))) is stencil     # and an equal one is that one
+    monkeypatch.setattr(sj_dask, "_KERNELS", {})         # a worker: every task brings its own copy of the bytes
+    first, second = sj_dask._kernel(bytes(bytearray(payload))), sj_dask._kernel(bytes(bytearray(payload)))
+    assert first is second and first is not stencil and first.py_func is stencil.py_func
 
 
 def test_importing_streamjit_does_not_import_dask():

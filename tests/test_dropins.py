@@ -12,14 +12,12 @@ from test_correctness import random_array
 
 @pytest.fixture(params=["auto", "always"])
 def copy_kernel(request, monkeypatch):
-    """Run each test with the drop-in's own kernel (auto threshold: small
-    arrays stay plain) and with one that always streams."""
+    """Run each test with the drop-in's own threshold (these small arrays
+    take NumPy's path) and with a threshold of 0 (every fast-path copy
+    streams)."""
     if request.param == "always":
-        monkeypatch.setattr(dropins, "_copy_elements", ALWAYS_STREAMED)
+        monkeypatch.setattr(dropins, "STREAM_BYTES", 0)
     return request.param
-
-
-ALWAYS_STREAMED = sj.stream_kernel(stream_stores=["dst"], threshold=0)(dropins._copy_elements.py_func)
 
 
 def outcome(copy, dst, src, **kwargs):
@@ -132,6 +130,7 @@ def test_memcpy_read_only_destination():
 
 def test_large_copies_use_the_parallel_kernel(monkeypatch):
     monkeypatch.setattr(dropins, "PARALLEL_BYTES", 1024)
+    monkeypatch.setattr(dropins, "STREAM_BYTES", 1024)
     src = random_array(np.random.default_rng(5), 600_001, np.float32)
     dst = np.zeros(600_002, np.float32)[1:]
     sj.copyto(dst, src)
@@ -143,3 +142,44 @@ def test_large_copies_use_the_parallel_kernel(monkeypatch):
     np.copyto(expected[1:], expected[:-1])
     sj.copyto(overlapping[1:], overlapping[:-1])        # overlap: never the parallel kernel
     np.testing.assert_array_equal(overlapping, expected)
+
+
+@pytest.fixture
+def streamed_calls(monkeypatch):
+    """Sizes (bytes) of the copies that took the streamed path."""
+    calls = []
+    original = dropins.stream_copy
+
+    def spy(dst, src):
+        calls.append(dst.nbytes)
+        original(dst, src)
+
+    monkeypatch.setattr(dropins, "stream_copy", spy)
+    return calls
+
+
+def test_only_copies_above_the_threshold_stream(monkeypatch, streamed_calls):
+    monkeypatch.setattr(dropins, "STREAM_BYTES", 4096)
+    for n in (1, 1024, 1025, 5000):                      # float32: 1024 elements = 4096 bytes
+        src = random_array(np.random.default_rng(n), n, np.float32)
+        dst = np.zeros(n + 1, np.float32)[1:]
+        sj.copyto(dst, src)
+        np.testing.assert_array_equal(dst, src)
+    sj.memcpy(np.zeros(5000, np.uint8), np.ones(5000, np.uint8))
+    sj.copyto(np.zeros(5000), np.ones(5000), where=np.ones(5000, bool))       # where=: NumPy's path at any size
+    sj.copyto(np.zeros(5000), np.ones(5000, np.float32))                      # a cast: NumPy's path
+    assert streamed_calls == [4100, 20000, 5000]
+
+
+def test_below_the_threshold_runs_numpys_own_function():
+    # np.copyto checks for __array_function__ overrides, then calls this
+    assert dropins._numpy_copyto is np.copyto._implementation
+
+
+def test_streamed_path_is_the_streamed_kernel():
+    src = random_array(np.random.default_rng(3), 4096, np.float32)
+    dst = np.zeros(4097, np.float32)[1:]
+    dropins.stream_copy(dst, src)
+    np.testing.assert_array_equal(dst, src)
+    report = dropins._copy_elements.stream_report()
+    assert report.machine_nt_vector_stores > 0 and report.fences == 1

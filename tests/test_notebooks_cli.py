@@ -3,6 +3,7 @@ command line's subcommands run and write what they say."""
 
 import glob
 import os
+import re
 
 import nbformat
 import pytest
@@ -40,7 +41,7 @@ def test_info(capsys):
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     for key in ("CPU:", "vector ISA:", "vector NT stores:", "store fence:", "caches:", "threshold (auto):",
-                "versions:"):
+                "copyto streams:", "versions:"):
         assert key in out
 
 
@@ -52,10 +53,17 @@ def test_demo(capsys):
 
 def test_bench_writes_csv_and_png(tmp_path, capsys):
     assert main(["bench", "--mib", "2", "--rounds", "1", "--dtypes", "float32", "--sweep", "--out", str(tmp_path)]) == 0
-    for name in ("stream.csv", "stream.png", "stencil.csv", "compile.csv", "sweep.csv", "sweep.png"):
+    out = capsys.readouterr().out
+    for name in ("stream.csv", "stream.png", "stencil.csv", "compile.csv", "copy_sweep.csv", "copy_sweep.png",
+                 "stencil_sweep.csv", "stencil_sweep.png"):
         assert (tmp_path / name).stat().st_size > 0, name
-    with open(tmp_path / "sweep.csv") as f:
-        assert f.readline().startswith("bytes,streamjit.copyto GB/s")
+    with open(tmp_path / "copy_sweep.csv") as f:
+        assert f.readline().strip() == "bytes,np.copyto GB/s,streamjit.copyto,numba.njit loop,streamed"
+        assert len(f.readlines()) == 19          # 4 KiB to 2 MiB: powers of two and midpoints
+    with open(tmp_path / "stencil_sweep.csv") as f:
+        assert f.readline().strip() == "bytes,numba.njit loop GB/s,threshold=auto,always streamed"
+    # the envelope tables are printed, one row per size
+    assert len(re.findall(r"^ *4096 ", out, re.M)) == 2 and len(re.findall(r"^ *2097152 ", out, re.M)) == 2
 
 
 @pytest.mark.parametrize("command", ["demo", "bench", "info", "calibrate"])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
+from streamjit import bench
 from streamjit import threshold as th
 from streamjit.__main__ import main
 
@@ -49,42 +50,75 @@ def test_size_test_is_compiled_in_and_gates_the_aligned_loop():
 
 def test_threshold_in_the_cache_key():
     other = sj.stream_kernel(stream_stores=["dst"], threshold=8192)(copy_source)
-    assert SMALL.stream_plan.cache_key() != other.stream_plan.cache_key()
+    assert SMALL.stream_options.cache_key() != other.stream_options.cache_key()
 
 
-def test_environment_overrides(clean_env, monkeypatch):
+@pytest.mark.parametrize("kind", ["kernel", "copy"])
+def test_environment_overrides(clean_env, monkeypatch, kind):
+    env_var = th.KINDS[kind][0]
+    monkeypatch.setenv(env_var, "12345")
+    assert th.threshold_for(kind) == (12345, f"environment variable {env_var}")
+    monkeypatch.setenv(env_var, "lots")
+    with pytest.raises(ValueError, match=env_var):
+        th.threshold_for(kind)
+
+
+def test_auto_kernels_take_the_kernel_threshold(clean_env, monkeypatch):
     monkeypatch.setenv(th.ENV_VAR, "12345")
-    assert th.default_threshold() == (12345, f"environment variable {th.ENV_VAR}")
-    assert sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source).stream_plan.threshold == 12345
+    monkeypatch.setenv("STREAMJIT_COPY_THRESHOLD", "999")
+    assert sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source).stream_options.threshold == 12345
     monkeypatch.setenv(th.ENV_VAR, "lots")
     with pytest.raises(sj.StreamConfigError, match=th.ENV_VAR):
         sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source)
 
 
-def test_calibration_file_is_used(clean_env):
-    path = th.save_calibration(777, [{"MiB/array": 1, "streamed/plain": 1.2}])
+def test_calibration_file_is_used(clean_env, monkeypatch):
+    monkeypatch.setattr(th, "last_level_cache_bytes", lambda: None)
+    path = th.save_calibration({"kernel": 777}, {"kernel": [{"bytes": 1, "always streamed": 1.2}]})
     assert path.startswith(str(clean_env))
     assert th.default_threshold() == (777, f"calibration in {path}")
+    assert th.copy_threshold()[1].startswith("fallback")              # not calibrated: the next source
+    th.save_calibration({"kernel": 777, "copy": 888}, {})
+    assert th.copy_threshold() == (888, f"calibration in {path}")
     with open(path, "w") as f:
         f.write("{not json")
     assert th.default_threshold()[1] != f"calibration in {path}"      # a broken file is skipped
 
 
-def test_cache_size_default(clean_env):
-    llc = th.last_level_cache_bytes()
-    if llc is None:
-        assert th.default_threshold() == (8 << 20, "fallback (cache size unknown)")
-    else:
-        assert llc >= 64 * 1024
-        assert th.default_threshold()[0] == llc // 3
+@pytest.mark.parametrize("llc, cpus, plausible", [
+    (32 << 20, 2, True), (480 << 20, 2, False), (1 << 30, 128, True), (None, 4, False), (8 << 20, None, True)])
+def test_plausible_cache(llc, cpus, plausible):
+    assert th.plausible_cache_bytes(llc, cpus) == (llc if plausible else None)
+
+
+def test_cache_size_defaults(clean_env, monkeypatch):
+    monkeypatch.setattr(th.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(th, "last_level_cache_bytes", lambda: 32 << 20)
+    assert th.default_threshold()[0] == (32 << 20) // 3
+    assert th.copy_threshold() == (16 << 20, "0.5 of the 32 MiB last-level cache")
+    monkeypatch.setattr(th, "last_level_cache_bytes", lambda: 480 << 20)     # a VM reporting its host's L3
+    threshold, source = th.default_threshold()
+    assert threshold == th.KINDS["kernel"][3] and "implausible (480 MiB for 2 CPUs)" in source
+    monkeypatch.setattr(th, "last_level_cache_bytes", lambda: None)
+    assert th.copy_threshold()[0] == th.KINDS["copy"][3]
+    assert "unknown" in th.copy_threshold()[1]
+
+
+def test_crossover_is_where_streaming_wins_from_then_on():
+    rows = [{"bytes": b, "s": r} for b, r in ((1, 0.5), (2, 1.1), (4, 0.9), (8, 1.0), (16, 1.4))]
+    assert bench.crossover_bytes(rows, "s") == 8
+    assert bench.crossover_bytes(rows[:3], "s") is None
 
 
 def test_calibrate_command(clean_env, capsys):
     status = main(["calibrate", "--max-mib", "2", "--rounds", "1"])
     out = capsys.readouterr().out
-    assert len(re.findall(r"streamed/plain=", out)) == 4           # 0.25, 0.5, 1, 2 MiB
+    assert len(re.findall(r"^ *(1048576|1572864|2097152) ", out, re.M)) == 6    # 1, 1.5, 2 MiB; copy and stencil
     saved = os.path.exists(th.calibration_file())
     assert (status == 0) == saved
     if saved:
         with open(th.calibration_file()) as f:
-            assert json.load(f)["threshold_bytes"] == th.default_threshold()[0]
+            record = json.load(f)
+        for kind, (_, key, _, _) in th.KINDS.items():
+            if key in record:
+                assert th.threshold_for(kind) == (record[key], f"calibration in {th.calibration_file()}")
