@@ -27,7 +27,7 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
 7. ``size_check``: with a threshold, one size test at entry gates every
    aligned loop;
 8. ``stream_loads``: the remaining loads of streamed sources are tagged;
-9. ``retype``: Numba's type inference again, over the rewritten IR.
+9. ``retype``: Numba's type inference over the inserted statements.
 
 Numba then lowers and optimizes as usual; ``lowering/library.py`` rewrites
 the optimized LLVM module (non-temporal tags, prefetches, AArch64 pairs).
@@ -58,13 +58,16 @@ def _pass_name(module):
     return module.__name__.rsplit(".", 1)[-1]
 
 
-def _numba_pass(module):
-    """A Numba ``FunctionPass`` that runs ``module.run_pass(state)``."""
+def _numba_pass(module, typed):
+    """A Numba ``FunctionPass`` that runs ``module.run_pass(state)``; before
+    the first typed one, the typed statements are recorded (`retype.py`)."""
     name = _pass_name(module)
 
     def run_pass(self, state):
         if state.stream_options is None:
             return False
+        if typed and not hasattr(state, "stream_typed"):
+            retype.snapshot(state)
         changed = module.run_pass(state)
         state.stream_rewritten = getattr(state, "stream_rewritten", False) or bool(changed)
         if os.environ.get(DUMP_ENV) in (name, "all"):
@@ -77,8 +80,8 @@ def _numba_pass(module):
     return register_pass(mutates_CFG=True, analysis_only=False)(cls)
 
 
-_UNTYPED = [_numba_pass(m) for m in UNTYPED_PASSES]
-_TYPED = [_numba_pass(m) for m in TYPED_PASSES]
+_UNTYPED = [_numba_pass(m, typed=False) for m in UNTYPED_PASSES]
+_TYPED = [_numba_pass(m, typed=True) for m in TYPED_PASSES]
 
 
 class StreamCompiler(CompilerBase):

@@ -5,7 +5,7 @@ counts come from the final LLVM IR of the kernel function (and, with
 ``parallel=True``, of the worker functions of its `prange` loops), the
 module exactly as handed to the backend: every load, store and prefetch whose
 address derives from an array parameter's data pointer (followed through
-`getelementptr`, `phi` and `select`) is attributed to that parameter, and
+`getelementptr`, `freeze`, `phi` and `select`) is attributed to that parameter, and
 classified as vector or scalar, non-temporal or plain. Fences and the total
 of streaming store instructions are counted in the machine code.
 """
@@ -81,7 +81,7 @@ def _origin_arrays(pointer, defs, seen=None):
     if match:
         return {match.group(1)}
     instr = defs.get(pointer, "")
-    if instr.startswith("getelementptr") or "@llvm.launder.invariant.group" in instr:
+    if instr.startswith(("getelementptr", "freeze")) or "@llvm.launder.invariant.group" in instr:
         base = re.search(r"ptr (%[\w.\-]+)", instr)
         return _origin_arrays(base.group(1), defs, seen) if base else set()
     if instr.startswith(("phi ptr", "select")):

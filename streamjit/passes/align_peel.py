@@ -42,7 +42,8 @@ from numba.core import ir
 from ..plan import METADATA_KEY
 from ..typing import intrinsics
 from .affine import AffineAnalyzer, emit_affine
-from .ir_build import Emitter, new_block, retarget, retire
+from .ir_build import Emitter, new_block, retarget, drop_definition
+from .retype import copy_types
 from .stream_loads import prefetch_distance
 
 SIZE_GATE = "$streamjit_large"
@@ -178,9 +179,10 @@ def _bounds_checks(scan, emitter, plan, first, last):
     return checks
 
 
-def _clone_loop(blocks, loop, iterator):
+def _clone_loop(state, loop, iterator):
     """A copy of the loop's blocks under new labels, reading ``iterator``;
     returns (new header label, old label -> new label)."""
+    blocks = state.func_ir.blocks
     scope = blocks[loop.header].scope
     mapping = {}
     top = max(blocks)
@@ -189,11 +191,13 @@ def _clone_loop(blocks, loop, iterator):
         mapping[label] = top
     for label, new in mapping.items():
         block = copy.deepcopy(blocks[label], {id(scope): scope})
+        for old_stmt, new_stmt in zip(blocks[label].body, block.body):
+            copy_types(state, old_stmt, new_stmt)
         retarget(block, mapping)
         blocks[new] = block
     for stmt in blocks[mapping[loop.header]].body:
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "iternext":
-            stmt.value = ir.Expr.iternext(ir.Var(scope, iterator, stmt.loc), stmt.loc)
+            stmt.value.value = ir.Var(scope, iterator, stmt.loc)
     return mapping[loop.header], mapping
 
 
@@ -250,7 +254,7 @@ def _access_index(emit, access, stmt):
     return parts[0] if len(parts) == 1 else emit.tuple_(parts)
 
 
-def apply_peel(scan, plan, gate, scalar_head, streamed_loads, distance):
+def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
     """Version ``plan.loop`` into head and aligned loops (see module doc)."""
     blocks, loop = scan.func_ir.blocks, plan.loop
     preheader = blocks[next(iter(loop.entries))]
@@ -273,7 +277,7 @@ def apply_peel(scan, plan, gate, scalar_head, streamed_loads, distance):
     ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), checks)
     start = pre.call(intrinsics.aligned_start, ir.Var(scope, anchor.array_var, loc),
                      _index_at(scan, pre, anchor_dims, loop, first), first, hi, ok)
-    retire(scan.defs[loop.iterator][0][1])
+    drop_definition(blocks, scan.defs[loop.iterator][0])
     pre.range_iterator(range, [first, start], target=loop.iterator)
     preheader.body[-1:-1] = pre.stmts
 
@@ -289,7 +293,7 @@ def apply_peel(scan, plan, gate, scalar_head, streamed_loads, distance):
                                                 _index_at(scan, emit, dims, loop, start))
         iterator = emit.temp("aligned_iter").name
         emit.range_iterator(range, [start, hi], target=iterator)
-        head, mapping = _clone_loop(blocks, loop, iterator)
+        head, mapping = _clone_loop(state, loop, iterator)
         _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, streamed_loads, distance)
         emit.stmts.append(ir.Jump(head, loc))
         return new_block(blocks, scope, loc, emit.stmts)
@@ -332,7 +336,7 @@ def run_pass(state):
     for plan in plans:
         # below a threshold the head loop is the whole plain path and must
         # vectorize; without one it only peels (or takes rare fallbacks)
-        apply_peel(scan, plan, options.threshold is not None, options.threshold is None, result.streamed_loads,
+        apply_peel(state, scan, plan, options.threshold is not None, options.threshold is None, result.streamed_loads,
                    options.prefetch_distance)
     result.peeled_loops = len(plans)
     return bool(plans)

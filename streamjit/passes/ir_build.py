@@ -98,7 +98,8 @@ def insert_before_terminator(block, stmts):
     block.body[-1:-1] = stmts
 
 
-def retire(stmt, hint="retired"):
-    """Make an assignment write a fresh name nothing reads, so its old target
-    keeps the single definition the rewrite gives it instead."""
-    stmt.target = ir.Var(stmt.target.scope, f"$streamjit_{hint}.{next(_serial)}", stmt.loc)
+def drop_definition(blocks, definition):
+    """Remove the assignment ``(label, stmt)``, so its target keeps the
+    single definition the rewrite gives it instead."""
+    label, stmt = definition
+    blocks[label].body.remove(stmt)

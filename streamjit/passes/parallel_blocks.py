@@ -26,7 +26,7 @@ from numba import prange
 from numba.core import ir
 
 from .accesses import scan_kernel, streamed_store_names
-from .ir_build import Emitter, new_block, retarget, retire
+from .ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import retype
 
 # Iterations per block: each block ends in a store fence, which waits for the
@@ -69,7 +69,7 @@ def _split(scan, loop):
     body = Emitter(scope, loc)
     start = body.add(lo, body.binop(operator.mul, block_index, BLOCK))
     stop = body.call(min, body.add(start, BLOCK), hi)
-    retire(scan.defs[loop.iterator][0][1])
+    drop_definition(blocks, scan.defs[loop.iterator][0])
     body.range_iterator(range, [start, stop], target=loop.iterator)
     body.stmts.append(ir.Jump(loop.header, loc))
     body_label = new_block(blocks, scope, loc, body.stmts)

@@ -1,46 +1,67 @@
-"""Type the rewritten IR: Numba's type inference, run again.
+"""Type the statements the rewriting passes inserted, with Numba's own
+type inference.
 
-The rewriting passes insert untyped statements (intrinsic calls, loop
-copies, range iterators). Running Numba's own type inference over the whole
-function types them exactly as the user's code is typed, and keeps every
-invariant the later Numba passes rely on (typemap, calltypes, return type).
-It costs one more type inference per signature, only for kernels that were
-rewritten.
+The rewriting passes insert untyped statements (intrinsic calls, range
+iterators, index arithmetic) into typed IR. Numba's type inference types
+them exactly as it types user code, but running it over the whole function
+again costs three times the first inference (the aligned loop doubles the
+body): most of a kernel's extra compile time. So only the new statements
+are typed: they go, in order, into a one-block function of their own, every
+variable they read (or overwrite) seeded with the type it already has, and
+the resulting types and call signatures are merged back. Statements copied
+from typed ones (the aligned loop's blocks) take their originals' call
+signatures when they are copied (`copy_types`).
 
-Numba's phi removal leaves ``x = null()`` where a variable is undefined on
-some path; type inference does not accept those (they only exist after it),
-so they are left out while it runs and put back after, with the type the
-first inference gave their variable.
+`snapshot` records which statements are typed; the pipeline takes it before
+the typed stream passes, and `retype` after each typing.
 """
 
 from numba.core import ir
 from numba.core.ir_utils import build_definitions
 from numba.core.typed_passes import type_inference_stage
 
+_TERMINATORS = (ir.Jump, ir.Branch, ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)
 
-def _is_null(stmt):
-    return isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "null"
+
+def snapshot(state):
+    # by id, holding the statements: a dropped statement's id must not be
+    # reused by a new one while this lives
+    state.stream_typed = {id(s): s for block in state.func_ir.blocks.values() for s in block.body}
+
+
+def copy_types(state, old, new):
+    """``new`` is a copy of the typed statement ``old``."""
+    for a, b in ((old, new), (getattr(old, "value", None), getattr(new, "value", None))):
+        if a is not None and a in state.calltypes:
+            state.calltypes[b] = state.calltypes[a]
+    state.stream_typed[id(new)] = new
 
 
 def retype(state):
     blocks = state.func_ir.blocks
-    bodies = {label: block.body for label, block in blocks.items()}
-    for block in blocks.values():
-        block.body = [s for s in block.body if not _is_null(s)]
+    new = [s for block in blocks.values() for s in block.body
+           if id(s) not in state.stream_typed and not isinstance(s, _TERMINATORS)]
     state.func_ir._definitions = build_definitions(blocks)
-    try:
-        typemap, return_type, calltypes, _ = type_inference_stage(
-            state.typingctx, state.targetctx, state.func_ir, state.args, state.return_type, state.locals,
-            raise_errors=True)
-    finally:
-        for label, body in bodies.items():
-            blocks[label].body = body
-    for body in bodies.values():
-        for stmt in body:
-            if _is_null(stmt):
-                typemap.setdefault(stmt.target.name, state.typemap[stmt.target.name])
-    state.func_ir._definitions = build_definitions(blocks)
-    state.typemap, state.return_type, state.calltypes = typemap, return_type, calltypes
+    if not new:
+        return
+    entry = blocks[min(blocks)]
+    loc = entry.loc
+    defined = {s.target.name for s in new if isinstance(s, ir.Assign)}
+    used = {v.name for s in new for v in s.list_vars()}
+    seeds = {name: state.typemap[name] for name in used if name in state.typemap}
+    none, ret = ir.Var(entry.scope, "$streamjit_none", loc), ir.Var(entry.scope, "$streamjit_ret", loc)
+    block = ir.Block(entry.scope, loc)
+    block.body = new + [ir.Assign(ir.Const(None, loc), none, loc), ir.Assign(ir.Expr.cast(none, loc), ret, loc),
+                        ir.Return(ret, loc)]
+    piece = state.func_ir.derive({0: block})
+    piece._definitions = build_definitions(piece.blocks)
+    typemap, _, calltypes, _ = type_inference_stage(
+        state.typingctx, state.targetctx, piece, state.args, None, dict(state.locals or {}, **seeds),
+        raise_errors=True)
+    for name in defined - set(state.typemap):
+        state.typemap[name] = typemap[name]
+    state.calltypes.update(calltypes)
+    state.stream_typed.update((id(s), s) for s in new)
 
 
 def run_pass(state):
