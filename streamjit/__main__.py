@@ -78,15 +78,20 @@ def calibrate(args):
     copies = bench.copy_envelope(sizes, rounds=args.rounds)
     stencils = bench.stencil_envelope(sizes, rounds=args.rounds)
     print(bench.format_table(copies), "\n", bench.format_table(stencils), sep="")
-    found = {kind: bench.crossover_bytes(rows, column)
-             for kind, rows, column in (("copy", copies, "streamed"), ("kernel", stencils, "always streamed"))}
-    for kind, threshold in found.items():
-        print(f"{kind} threshold: " + (f"{threshold} bytes ({threshold / bench.MIB:g} MiB per array)" if threshold
-                                       else "streaming never won up to the largest size; not saved"))
-    found = {kind: threshold for kind, threshold in found.items() if threshold}
-    if not found:
+    copy_band, kernel_band = bench.winning_band(copies, "streamed"), bench.winning_band(stencils, "always streamed")
+    for name, band in (("copyto", copy_band), ('threshold="auto"', kernel_band)):
+        if band is None:
+            print(f"{name}: streaming never won up to the largest size; not saved")
+        else:
+            limit = "" if band[1] is None else f" up to {band[1] / bench.MIB:g} MiB"
+            print(f"{name}: streams above {band[0]} bytes ({band[0] / bench.MIB:g} MiB per array){limit}")
+    if copy_band is None and kernel_band is None:
         return 1
-    print(f"saved to {save_calibration(found, {'copy': copies, 'kernel': stencils})}")
+    found = {kind: band[0] for kind, band in (("copy", copy_band), ("kernel", kernel_band)) if band}
+    # copies stream only where measured to win: up to the band's end, or the largest size measured
+    copy_limit = copy_band and (copy_band[1] or copies[-1]["bytes"])
+    path = save_calibration(found, {"copy": copies, "kernel": stencils}, copy_limit=copy_limit)
+    print(f"saved to {path}")
     return 0
 
 

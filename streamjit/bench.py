@@ -93,11 +93,16 @@ def _kernel_args(name, a, b, c, q):
     return args + ((q,) if uses_q else ())
 
 
-def _repeated(run, times):
-    """A callable running ``run`` ``times`` times: one timing of a small size."""
+def _repeated(function, args, times):
+    """A callable calling ``function(*args)`` (two arguments) ``times``
+    times: one timing of a small size. The call is written out as user
+    code writes it: through `functools.partial` or ``*args`` a Python
+    function's call costs 20-40 ns more than a C function's."""
+    first, second = args
+
     def batch():
         for _ in range(times):
-            run()
+            function(first, second)
     return batch
 
 
@@ -310,17 +315,19 @@ def _float32s(n, offset=1, fill=True):
 
 
 def _envelope(sizes_bytes, setup, reference, moved, rounds, progress):
-    """For each size, ``setup(nbytes)`` gives ``{name: callable}`` (one call
-    each); they are timed interleaved in batches of about 256 MiB moved,
-    each after one untimed call, and a row holds the reference's GB/s and
-    every implementation's speed relative to it."""
+    """For each size, ``setup(nbytes)`` gives ``{name: (function, args)}``;
+    they are timed interleaved in batches of about 256 MiB moved, each
+    after one untimed call, and a row holds the reference's GB/s and every
+    implementation's speed relative to it."""
     rows = []
     for nbytes in (progress or iter)(sizes_bytes):
         impls = setup(nbytes)
-        for run in impls.values():
+        once = {k: _repeated(function, args, 1) for k, (function, args) in impls.items()}
+        for run in once.values():
             run()
         repeats = max(1, (256 << 20) // moved(nbytes))
-        medians = interleaved_medians({k: _repeated(v, repeats) for k, v in impls.items()}, rounds, warmups=impls)
+        medians = interleaved_medians({k: _repeated(f, args, repeats) for k, (f, args) in impls.items()}, rounds,
+                                      warmups=once)
         row = {"bytes": nbytes, f"{reference} GB/s": moved(nbytes) * repeats / medians[reference] / 1e9}
         row.update({k: medians[reference] / t for k, t in medians.items() if k != reference})
         rows.append(row)
@@ -341,10 +348,8 @@ def copy_envelope(sizes_bytes, rounds=5, progress=None):
     def setup(nbytes):
         n = max(1, nbytes // 4)
         src, dst = _float32s(n), _float32s(n, fill=False)
-        return {"np.copyto": functools.partial(np.copyto, dst, src),
-                "streamjit.copyto": functools.partial(dropins.copyto, dst, src),
-                "numba.njit loop": functools.partial(plain, dst, src),
-                "streamed": functools.partial(dropins.stream_copy, dst, src)}
+        return {"np.copyto": (np.copyto, (dst, src)), "streamjit.copyto": (dropins.copyto, (dst, src)),
+                "numba.njit loop": (plain, (dst, src)), "streamed": (dropins.stream_copy, (dst, src))}
 
     return _envelope(sizes_bytes, setup, "np.copyto", lambda nbytes: 2 * nbytes, rounds, progress)
 
@@ -370,21 +375,30 @@ def stencil_envelope(sizes_bytes, rounds=5, width=2048, progress=None):
         rows_n = max(3, nbytes // (4 * width))
         g = _float32s(rows_n * width, offset=0).reshape(rows_n, width)
         out = _float32s(rows_n * width, offset=0, fill=False).reshape(rows_n, width)
-        return {"numba.njit loop": functools.partial(plain, out, g), "threshold=auto": functools.partial(auto, out, g),
-                "always streamed": functools.partial(always, out, g)}
+        return {"numba.njit loop": (plain, (out, g)), "threshold=auto": (auto, (out, g)),
+                "always streamed": (always, (out, g))}
 
     return _envelope(sizes_bytes, setup, "numba.njit loop", lambda nbytes: 2 * nbytes, rounds, progress)
 
 
-def crossover_bytes(rows, column):
-    """Smallest size (bytes per array) from which ``column`` is at least 1.0
-    (as fast as the reference) at every larger size; None if never."""
-    crossing = None
-    for row in reversed(rows):
-        if row[column] < 1.0:
-            break
-        crossing = row["bytes"]
-    return crossing
+def winning_band(rows, column):
+    """Where streaming wins: the longest run of consecutive sizes whose
+    ``column`` is at least 1.0 (as fast as the reference), as ``(threshold,
+    last)``: stream above ``threshold`` (the largest size below the run,
+    where streaming lost) up to ``last`` (None when the run reaches the
+    largest size measured). None if streaming never wins."""
+    runs, start = [], None
+    for k, row in enumerate(rows + [{column: 0.0}]):
+        if row[column] >= 1.0 and start is None:
+            start = k
+        elif row[column] < 1.0 and start is not None:
+            runs.append((start, k - 1))
+            start = None
+    if not runs:
+        return None
+    first, last = max(runs, key=lambda run: run[1] - run[0])
+    threshold = rows[first - 1]["bytes"] if first else rows[0]["bytes"] - 1
+    return threshold, None if last == len(rows) - 1 else rows[last]["bytes"]
 
 
 def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):
@@ -394,8 +408,8 @@ def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):
 
     src = np.ones(nbytes // 4, np.float32)
     dst = np.empty_like(src)
-    medians = interleaved_medians({"np.copyto": _repeated(functools.partial(np.copyto, dst, src), calls),
-                                   "streamjit.copyto": _repeated(functools.partial(copyto, dst, src), calls)}, rounds)
+    medians = interleaved_medians({"np.copyto": _repeated(np.copyto, (dst, src), calls),
+                                   "streamjit.copyto": _repeated(copyto, (dst, src), calls)}, rounds)
     return {k: t / calls * 1e9 for k, t in medians.items()}
 
 

@@ -7,7 +7,7 @@ returns it, so a notebook shows it inline.
 
 from .bench import MIB
 from .machine import cpu_name
-from .threshold import copy_threshold, default_threshold, usable_cache_bytes
+from .threshold import default_threshold, usable_cache_bytes
 
 
 def _pyplot(path):
@@ -27,10 +27,10 @@ def _finish(fig, path):
     return fig
 
 
-def _envelope(rows, threshold, switch, what, path):
+def _envelope(rows, switches, what, path):
     """Bandwidth and speed relative to the reference (the row's ``* GB/s``
-    column) against size, for every implementation, with the switch at
-    ``threshold`` bytes and a plausible last-level cache marked."""
+    column) against size, for every implementation, with the switches
+    (``{label: bytes}``) and a plausible last-level cache marked."""
     plt = _pyplot(path)
     sizes = [r["bytes"] / MIB for r in rows]
     gbs = next(k for k in rows[0] if k.endswith(" GB/s"))
@@ -45,7 +45,9 @@ def _envelope(rows, threshold, switch, what, path):
         axis.set_xscale("log")
         if llc:
             axis.axvline(llc / MIB, color="grey", linestyle="--", label=f"last-level cache {llc / MIB:g} MiB")
-        axis.axvline(threshold / MIB, color="red", linestyle=":", label=f"{switch} {threshold / MIB:.3g} MiB")
+        for (label, switch), color in zip(switches.items(), ("red", "purple")):
+            if switch < float("inf"):
+                axis.axvline(switch / MIB, color=color, linestyle=":", label=f"{label} {switch / MIB:.4g} MiB")
     bw.set_ylabel("GB/s (read + write)")
     ratio.set_ylabel(f"speed / {gbs[:-5]}")
     ratio.set_xlabel("MiB per array (float32)")
@@ -55,13 +57,15 @@ def _envelope(rows, threshold, switch, what, path):
 
 
 def copy_envelope(rows, path=None):
-    """`bench.copy_envelope`, with `copyto`'s switch to streaming marked."""
-    return _envelope(rows, copy_threshold()[0], "copyto streams above", "copy", path)
+    """`bench.copy_envelope`, with the band where `copyto` streams marked."""
+    from .dropins import STREAM_BYTES, STREAM_LIMIT_BYTES
+
+    return _envelope(rows, {"copyto streams above": STREAM_BYTES, "up to": STREAM_LIMIT_BYTES}, "copy", path)
 
 
 def stencil_envelope(rows, path=None):
     """`bench.stencil_envelope`, with the ``threshold="auto"`` switch marked."""
-    return _envelope(rows, default_threshold()[0], 'threshold="auto"', "4-point Jacobi sweep", path)
+    return _envelope(rows, {'threshold="auto"': default_threshold()[0]}, "4-point Jacobi sweep", path)
 
 
 def _bars(rows, columns, labels, ylabel, title, path, legend=None, unit_line=False):

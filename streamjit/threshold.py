@@ -101,6 +101,22 @@ def threshold_for(kind):
     return fallback, f"fallback: cache size {why}; run `python -m streamjit calibrate`"
 
 
+def numpy_streaming_bytes():
+    """``(bytes, where it came from)``: the size above which ``np.copyto``
+    streams by itself, as glibc's ``memcpy`` does (on our VM from 181.5 MiB
+    on, where one streamed thread of ours reaches only 0.9x of it): the
+    upper end of the band where the calibration measured streaming to win,
+    else glibc's own rule (releases 2.26-2.37): 3/4 of the last-level cache
+    per CPU, as the cache is reported, plausible or not. None: no limit."""
+    calibrated = _calibrated("copy_limit_bytes")
+    if calibrated is not None:
+        return calibrated, f"calibration in {calibration_file()}"
+    llc = last_level_cache_bytes()
+    if llc is None:
+        return None, "no limit: cache size unknown"
+    return llc * 3 // 4 // max(1, os.cpu_count() or 1), "glibc's rule: 3/4 of the last-level cache per CPU"
+
+
 def default_threshold():
     """``(bytes, where it came from)`` for ``threshold="auto"``."""
     return threshold_for("kernel")
@@ -111,11 +127,14 @@ def copy_threshold():
     return threshold_for("copy")
 
 
-def save_calibration(thresholds, measurements):
-    """Store measured thresholds (``{kind: bytes}``) where `threshold_for` finds them."""
+def save_calibration(thresholds, measurements, copy_limit=None):
+    """Store measured thresholds (``{kind: bytes}``) where `threshold_for`
+    finds them, and ``copy_limit`` for `numpy_streaming_bytes`."""
     path = calibration_file()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     record = {KINDS[kind][1]: int(value) for kind, value in thresholds.items()}
+    if copy_limit is not None:
+        record["copy_limit_bytes"] = int(copy_limit)
     with open(path, "w") as f:
         json.dump({**record, "measurements": measurements}, f, indent=1)
     return path

@@ -104,10 +104,22 @@ def test_cache_size_defaults(clean_env, monkeypatch):
     assert "unknown" in th.copy_threshold()[1]
 
 
-def test_crossover_is_where_streaming_wins_from_then_on():
-    rows = [{"bytes": b, "s": r} for b, r in ((1, 0.5), (2, 1.1), (4, 0.9), (8, 1.0), (16, 1.4))]
-    assert bench.crossover_bytes(rows, "s") == 8
-    assert bench.crossover_bytes(rows[:3], "s") is None
+def test_winning_band():
+    rows = [{"bytes": b, "s": r} for b, r in ((1, 0.5), (2, 1.1), (4, 0.9), (8, 1.0), (16, 1.4), (32, 1.2), (64, 0.9))]
+    assert bench.winning_band(rows, "s") == (4, 32)          # stream above 4 up to 32: the longest run
+    assert bench.winning_band(rows[:6], "s") == (4, None)    # ... up to the largest size
+    assert bench.winning_band(rows[1:2], "s") == (1, None)   # wins from the first size on
+    assert bench.winning_band(rows[:1], "s") is None
+
+
+def test_where_numpy_streams_by_itself(clean_env, monkeypatch):
+    monkeypatch.setattr(th.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(th, "last_level_cache_bytes", lambda: 480 << 20)
+    assert th.numpy_streaming_bytes()[0] == 180 << 20         # glibc's rule, from the cache as reported
+    monkeypatch.setattr(th, "last_level_cache_bytes", lambda: None)
+    assert th.numpy_streaming_bytes()[0] is None
+    path = th.save_calibration({"copy": 5}, {}, copy_limit=4321)
+    assert th.numpy_streaming_bytes() == (4321, f"calibration in {path}")
 
 
 def test_calibrate_command(clean_env, capsys):
@@ -122,3 +134,5 @@ def test_calibrate_command(clean_env, capsys):
         for kind, (_, key, _, _) in th.KINDS.items():
             if key in record:
                 assert th.threshold_for(kind) == (record[key], f"calibration in {th.calibration_file()}")
+        if "copy_threshold_bytes" in record:
+            assert record["copy_threshold_bytes"] < record["copy_limit_bytes"] <= 2 << 20
