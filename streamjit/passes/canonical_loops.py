@@ -14,12 +14,26 @@ when the loop starts, as ``range`` does), so this pass rewrites the first
 form into the second in Numba's IR, as Numba's own loop canonicalization
 does for ``literal_unroll``. Only array parameters are rewritten (their
 types are known before type inference, from the signature).
+
+``for idx in np.ndindex(shape)`` and ``numba.pndindex(shape)`` visit every
+index tuple once, in C order; they become the loop nest that says so,
+
+    for i0 in range(shape[0]):          # prange for pndindex
+        for i1 in range(shape[1]): idx = (i0, i1); BODY
+
+so each store ``out[idx]`` is seen as ``out[i0, i1]`` (with ``parallel=True``
+Numba's parfor pass then runs the outer loop on its threads, as it would
+have run the pndindex loop).
 """
 
+from numba import prange
 from numba.core import ir, types
-from numba.core.ir_utils import build_definitions, get_definition, guard
+from numba.core.analysis import compute_cfg_from_blocks
+from numba.core.ir_utils import build_definitions, find_callname, get_definition, guard
 
-from .ir_build import Emitter
+from .ir_build import Emitter, new_block, retarget
+
+_NDINDEX = {("ndindex", "numpy"): range, ("pndindex", "numba"): prange}
 
 
 def _array_param(state, var):
@@ -35,24 +49,103 @@ def _iterated_array(state, getiter):
     call = guard(get_definition, state.func_ir, source)
     if not (isinstance(call, ir.Expr) and call.op == "call" and not call.kws and 1 <= len(call.args) <= 2):
         return None
-    func = guard(get_definition, state.func_ir, call.func)
-    if isinstance(func, (ir.Global, ir.FreeVar)) and func.value is enumerate and _array_param(state, call.args[0]):
+    if guard(find_callname, state.func_ir, call) == ("enumerate", "builtins") and _array_param(state, call.args[0]):
         return call.args[0], (call.args[1] if len(call.args) == 2 else None), True
     return None
 
 
-def _rewrite(state, label, at, getiter_stmt, found):
-    array, start, is_enumerate = found
-    blocks = state.func_ir.blocks
-    header = blocks[label]
+def _ndindex_dims(state, call, emit):
+    """Variables holding the extents of an ndindex/pndindex call, or None."""
+    if len(call.args) > 1:
+        return list(call.args)
+    shape = guard(get_definition, state.func_ir, call.args[0])
+    if isinstance(shape, ir.Expr) and shape.op == "build_tuple":
+        return list(shape.items)
+    if isinstance(shape, ir.Expr) and shape.op in ("static_getitem", "getitem"):
+        extents = guard(get_definition, state.func_ir, shape.value)   # a.shape[k]: one extent
+        if isinstance(extents, ir.Expr) and extents.op == "getattr" and extents.attr == "shape":
+            return [call.args[0]]
+    if isinstance(shape, ir.Expr) and shape.op == "getattr" and shape.attr == "shape" \
+            and _array_param(state, shape.value):
+        ndim = state.args[guard(get_definition, state.func_ir, shape.value).index].ndim
+        return [emit.assign(ir.Expr.static_getitem(call.args[0], k, None, emit.loc)) for k in range(ndim)]
+    return None
+
+
+def _header_parts(header, at):
+    """(copy of the iteration value, branch) of a for-loop header."""
     nxt = header.body[at].target
     first = next((s for s in header.body if isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr)
                   and s.value.op == "pair_first" and s.value.value.name == nxt.name), None)
     copy_stmt = next((s for s in header.body if isinstance(s, ir.Assign) and first is not None
                       and isinstance(s.value, ir.Var) and s.value.name == first.target.name), None)
     branch = header.body[-1]
-    if copy_stmt is None or not isinstance(branch, ir.Branch):
+    return (copy_stmt, branch) if copy_stmt is not None and isinstance(branch, ir.Branch) else None
+
+
+def _rewrite_ndindex(state, label, at, getiter_stmt, call, loop_func):
+    """Turn the ndindex loop at header ``label`` into a range loop nest."""
+    blocks = state.func_ir.blocks
+    header = blocks[label]
+    parts = _header_parts(header, at)
+    pre = Emitter(header.scope, getiter_stmt.loc)
+    dims = _ndindex_dims(state, call, pre) if parts else None
+    if not dims:
         return False
+    copy_stmt, branch = parts
+    loc, scope = copy_stmt.loc, header.scope
+    # the outermost loop keeps the user's header and call, now range(dims[0])
+    call.func = pre.global_(loop_func.__name__, loop_func)
+    call.args = [dims[0]]
+    # before the call, which now reads them
+    block, at_call = next((b, b.body.index(s)) for b in blocks.values() for s in b.body
+                          if isinstance(s, ir.Assign) and s.value is call)
+    block.body[at_call:at_call] = pre.stmts
+    indices = [ir.Var(scope, f"$streamjit_nd{label}_0", loc)]
+    value_var, copy_stmt.target = copy_stmt.target, indices[0]
+    body_entry = branch.truebr
+    loop_body = compute_cfg_from_blocks(blocks).loops()[label].body
+    # inner loops, one per further dimension
+    exit_to, enter = label, None
+    headers = []
+    for k, extent in enumerate(dims[1:], start=1):
+        it = Emitter(scope, loc)
+        iterator = it.range_iterator(range, [extent])
+        h = Emitter(scope, loc)
+        nxt = h.assign(ir.Expr.iternext(iterator, loc), hint="next")
+        indices.append(h.assign(ir.Expr.pair_first(nxt, loc), hint=f"nd{k}"))
+        more = h.assign(ir.Expr.pair_second(nxt, loc), hint="more")
+        h_label = new_block(blocks, scope, loc, h.stmts + [ir.Jump(exit_to, loc)])  # branch set below
+        it.stmts.append(ir.Jump(h_label, loc))
+        pre_label = new_block(blocks, scope, loc, it.stmts)
+        headers.append((h_label, more, exit_to))
+        if enter is None:
+            enter = pre_label
+        else:
+            prev_label, prev_more, prev_exit = headers[-2]
+            blocks[prev_label].body[-1] = ir.Branch(prev_more, pre_label, prev_exit, loc)
+        exit_to = h_label
+    innermost = exit_to
+    if headers:
+        last_label, last_more, last_exit = headers[-1]
+        blocks[last_label].body[-1] = ir.Branch(last_more, body_entry, last_exit, loc)
+        retarget(header, {body_entry: enter})
+        for b in loop_body - {label}:
+            retarget(blocks[b], {label: innermost})
+    rebuild = Emitter(scope, loc)
+    rebuild.assign(ir.Expr.build_tuple(indices, loc), target=value_var)
+    blocks[body_entry].body[0:0] = rebuild.stmts
+    return True
+
+
+def _rewrite(state, label, at, getiter_stmt, found):
+    array, start, is_enumerate = found
+    blocks = state.func_ir.blocks
+    header = blocks[label]
+    parts = _header_parts(header, at)
+    if parts is None:
+        return False
+    copy_stmt, branch = parts
     # the iterator: range(a.shape[0]) in place of the array (or enumerate) iterator
     owner = next(b for b in blocks.values() if getiter_stmt in b.body)
     pre = Emitter(owner.scope, getiter_stmt.loc)
@@ -88,9 +181,15 @@ def run_pass(state):
                 continue
             getiter_stmt = next((s for b in state.func_ir.blocks.values() for s in b.body
                                  if isinstance(s, ir.Assign) and s.value is getiter), None)
+            if getiter_stmt is None:
+                continue
             found = _iterated_array(state, getiter)
-            if found and getiter_stmt is not None:
+            call = guard(get_definition, state.func_ir, getiter.value)
+            callname = guard(find_callname, state.func_ir, call) if isinstance(call, ir.Expr) else None
+            if found:
                 changed |= _rewrite(state, label, at, getiter_stmt, found)
+            elif callname in _NDINDEX and not call.kws:
+                changed |= _rewrite_ndindex(state, label, at, getiter_stmt, call, _NDINDEX[callname])
     if changed:
         state.func_ir._definitions = build_definitions(state.func_ir.blocks)
     return changed

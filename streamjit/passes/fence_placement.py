@@ -16,9 +16,10 @@ whatever the thread pool does.
 """
 
 from numba.core import ir
+from numba.core.analysis import compute_cfg_from_blocks
 
 from ..typing import intrinsics
-from .ir_build import Emitter
+from .ir_build import Emitter, new_block, retarget
 
 
 def _fence(block, loc):
@@ -29,15 +30,24 @@ def _fence(block, loc):
 
 def run_pass(state):
     blocks = state.func_ir.blocks
+    # the nests as they are now, after the peel added blocks to them
+    loops = compute_cfg_from_blocks(blocks).loops()
     fenced = set()
-    for root in dict.fromkeys(plan.root for plan in state.stream_peels):
-        if root.kind == "prange":
-            for label in root.body:
-                term = blocks[label].body[-1]
-                if label != root.header and isinstance(term, ir.Jump) and term.target == root.header:
-                    blocks[label].body[-1:-1] = _fence(blocks[label], term.loc)
+    for old_root in dict.fromkeys(plan.root for plan in state.stream_peels):
+        root = loops[old_root.header]
+        if old_root.kind == "prange":
+            # every edge back to the header (a jump, or a branch out of an
+            # inner loop) goes through a block that fences
+            for label in sorted(set(root.body) - {root.header}):
+                block = blocks[label]
+                if root.header in (getattr(block.body[-1], "target", None), getattr(block.body[-1], "truebr", None),
+                                   getattr(block.body[-1], "falsebr", None)):
+                    loc = block.body[-1].loc
+                    fence = new_block(blocks, block.scope, loc, _fence(block, loc) + [ir.Jump(root.header, loc)])
+                    retarget(block, {root.header: fence})
+                    fenced.add(fence)
             continue
-        for label in sorted(root.exits - fenced):
+        for label in sorted(set(root.exits) - fenced):
             fenced.add(label)
             blocks[label].body[0:0] = _fence(blocks[label], blocks[label].loc)
     return bool(fenced)
