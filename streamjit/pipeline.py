@@ -14,9 +14,11 @@ Before type inference (untyped Numba IR, right after Numba inlines
 After type inference and phi removal (typed Numba IR: every variable typed,
 helpers inlined, constants folded), before Numba's rewrites and parfors:
 
-2. ``parallel_blocks``: with ``parallel=True``, streamed ``prange`` loops
-   become parallel loops over blocks, each a sequential loop (and the IR
-   is typed again);
+2. ``row_stores``: a row store of a streamed array (``out[i] = x[i]``)
+   becomes an element loop where that is exact (checked at run time);
+   ``parallel_blocks``: with ``parallel=True``, streamed ``prange`` loops
+   become parallel loops over blocks, each a sequential loop (both type
+   what they insert right away, for the scan that follows);
 3. ``accesses``: find every load and store of every array parameter, the
    loops around it (from the CFG), and which arrays are streamed;
 4. ``legality``: Halide's per-stage rule for streamed stores;
@@ -47,10 +49,11 @@ from numba.core.typed_passes import InlineOverloads
 from numba.core.untyped_passes import InlineInlinables
 
 from .passes import (accesses, align_peel, canonical_loops, fence_placement, legality, parallel_blocks, retype,
-                     size_check, stream_loads)
+                     row_stores, size_check, stream_loads)
 
 UNTYPED_PASSES = (canonical_loops,)
-TYPED_PASSES = (parallel_blocks, accesses, legality, align_peel, fence_placement, size_check, stream_loads, retype)
+TYPED_PASSES = (row_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check, stream_loads,
+                retype)
 DUMP_ENV = "STREAMJIT_DUMP_AFTER"
 
 

@@ -31,7 +31,7 @@ from numba.core import ir, types
 from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.ir_utils import build_definitions, find_callname, get_definition, guard
 
-from .ir_build import Emitter, new_block, retarget
+from .ir_build import Emitter, loop_nest, retarget
 
 _NDINDEX = {("ndindex", "numpy"): range, ("pndindex", "numba"): prange}
 
@@ -105,31 +105,10 @@ def _rewrite_ndindex(state, label, at, getiter_stmt, call, loop_func):
     value_var, copy_stmt.target = copy_stmt.target, indices[0]
     body_entry = branch.truebr
     loop_body = compute_cfg_from_blocks(blocks).loops()[label].body
-    # inner loops, one per further dimension
-    exit_to, enter = label, None
-    headers = []
-    for k, extent in enumerate(dims[1:], start=1):
-        it = Emitter(scope, loc)
-        iterator = it.range_iterator(range, [extent])
-        h = Emitter(scope, loc)
-        nxt = h.assign(ir.Expr.iternext(iterator, loc), hint="next")
-        indices.append(h.assign(ir.Expr.pair_first(nxt, loc), hint=f"nd{k}"))
-        more = h.assign(ir.Expr.pair_second(nxt, loc), hint="more")
-        h_label = new_block(blocks, scope, loc, h.stmts + [ir.Jump(exit_to, loc)])  # branch set below
-        it.stmts.append(ir.Jump(h_label, loc))
-        pre_label = new_block(blocks, scope, loc, it.stmts)
-        headers.append((h_label, more, exit_to))
-        if enter is None:
-            enter = pre_label
-        else:
-            prev_label, prev_more, prev_exit = headers[-2]
-            blocks[prev_label].body[-1] = ir.Branch(prev_more, pre_label, prev_exit, loc)
-        exit_to = h_label
-    innermost = exit_to
-    if headers:
-        last_label, last_more, last_exit = headers[-1]
-        blocks[last_label].body[-1] = ir.Branch(last_more, body_entry, last_exit, loc)
-        retarget(header, {body_entry: enter})
+    if len(dims) > 1:  # inner loops, one per further dimension
+        entry, innermost, inner = loop_nest(blocks, scope, loc, dims[1:], body_entry, label)
+        indices += inner
+        retarget(header, {body_entry: entry})
         for b in loop_body - {label}:
             retarget(blocks[b], {label: innermost})
     rebuild = Emitter(scope, loc)

@@ -103,3 +103,27 @@ def drop_definition(blocks, definition):
     single definition the rewrite gives it instead."""
     label, stmt = definition
     blocks[label].body.remove(stmt)
+
+
+def loop_nest(blocks, scope, loc, extents, body_label, exit_label):
+    """Blocks of ``for i0 in range(extents[0]): for i1 in ...: <body_label>``
+    in Numba's loop shape; the body must jump back to the innermost header.
+    Returns (entry label, innermost header label, index variables)."""
+    entry, outer_header, indices = None, None, []
+    for extent in extents:
+        head = Emitter(scope, loc)
+        nxt = head.assign(ir.Expr.iternext(head.temp("iter"), loc), hint="next")
+        indices.append(head.assign(ir.Expr.pair_first(nxt, loc), hint="index"))
+        more = head.assign(ir.Expr.pair_second(nxt, loc), hint="more")
+        header = new_block(blocks, scope, loc, head.stmts + [ir.Branch(more, body_label, outer_header or exit_label,
+                                                                        loc)])
+        pre = Emitter(scope, loc)
+        pre.range_iterator(range, [extent], target=blocks[header].body[0].value.value)
+        pre.stmts.append(ir.Jump(header, loc))
+        pre_label = new_block(blocks, scope, loc, pre.stmts)
+        if outer_header is None:
+            entry = pre_label
+        else:
+            retarget(blocks[outer_header], {body_label: pre_label})
+        outer_header = header
+    return entry, outer_header, indices

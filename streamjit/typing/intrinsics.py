@@ -21,6 +21,9 @@ near plain ``numba.njit``).
   its alignment handed to LLVM; ``is_stream_aligned`` / ``load_at``: the
   same for streamed sources that happen to be aligned too.
 - ``exceeds``: whether the streamed arrays are above the size threshold.
+- ``copies_elementwise`` / ``assign``: whether a row store ``out[i] = v``
+  can run as an element loop (``passes/row_stores.py``), and Numba's own
+  row store for when it cannot.
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 - ``prange``: Numba's, for loops the stream pass generates in parallel.
@@ -395,3 +398,61 @@ def store_fence(typingctx):
         return context.get_dummy_value()
 
     return signature(types.none), codegen
+
+
+def _byte_span(context, builder, aryty, ary_value):
+    """(lowest, highest + 1) byte address an array's elements occupy."""
+    intp = context.get_value_type(types.intp)
+    data = builder.ptrtoint(_field(context, builder, aryty, ary_value, "data"), intp)
+    low = high = data
+    strides = cgutils.unpack_tuple(builder, _field(context, builder, aryty, ary_value, "strides"), aryty.ndim)
+    for n, stride in zip(_shape(context, builder, aryty, ary_value), strides):
+        reach = builder.mul(builder.sub(n, n.type(1)), stride)
+        negative = builder.icmp_signed("<", reach, reach.type(0))
+        low = builder.add(low, builder.select(negative, reach, reach.type(0)))
+        high = builder.add(high, builder.select(negative, reach.type(0), reach))
+    return low, builder.add(high, intp(as_dtype(aryty.dtype).itemsize))
+
+
+@intrinsic
+def copies_elementwise(typingctx, row, value):
+    """True when ``row[...] = value`` equals an element-by-element copy:
+    ``value`` is a scalar, or an array of the row's shape whose memory does
+    not overlap the row's (else NumPy semantics need broadcasting or a
+    temporary copy, which Numba's own setitem does)."""
+    if not isinstance(row, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        if not isinstance(value, types.Array):
+            return cgutils.true_bit
+        if value.ndim != row.ndim:
+            return cgutils.false_bit
+        ok = cgutils.true_bit
+        for a, b in zip(_shape(context, builder, row, args[0]), _shape(context, builder, value, args[1])):
+            ok = builder.and_(ok, builder.icmp_signed("==", a, b))
+        row_low, row_high = _byte_span(context, builder, row, args[0])
+        value_low, value_high = _byte_span(context, builder, value, args[1])
+        apart = builder.or_(builder.icmp_unsigned("<=", row_high, value_low),
+                            builder.icmp_unsigned("<=", value_high, row_low))
+        empty = cgutils.false_bit
+        for n in _shape(context, builder, row, args[0]):
+            empty = builder.or_(empty, builder.icmp_signed("==", n, n.type(0)))
+        return builder.and_(ok, builder.or_(apart, empty))
+
+    return types.boolean(row, value), codegen
+
+
+@intrinsic
+def assign(typingctx, arr, index, value):
+    """``arr[index] = value`` with Numba's semantics, out of the stream
+    passes' sight (the fallback of a row store that was turned into a loop)."""
+    plain = _numba_operation(typingctx, operator.setitem, (arr, index, value))
+    if plain is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        _call_numba_operation(context, builder, operator.setitem, plain, sig.args, args)
+        return context.get_dummy_value()
+
+    return types.none(arr, index, value), codegen
