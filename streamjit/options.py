@@ -23,10 +23,13 @@ def _names(option_name, value, params, func):
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise StreamConfigError(
             f"{option_name} must be True, False or a list of parameter names, got {value!r}")
-    unknown = [v for v in value if v not in params]
+    # a parameter, or for stores a local variable (an array the kernel allocates)
+    names = set(params) | (set(func.__code__.co_varnames) if option_name == "stream_stores" else set())
+    unknown = [v for v in value if v not in names]
     if unknown:
         raise StreamConfigError(
             f"{option_name} names '{unknown[0]}', which is not a parameter of {func.__qualname__}"
+            f"{' nor one of its variables' if option_name == 'stream_stores' else ''}"
             f" (parameters: {', '.join(params) or 'none'})")
     return tuple(dict.fromkeys(value))
 

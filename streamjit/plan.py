@@ -35,6 +35,7 @@ class StreamOptions:
 class StreamResult:
     streamed_stores: frozenset = frozenset()
     streamed_loads: frozenset = frozenset()
+    fresh_arrays: frozenset = frozenset()  # streamed arrays the kernel allocates
     notes: dict = field(default_factory=dict)  # array -> [str]
     peeled_loops: int = 0
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from numba import types
 
+from .lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
 from .lowering.targets import count_asm_streaming
 
 _ASSIGN = re.compile(r"^\s*(%[\w.\-]+) = (.*)$")
@@ -124,6 +125,23 @@ def count_array_accesses(llvm_function, arrays):
     return reports
 
 
+def count_marked_stores(llvm_function, llvm_text, array):
+    """An `ArrayReport` of the stores marked as streamed to ``array`` (the
+    aligned loops' stores: the only ones attributable to an array that is
+    not a parameter)."""
+    lists = {i for i, name in marked_scope_lists(llvm_text, STREAM_STORE_SCOPE).items() if name == array}
+    rep = ArrayReport(notes=["allocated by the kernel: only the stores of its aligned loops are counted"])
+    for line in llvm_function.splitlines():
+        store = _STORE.match(line)
+        scope = re.search(r"!alias\.scope !(\d+)", line)
+        if store and scope and int(scope.group(1)) in lists:
+            ty, _, tail = store.groups()
+            attr = "plain_stores" if "!nontemporal" not in tail else \
+                "nt_vector_stores" if ty.startswith("<") else "nt_scalar_stores"
+            setattr(rep, attr, getattr(rep, attr) + 1)
+    return rep
+
+
 def _signature_notes(result, name, aryty, rep):
     notes = list(result.notes.get(name, []))
     if name in result.streamed_stores:
@@ -151,6 +169,10 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     result = dispatcher.stream_result(sig)
     for name, rep in reports.items():
         rep.notes = _signature_notes(result, name, arrays[name], rep)
+    for name in sorted(result.fresh_arrays):
+        reports[name] = count_marked_stores(llvm_function, llvm_text, name)
+        reports[name].notes += result.notes.get(name, [])
+    for rep in reports.values():
         if rep.nt_vector_stores + rep.nt_scalar_stores and not vector + scalar:
             rep.notes.append("this target has no non-temporal store instruction: the backend emitted plain stores")
     return StreamReport(signature=sig, arrays=reports, fences=fences,

@@ -9,7 +9,8 @@ find the marked instructions by their scope names.
 
 A load's scope name carries its prefetch distance in bytes
 (`streamjit.stream_load:1024`; 0 means no prefetch), so the rewrite after
-optimization needs no state from the compiler.
+optimization needs no state from the compiler; a store's carries the name
+of the array it writes (`streamjit.stream_store:out`).
 """
 
 import re
@@ -31,9 +32,11 @@ def _mark(builder, instruction, scope_name):
     instruction.set_metadata("alias.scope", module.add_metadata([scope]))
 
 
-def mark_streamed_store(builder, instruction):
-    """Tag a store instruction as a candidate for a non-temporal store."""
-    _mark(builder, instruction, STREAM_STORE_SCOPE)
+def mark_streamed_store(builder, instruction, array):
+    """Tag a store instruction to the named array as a candidate for a
+    non-temporal store (the name lets `stream_report` count the stores of
+    arrays that are not parameters)."""
+    _mark(builder, instruction, f"{STREAM_STORE_SCOPE}:{array}")
 
 
 def mark_streamed_load(builder, instruction, prefetch_distance):

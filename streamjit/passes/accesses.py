@@ -1,5 +1,6 @@
-"""Find every load and store of the kernel's array parameters, the loops
-around each, and which arrays the options stream.
+"""Find every load and store of the kernel's arrays (its array parameters
+and the arrays it allocates with NumPy, under the names the user gave
+them), the loops around each, and which arrays the options stream.
 
 Runs on typed Numba IR, so it sees the program Numba compiles, not the
 text the user wrote: stores made in inlined helpers, through local aliases
@@ -27,6 +28,8 @@ from ..errors import StreamConfigError, StreamWarning
 from ..plan import METADATA_KEY, StreamResult
 
 PRANGE_NAMES = ("prange", "internal_prange")
+ALLOCATORS = {(name, "numpy") for name in ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
+                                           "full_like")}
 
 
 @dataclass(eq=False)
@@ -114,7 +117,8 @@ class Access:
 class KernelScan:
     func_ir: ir.FunctionIR
     typemap: dict
-    params: dict  # parameter name -> variable bound to it
+    arrays: dict  # array name -> variable bound to it: parameters, and arrays the kernel allocates
+    fresh: frozenset = frozenset()  # names of the arrays the kernel allocates
     loops: list = field(default_factory=list)
     accesses: list = field(default_factory=list)
     defs: dict = field(default_factory=dict)  # variable -> [(label, statement)]
@@ -233,7 +237,7 @@ def _root_array(scan, var):
     a subscript of one: ``arr[y]`` of ``arr[y][x]`` gives the prefix (y,);
     a slice (``out[::-1]``) gives the subscript that made the view."""
     name = scan.canonical(var.name)
-    for param, bound in scan.params.items():
+    for param, bound in scan.arrays.items():
         if name == bound:
             return param, [], None
     value = scan.definition(var.name)
@@ -278,7 +282,7 @@ def _index_atoms(scan, node):
 
 
 def _classify_index(scan, array, index):
-    ndim = scan.typemap[scan.params[array]].ndim
+    ndim = scan.typemap[scan.arrays[array]].ndim
     if index is None:
         return "opaque"
     if all(_is_int(scan, a) for a in index):
@@ -296,20 +300,37 @@ def _record(scan, label, stmt, target, node, is_store):
     index = _index_atoms(scan, node)
     full = None if index is None else prefix + index
     scan.accesses.append(Access(
-        array=array, array_var=scan.params[array], label=label, stmt=stmt, index=full or [],
+        array=array, array_var=scan.arrays[array], label=label, stmt=stmt, index=full or [],
         kind="view" if view is not None else _classify_index(scan, array, full), is_store=is_store,
         loops=scan.loops_of(label), loc=stmt.loc, chained=bool(prefix), view=view))
 
 
+def _fresh_arrays(func_ir, typemap):
+    """{user name: variable} of the arrays the kernel allocates with NumPy
+    (``r = np.empty_like(x)``), under the name the user gave them."""
+    assigns = [s for block in func_ir.blocks.values() for s in block.body if isinstance(s, ir.Assign)]
+    allocated = {s.target.name for s in assigns if isinstance(s.value, ir.Expr) and s.value.op == "call"
+                 and isinstance(typemap.get(s.target.name), types.Array)
+                 and guard(find_callname, func_ir, s.value, typemap) in ALLOCATORS}
+    named = {s.target.name: s.value.name for s in assigns if isinstance(s.value, ir.Var)
+             and s.value.name in allocated and not s.target.name.startswith("$")}
+    named.update((v, v) for v in allocated if not v.startswith("$"))
+    found = {}
+    for user, var in sorted(named.items()):
+        found.setdefault(re.sub(r"\.\d+$", "", user), var)
+    return found
+
+
 def scan_kernel(func_ir, typemap, parallel=False):
-    """Loops and array-parameter accesses of a typed, phi-free function IR."""
-    params = {}
+    """Loops and array accesses of a typed, phi-free function IR."""
+    arrays = {}
     for stmt in func_ir.blocks[min(func_ir.blocks)].body:
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Arg) \
                 and isinstance(typemap.get(stmt.target.name), types.Array):
-            params[stmt.value.name] = stmt.target.name
-    scan = KernelScan(func_ir=func_ir, typemap=typemap, params=params, defs=_definitions(func_ir.blocks),
-                      cfg=compute_cfg_from_blocks(func_ir.blocks))
+            arrays[stmt.value.name] = stmt.target.name
+    fresh = {name: var for name, var in _fresh_arrays(func_ir, typemap).items() if name not in arrays}
+    scan = KernelScan(func_ir=func_ir, typemap=typemap, arrays={**arrays, **fresh}, fresh=frozenset(fresh),
+                      defs=_definitions(func_ir.blocks), cfg=compute_cfg_from_blocks(func_ir.blocks))
     _find_loops(scan, parallel)
     for label, block in func_ir.blocks.items():
         for stmt in block.body:
@@ -324,7 +345,7 @@ def scan_kernel(func_ir, typemap, parallel=False):
                     if root and root[2] is None:
                         for is_store in (False, True):
                             scan.accesses.append(Access(
-                                array=root[0], array_var=params[root[0]], label=label, stmt=stmt, index=[],
+                                array=root[0], array_var=scan.arrays[root[0]], label=label, stmt=stmt, index=[],
                                 kind="inplace", is_store=is_store, loops=scan.loops_of(label), loc=stmt.loc))
     return scan
 
@@ -362,7 +383,8 @@ def run_pass(state):
         raise StreamConfigError(f"stream_loads names '{self_loads[0]}', which {func_name} also stores to: "
                                 "a kernel cannot stream its own self-loads")
     _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", func_name)
-    result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded))
+    result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded),
+                          fresh_arrays=frozenset(scan.fresh & streamed))
     state.metadata[METADATA_KEY] = result
     state.stream_scan = scan
     return False

@@ -228,7 +228,8 @@ def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_point
             arr = ir.Var(block.scope, access.array_var, stmt.loc)
             index = _access_index(emit, access, stmt)
             if kind == "store":
-                emit.expr_stmt(intrinsics.stream_store, arr, index, stmt.value, pointer, offset_of(emit))
+                emit.expr_stmt(intrinsics.stream_store, arr, index, stmt.value, pointer, offset_of(emit),
+                               emit.const(access.array))
                 continue
             d = prefetch_distance(scan, access, distance) if access.array in streamed_loads else None
             if pointer is not None:

@@ -4,7 +4,8 @@ With a ``threshold``, streaming must only happen when the kernel's streamed
 arrays are larger than the threshold (in bytes); smaller data stays in cache
 and is faster with plain stores. Rather than compiling a second, plain
 variant and choosing in Python on every call, the kernel itself computes, at
-entry, whether its streamed arrays exceed the threshold, and every aligned
+entry, whether its streamed arrays exceed the threshold (all its array
+parameters, when it streams an array it allocates), and every aligned
 loop tests that flag (`align_peel.SIZE_GATE`) with its other run-time
 checks. Below the threshold the plain head loop runs the whole range,
 exactly the code `numba.njit` would run; no dispatch cost is added, and the
@@ -26,7 +27,14 @@ def run_pass(state):
     scan, result = state.stream_scan, state.metadata[METADATA_KEY]
     entry = state.func_ir.blocks[min(state.func_ir.blocks)]
     emit = Emitter(entry.scope, entry.loc)
-    arrays = emit.tuple_([ir.Var(entry.scope, scan.params[a], entry.loc) for a in result.streamed_arrays()])
+    # arrays the kernel allocates do not exist yet at entry: with such a
+    # streamed array, every array parameter counts (a fresh output is
+    # usually shaped like the inputs)
+    names = [a for a in result.streamed_arrays() if a not in scan.fresh]
+    if result.fresh_arrays:
+        names = [a for a in scan.arrays if a not in scan.fresh]
+        result.note(sorted(result.fresh_arrays)[0], 0, "threshold: compared with the bytes of the array parameters")
+    arrays = emit.tuple_([ir.Var(entry.scope, scan.arrays[a], entry.loc) for a in names])
     emit.assign(emit.call(intrinsics.exceeds, threshold, arrays), target=SIZE_GATE)
     # after the arguments are bound
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))

@@ -197,11 +197,14 @@ def stream_load(typingctx, arr, index, distance):
     return _typed_stream_load(typingctx, arr, index, distance, codegen)
 
 
-@intrinsic
-def stream_store(typingctx, arr, index, value, base, offset):
+@intrinsic(prefer_literal=True)
+def stream_store(typingctx, arr, index, value, base, offset, name):
     """``arr[index] = value``. For a supported array the store goes to
     ``base[offset]`` (the same element, addressed from the aligned pointer of
-    ``aligned_pointer``) and is tagged as a non-temporal candidate."""
+    ``aligned_pointer``) and is tagged as a non-temporal candidate of the
+    array called ``name`` (a string literal)."""
+    if not isinstance(name, types.StringLiteral):
+        return None
     if (isinstance(base, types.CPointer) and _is_element_access(arr, index) and arr.mutable
             and typingctx.can_convert(value, arr.dtype) is not None):
         def codegen(context, builder, sig, args):
@@ -209,10 +212,10 @@ def stream_store(typingctx, arr, index, value, base, offset):
             ptr = cgutils.gep(builder, args[3], context.cast(builder, args[4], offty, types.intp))
             val = context.cast(builder, args[2], valty, ptrty.dtype)
             data = context.data_model_manager[ptrty.dtype].as_data(builder, val)
-            mark_streamed_store(builder, builder.store(data, ptr))
+            mark_streamed_store(builder, builder.store(data, ptr), name.literal_value)
             return context.get_dummy_value()
 
-        return types.none(arr, index, value, base, offset), codegen
+        return types.none(arr, index, value, base, offset, name), codegen
     plain = _numba_operation(typingctx, operator.setitem, (arr, index, value))
     if plain is None:
         return None
@@ -221,7 +224,7 @@ def stream_store(typingctx, arr, index, value, base, offset):
         _call_numba_operation(context, builder, operator.setitem, plain, sig.args[:3], args[:3])
         return context.get_dummy_value()
 
-    return types.none(arr, index, value, base, offset), codegen_plain
+    return types.none(arr, index, value, base, offset, name), codegen_plain
 
 
 @intrinsic

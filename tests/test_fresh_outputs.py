@@ -1,0 +1,83 @@
+"""Arrays the kernel allocates (issue 13's fresh outputs) stream under
+stream_stores=True or by their variable name, and behave as under numba.njit."""
+
+import numba
+import numpy as np
+import pytest
+
+import streamjit as sj
+
+
+def fill_fresh(x, y):
+    r = np.empty_like(x)
+    for i in range(x.shape[0]):
+        r[i] = 2.0 * x[i] + y[i]
+    return r
+
+
+def fill_fresh_2d(a):
+    out = np.zeros((a.shape[0], a.shape[1]))
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, j] * 3.0
+    return out
+
+
+def fill_then_read(x):
+    tmp = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        tmp[i] = x[i] + 1.0
+    total = 0.0
+    for i in range(tmp.shape[0]):       # after the nest's fence: sees every value
+        total += tmp[i]
+    return tmp, total
+
+
+FRESH = sj.stream_kernel(stream_stores=True)(fill_fresh)
+FRESH_NAMED = sj.stream_kernel(stream_stores=["r"])(fill_fresh)
+FRESH_2D = sj.stream_kernel(stream_stores=["out"])(fill_fresh_2d)
+READ_BACK = sj.stream_kernel(stream_stores=True)(fill_then_read)
+
+
+@pytest.mark.parametrize("kernel", [FRESH, FRESH_NAMED], ids=["all", "named"])
+@pytest.mark.parametrize("n", [0, 1, 7, 33, 1001, 4099])
+@pytest.mark.parametrize("view", ["c", "off", "rev", "strided"])
+def test_fresh_output_equals_njit(kernel, n, view):
+    rng = np.random.default_rng(n)
+    base_x, base_y = rng.standard_normal(2 * n + 1), rng.standard_normal(2 * n + 1)
+    pick = {"c": lambda a: a[:n], "off": lambda a: a[1:n + 1], "rev": lambda a: a[n - 1::-1] if n else a[:0],
+            "strided": lambda a: a[:2 * n:2]}[view]
+    x, y = pick(base_x), pick(base_y)
+    np.testing.assert_array_equal(kernel(x, y), numba.njit(fill_fresh)(x, y))
+
+
+def test_fresh_outputs_stream_with_vector_nt_stores():
+    rng = np.random.default_rng(1)
+    FRESH(rng.standard_normal(1001), rng.standard_normal(1001))
+    report = FRESH.stream_report()
+    assert report.arrays["r"].nt_vector_stores > 0 and report.fences >= 1
+    assert "r" in FRESH.stream_result().streamed_stores
+    a = rng.standard_normal((19, 67))
+    np.testing.assert_array_equal(FRESH_2D(a), a * 3.0)
+    assert FRESH_2D.stream_report().arrays["out"].nt_vector_stores > 0
+
+
+def test_fresh_array_read_back_after_the_nest():
+    x = np.random.default_rng(2).standard_normal(5000)
+    tmp, total = READ_BACK(x)
+    np.testing.assert_array_equal(tmp, x + 1.0)
+    assert total == pytest.approx((x + 1.0).sum())
+
+
+def test_fresh_arrays_named_in_options_must_be_variables():
+    with pytest.raises(sj.StreamConfigError, match="nor one of its variables"):
+        sj.stream_kernel(stream_stores=["nope"])(fill_fresh)
+
+
+def test_threshold_with_a_fresh_output_counts_the_parameters():
+    small = sj.stream_kernel(stream_stores=True, threshold=1 << 20)(fill_fresh)
+    ones = np.ones(10)
+    np.testing.assert_array_equal(small(ones, ones), np.full(10, 3.0))
+    assert not small.above_threshold(ones, ones)
+    notes = small.stream_report().arrays["r"].notes
+    assert any("compared with the bytes of the array parameters" in n for n in notes)
