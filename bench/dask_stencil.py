@@ -18,7 +18,7 @@ import streamjit as sj
 from streamjit import bench
 
 
-def main(mib, chunk_sides, rounds=5):
+def main(mib, chunk_sides, rounds=9):
     side = int((mib * bench.MIB // 4) ** 0.5)
     print(f"{bench.host_description()}\n{side} x {side} float32 ({side * side * 4 / bench.MIB:.0f} MiB), "
           f"LocalCluster(2 processes, 1 thread each), stencil then sum, {rounds} interleaved rounds")

@@ -87,6 +87,14 @@ def test_tasks_share_one_unpickled_stencil_per_process(monkeypatch):
     assert first is second and first is not stencil and first.py_func is stencil.py_func
 
 
+def test_dask_chunks_stream_only_when_asked():
+    default, streamed = sj.stencil(S.jacobi, cval=1.0), sj.stencil(S.jacobi, threshold=0)
+    plain = sj_dask.for_dask(default)
+    assert plain.options == {"cval": 1.0, "stream_stores": False} and plain.py_func is default.py_func
+    assert sj_dask.for_dask(streamed) is streamed
+    assert sj_dask.for_dask(sj.stencil(S.jacobi, stream_stores=True)).options["stream_stores"] is True
+
+
 def test_importing_streamjit_does_not_import_dask():
     code = "import sys, streamjit; print('dask' in sys.modules, 'distributed' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
