@@ -14,8 +14,9 @@ Before type inference (untyped Numba IR, right after Numba inlines
 After type inference and phi removal (typed Numba IR: every variable typed,
 helpers inlined, constants folded), before Numba's rewrites and parfors:
 
-2. ``row_stores``: a row store of a streamed array (``out[i] = x[i]``)
-   becomes an element loop where that is exact (checked at run time);
+2. ``array_stores``: row stores, slice assignments of array expressions
+   and in-place operators on streamed arrays become (fused) element loops
+   where that is exact (checked at run time);
    ``parallel_blocks``: with ``parallel=True``, streamed ``prange`` loops
    become parallel loops over blocks, each a sequential loop (both type
    what they insert right away, for the scan that follows);
@@ -48,11 +49,11 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.typed_passes import InlineOverloads
 from numba.core.untyped_passes import InlineInlinables
 
-from .passes import (accesses, align_peel, canonical_loops, fence_placement, legality, parallel_blocks, retype,
-                     row_stores, size_check, stream_loads)
+from .passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, legality, parallel_blocks, retype,
+                     array_stores, size_check, stream_loads)
 
 UNTYPED_PASSES = (canonical_loops,)
-TYPED_PASSES = (row_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check, stream_loads,
+TYPED_PASSES = (array_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check, stream_loads,
                 retype)
 DUMP_ENV = "STREAMJIT_DUMP_AFTER"
 

@@ -119,6 +119,7 @@ class KernelScan:
     typemap: dict
     arrays: dict  # array name -> variable bound to it: parameters, and arrays the kernel allocates
     fresh: frozenset = frozenset()  # names of the arrays the kernel allocates
+    views: dict = field(default_factory=dict)  # view variable made by `array_stores.py` -> array name
     loops: list = field(default_factory=list)
     accesses: list = field(default_factory=list)
     defs: dict = field(default_factory=dict)  # variable -> [(label, statement)]
@@ -233,22 +234,26 @@ def _classify(scan, loop, parallel):
 
 
 def _root_array(scan, var):
-    """(parameter, index prefix, view) when ``var`` is an array parameter or
-    a subscript of one: ``arr[y]`` of ``arr[y][x]`` gives the prefix (y,);
-    a slice (``out[::-1]``) gives the subscript that made the view."""
+    """(array name, root variable, index prefix, view) when ``var`` is one
+    of the kernel's arrays, a view `array_stores.py` made of one (its own
+    root), or a subscript of either: ``arr[y]`` of ``arr[y][x]`` gives the
+    prefix (y,); a slice (``out[::-1]``) gives the subscript that made the
+    view."""
     name = scan.canonical(var.name)
-    for param, bound in scan.arrays.items():
+    if name in scan.views:
+        return scan.views[name], name, [], None
+    for array, bound in scan.arrays.items():
         if name == bound:
-            return param, [], None
+            return array, bound, [], None
     value = scan.definition(var.name)
     if isinstance(value, ir.Expr) and value.op in ("getitem", "static_getitem") \
             and isinstance(scan.typemap.get(var.name), types.Array):
         root = _root_array(scan, value.value)
         index = _index_atoms(scan, value)
-        if root and root[2] is None and index is not None and all(_is_int(scan, a) for a in index):
-            return root[0], root[1] + index, None
+        if root and root[3] is None and index is not None and all(_is_int(scan, a) for a in index):
+            return root[0], root[1], root[2] + index, None
         if root:
-            return root[0], [], root[2] or value
+            return root[0], root[1], [], root[3] or value
     return None
 
 
@@ -281,8 +286,8 @@ def _index_atoms(scan, node):
     return [index]
 
 
-def _classify_index(scan, array, index):
-    ndim = scan.typemap[scan.arrays[array]].ndim
+def _classify_index(scan, root_var, index):
+    ndim = scan.typemap[root_var].ndim
     if index is None:
         return "opaque"
     if all(_is_int(scan, a) for a in index):
@@ -296,12 +301,12 @@ def _record(scan, label, stmt, target, node, is_store):
     root = _root_array(scan, target)
     if root is None:
         return
-    array, prefix, view = root
+    array, root_var, prefix, view = root
     index = _index_atoms(scan, node)
     full = None if index is None else prefix + index
     scan.accesses.append(Access(
-        array=array, array_var=scan.arrays[array], label=label, stmt=stmt, index=full or [],
-        kind="view" if view is not None else _classify_index(scan, array, full), is_store=is_store,
+        array=array, array_var=root_var, label=label, stmt=stmt, index=full or [],
+        kind="view" if view is not None else _classify_index(scan, root_var, full), is_store=is_store,
         loops=scan.loops_of(label), loc=stmt.loc, chained=bool(prefix), view=view))
 
 
@@ -321,8 +326,9 @@ def _fresh_arrays(func_ir, typemap):
     return found
 
 
-def scan_kernel(func_ir, typemap, parallel=False):
-    """Loops and array accesses of a typed, phi-free function IR."""
+def scan_kernel(func_ir, typemap, parallel=False, views=None):
+    """Loops and array accesses of a typed, phi-free function IR;
+    ``views``: {view variable: array name} made by `array_stores.py`."""
     arrays = {}
     for stmt in func_ir.blocks[min(func_ir.blocks)].body:
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Arg) \
@@ -330,6 +336,7 @@ def scan_kernel(func_ir, typemap, parallel=False):
             arrays[stmt.value.name] = stmt.target.name
     fresh = {name: var for name, var in _fresh_arrays(func_ir, typemap).items() if name not in arrays}
     scan = KernelScan(func_ir=func_ir, typemap=typemap, arrays={**arrays, **fresh}, fresh=frozenset(fresh),
+                      views=dict(views or {}),
                       defs=_definitions(func_ir.blocks), cfg=compute_cfg_from_blocks(func_ir.blocks))
     _find_loops(scan, parallel)
     for label, block in func_ir.blocks.items():
@@ -342,10 +349,10 @@ def scan_kernel(func_ir, typemap, parallel=False):
                     _record(scan, label, stmt, expr.value, expr, False)
                 elif expr.op == "inplace_binop" and isinstance(typemap.get(expr.lhs.name), types.Array):
                     root = _root_array(scan, expr.lhs)
-                    if root and root[2] is None:
+                    if root and root[3] is None and not root[2]:
                         for is_store in (False, True):
                             scan.accesses.append(Access(
-                                array=root[0], array_var=scan.arrays[root[0]], label=label, stmt=stmt, index=[],
+                                array=root[0], array_var=root[1], label=label, stmt=stmt, index=[],
                                 kind="inplace", is_store=is_store, loops=scan.loops_of(label), loc=stmt.loc))
     return scan
 
@@ -371,7 +378,7 @@ def _warn_unused(option, used, option_name, verb, func_name):
 def run_pass(state):
     """Scan the kernel; decide the streamed arrays (`StreamResult`)."""
     options = state.stream_options
-    scan = scan_kernel(state.func_ir, state.typemap, options.parallel)
+    scan = scan_kernel(state.func_ir, state.typemap, options.parallel, getattr(state, "stream_views", None))
     func_name = state.func_id.func_qualname
     stored = {a.array for a in scan.stores()}
     loaded = {a.array for a in scan.loads()}
@@ -385,6 +392,8 @@ def run_pass(state):
     _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", func_name)
     result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded),
                           fresh_arrays=frozenset(scan.fresh & streamed))
+    for array, line, text in getattr(state, "stream_store_notes", ()):
+        result.note(array, line, text)
     state.metadata[METADATA_KEY] = result
     state.stream_scan = scan
     return False

@@ -90,7 +90,7 @@ def _why_not_peelable(scan, loop):
     return None
 
 
-def plan_peels(scan, legal, streamed, streamed_loads, result):
+def plan_peels(scan, legal, streamed, streamed_loads, result, fallbacks):
     """Choose the loops to split; note why other streamed stores stay plain."""
     plans = []
     for loop in scan.loops:
@@ -107,6 +107,8 @@ def plan_peels(scan, legal, streamed, streamed_loads, result):
         aligned = []
         for s in direct:
             dims = legal[s][1]
+            if id(s.stmt) in fallbacks:
+                continue  # Numba's own store, where `array_stores.py`'s element loop cannot run
             if s.kind == "row":
                 result.note(s.array, s.line, "a row store (fewer indices than dimensions); plain stores")
             elif s.kind == "slice":
@@ -158,7 +160,7 @@ def _bounds_checks(scan, emitter, plan, first, last):
     loop = plan.loop
     groups = {}
     for access, dims in plan.stores + plan.loads:
-        key = (access.array, tuple(d.key() for d in dims))
+        key = (access.array_var, tuple(d.key() for d in dims))
         groups.setdefault(key, (access, []))[1].append(dims)
     extremes = {}
     for access, members in groups.values():
@@ -272,6 +274,9 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
         checks.append(pre.call(intrinsics.same_alignment, ir.Var(scope, access.array_var, loc),
                                _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
                                _index_at(scan, pre, anchor_dims, loop, first)))
+    # loads of the aligned loop address rows as contiguous (`direct_load`)
+    for name in sorted({a.array_var for a, _ in plan.loads if scan.typemap[a.array_var].layout != "C"}):
+        checks.append(pre.call(intrinsics.inner_contiguous, ir.Var(scope, name, loc)))
     if gate:
         checks.insert(0, ir.Var(scope, SIZE_GATE, loc))
     # `&`, not `and`: no short-circuit branches to lower and optimize
@@ -323,7 +328,8 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
 
 def run_pass(state):
     scan, result, options = state.stream_scan, state.metadata[METADATA_KEY], state.stream_options
-    plans = plan_peels(scan, state.stream_legal, result.streamed_stores, result.streamed_loads, result)
+    plans = plan_peels(scan, state.stream_legal, result.streamed_stores, result.streamed_loads, result,
+                       getattr(state, "stream_fallbacks", {}))
     # a loop that holds another split loop is not split itself (its blocks
     # changed under it); its own stores stay plain
     nested = [p for p in plans if any(q is not p and p.loop.header in q.loop.enclosing_headers() for q in plans)]

@@ -17,7 +17,8 @@ the complete nest, which is legal, with a fence after each execution
   mutually exclusive branches of one ``if``, or differ in some dimension by
   a constant that no iteration step can make up (``out[2*i]`` and
   ``out[2*i+1]``);
-- a store outside every loop runs once per call.
+- a store outside every loop runs once per call, and so does a slice or
+  row store with invariant bounds in every execution of the loops around it.
 
 Rejected, with `StreamLegalityError` at the store's line: scatter
 (``out[idx[i]]``), a loop inside the nest whose variable does not select
@@ -78,6 +79,8 @@ def analyze_store(scan, store):
     outer = AffineAnalyzer(scan, store.loops[0] if store.loops else None)
     first = store_dims(scan, store, outer)
     root = nest_root(store, first)
+    if root is None and store.loops and store.kind in ("slice", "row") and all(d is not None for d in first):
+        return None, first  # a whole-array store: a stage of its own, re-run by the loops around it
     if root is None and store.loops:
         if any(d is None for d in first):
             _not_affine(store)

@@ -85,7 +85,7 @@ def _split(scan, loop):
 def run_pass(state):
     if not state.stream_options.parallel:
         return False
-    scan = scan_kernel(state.func_ir, state.typemap, parallel=True)
+    scan = scan_kernel(state.func_ir, state.typemap, True, getattr(state, "stream_views", None))
     streamed = streamed_store_names(state.stream_options, scan)
     split = 0
     for loop in scan.loops:

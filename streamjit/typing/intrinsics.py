@@ -107,6 +107,25 @@ def _element_pointer(context, builder, aryty, ary_value, idxty, idx_value):
     return _item_pointer(context, builder, aryty, ary_value, _index_values(context, builder, idxty, idx_value))
 
 
+def _contiguous_row_pointer(context, builder, aryty, ary_value, idxty, idx_value):
+    """`_element_pointer` for an array whose last dimension the caller
+    checked is contiguous: the row is found through the strides, the
+    element by an element-sized step LLVM can vectorize along (a view such
+    as ``A[1:-1, :-2]`` has layout 'A'). Plain GEPs, no integer casts, so
+    alias analysis keeps seeing the array."""
+    inds = _index_values(context, builder, idxty, idx_value)
+    data = _field(context, builder, aryty, ary_value, "data")
+    if aryty.layout == "C" or aryty.ndim == 1 and aryty.layout != "A":
+        return _item_pointer(context, builder, aryty, ary_value, inds)
+    strides = cgutils.unpack_tuple(builder, _field(context, builder, aryty, ary_value, "strides"), aryty.ndim)
+    row_offset = context.get_constant(types.intp, 0)
+    for i, stride in zip(inds[:-1], strides[:-1]):
+        row_offset = builder.add(row_offset, builder.mul(i, stride))
+    byte_ptr = builder.bitcast(data, cgutils.voidptr_t)
+    row = builder.bitcast(builder.gep(byte_ptr, [row_offset], inbounds=True), data.type)
+    return cgutils.gep(builder, row, inds[-1], inbounds=True)
+
+
 def _element_address(context, builder, aryty, ary_value, idxty, idx_value):
     ptr = _element_pointer(context, builder, aryty, ary_value, idxty, idx_value)
     return builder.ptrtoint(ptr, context.get_value_type(types.intp))
@@ -163,9 +182,10 @@ def _typed_stream_load(typingctx, arr, index, distance, element_codegen):
 
 @intrinsic
 def direct_load(typingctx, arr, index):
-    """``arr[index]``, without wraparound for a single element."""
+    """``arr[index]``, without wraparound for a single element, in a row
+    checked to be contiguous (``inner_contiguous``)."""
     def codegen(context, builder, sig, args):
-        ptr = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        ptr = _contiguous_row_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
         return _load_element(context, builder, sig.args[0], ptr, None)
 
     return _typed_load(typingctx, arr, index, codegen)
@@ -175,7 +195,7 @@ def direct_load(typingctx, arr, index):
 def direct_stream_load(typingctx, arr, index, distance):
     """``direct_load`` of a streamed array, prefetched ``distance`` bytes ahead."""
     def codegen(context, builder, sig, args, d):
-        ptr = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        ptr = _contiguous_row_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
         return _load_element(context, builder, sig.args[0], ptr, d)
 
     return _typed_stream_load(typingctx, arr, index, distance, codegen)
@@ -364,6 +384,17 @@ def aligned_pointer(typingctx, arr, index):
 
 
 @intrinsic
+def inner_contiguous(typingctx, arr):
+    """True when ``arr``'s last dimension is contiguous (or it is not an array)."""
+    def codegen(context, builder, sig, args):
+        if not isinstance(arr, types.Array):
+            return cgutils.true_bit
+        return _unit_inner_stride(context, builder, arr, args[0])
+
+    return types.boolean(arr), codegen
+
+
+@intrinsic
 def exceeds(typingctx, threshold, arrays):
     """True when the arrays in the tuple ``arrays`` hold more than
     ``threshold`` bytes together (non-array members count 0)."""
@@ -421,8 +452,8 @@ def _byte_span(context, builder, aryty, ary_value):
 def copies_elementwise(typingctx, row, value):
     """True when ``row[...] = value`` equals an element-by-element copy:
     ``value`` is a scalar, or an array of the row's shape whose memory does
-    not overlap the row's (else NumPy semantics need broadcasting or a
-    temporary copy, which Numba's own setitem does)."""
+    not overlap the row's or is the very same elements (else NumPy semantics
+    need broadcasting or a temporary copy, which Numba's own setitem does)."""
     if not isinstance(row, types.Array):
         return None
 
@@ -438,6 +469,13 @@ def copies_elementwise(typingctx, row, value):
         value_low, value_high = _byte_span(context, builder, value, args[1])
         apart = builder.or_(builder.icmp_unsigned("<=", row_high, value_low),
                             builder.icmp_unsigned("<=", value_high, row_low))
+        if as_dtype(row.dtype).itemsize == as_dtype(value.dtype).itemsize:
+            same = builder.icmp_unsigned("==", _field(context, builder, row, args[0], "data"),
+                                         _field(context, builder, value, args[1], "data"))
+            for a, b in zip(*(cgutils.unpack_tuple(builder, _field(context, builder, t, v, "strides"), t.ndim)
+                              for t, v in ((row, args[0]), (value, args[1])))):
+                same = builder.and_(same, builder.icmp_signed("==", a, b))
+            apart = builder.or_(apart, same)
         empty = cgutils.false_bit
         for n in _shape(context, builder, row, args[0]):
             empty = builder.or_(empty, builder.icmp_signed("==", n, n.type(0)))
