@@ -85,7 +85,7 @@ class StreamDispatcher(CPUDispatcher):
         sig = tuple(self.typeof_pyval(a) for a in bound.args)
         result = self.stream_result(sig)
         # as `passes/size_check.py`: every array parameter when a fresh array streams
-        names = bound.arguments if result.fresh_arrays else result.streamed_arrays()
+        names = bound.arguments if result.fresh_arrays & result.streamed_stores else result.streamed_arrays()
         total = sum(bound.arguments[name].nbytes for name in names
                     if isinstance(bound.arguments.get(name), np.ndarray))
         return total > threshold

@@ -130,7 +130,7 @@ def count_marked_stores(llvm_function, llvm_text, array):
     aligned loops' stores: the only ones attributable to an array that is
     not a parameter)."""
     lists = {i for i, name in marked_scope_lists(llvm_text, STREAM_STORE_SCOPE).items() if name == array}
-    rep = ArrayReport(notes=["allocated by the kernel: only the stores of its aligned loops are counted"])
+    rep = ArrayReport()
     for line in llvm_function.splitlines():
         store = _STORE.match(line)
         scope = re.search(r"!alias\.scope !(\d+)", line)
@@ -171,6 +171,8 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
         rep.notes = _signature_notes(result, name, arrays[name], rep)
     for name in sorted(result.fresh_arrays):
         reports[name] = count_marked_stores(llvm_function, llvm_text, name)
+        if name in result.streamed_stores:
+            reports[name].notes.append("allocated by the kernel: only the stores of its aligned loops are counted")
         reports[name].notes += result.notes.get(name, [])
     for rep in reports.values():
         if rep.nt_vector_stores + rep.nt_scalar_stores and not vector + scalar:

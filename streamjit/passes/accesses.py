@@ -361,10 +361,22 @@ def _named(option, candidates):
     return set(candidates) if option is True else set(option or ())
 
 
+# Why ``stream_stores=True`` leaves the arrays a kernel allocates plain: a
+# fresh allocation's pages are zeroed by the kernel on first touch, in cache,
+# and a streamed store to such a line costs more than a cached one
+# (bench/array_expressions.py: 0.68x numba.njit for a 200 MB fresh output).
+FRESH_NOTE = ("allocated by the kernel: not streamed under stream_stores=True (its pages are zeroed in cache on "
+              "first touch; streaming measured slower, bench/array_expressions.py); name it in stream_stores to "
+              "stream it anyway")
+
+
 def streamed_store_names(options, scan):
-    """The array parameters whose stores the options stream."""
+    """The arrays whose stores the options stream: with True, the array
+    parameters stored to; a list names parameters or allocated arrays."""
     stored = {a.array for a in scan.stores()}
-    return _named(options.stream_stores, stored) & stored
+    if options.stream_stores is True:
+        return stored - scan.fresh
+    return set(options.stream_stores or ()) & stored
 
 
 def _warn_unused(option, used, option_name, verb, func_name):
@@ -391,7 +403,9 @@ def run_pass(state):
                                 "a kernel cannot stream its own self-loads")
     _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", func_name)
     result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded),
-                          fresh_arrays=frozenset(scan.fresh & streamed))
+                          fresh_arrays=frozenset(scan.fresh & stored))
+    for name in sorted(scan.fresh & stored - streamed):
+        result.note(name, 0, FRESH_NOTE)
     for array, line, text in getattr(state, "stream_store_notes", ()):
         result.note(array, line, text)
     state.metadata[METADATA_KEY] = result

@@ -31,9 +31,10 @@ def run_pass(state):
     # streamed array, every array parameter counts (a fresh output is
     # usually shaped like the inputs)
     names = [a for a in result.streamed_arrays() if a not in scan.fresh]
-    if result.fresh_arrays:
+    if result.fresh_arrays & result.streamed_stores:
         names = [a for a in scan.arrays if a not in scan.fresh]
-        result.note(sorted(result.fresh_arrays)[0], 0, "threshold: compared with the bytes of the array parameters")
+        result.note(sorted(result.fresh_arrays & result.streamed_stores)[0], 0,
+                    "threshold: compared with the bytes of the array parameters")
     arrays = emit.tuple_([ir.Var(entry.scope, scan.arrays[a], entry.loc) for a in names])
     emit.assign(emit.call(intrinsics.exceeds, threshold, arrays), target=SIZE_GATE)
     # after the arguments are bound

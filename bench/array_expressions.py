@@ -1,0 +1,96 @@
+"""Array expressions, slice assignments, in-place operators and fresh
+outputs (issue 13): each kernel streamed (`stream_kernel(stream_stores=True)`)
+against the same function under `numba.njit`, and against streamjit's own
+element loops with plain stores (a threshold no array reaches: what fusing
+the expression alone gives), in one process, interleaved rounds, medians
+and ratios.
+
+- time-stepped Jacobi 2-D with slice expressions, float64, N x N (default 5000), 4 sweeps per call;
+- heat 3-D with slice expressions, float64, M^3 (default 300), 2 sweeps per call;
+- `C *= beta; C += alpha * A`, float64, N x N;
+- a fresh output: `r = np.empty_like(x); for i: r[i] = 2x + y; return r`, float64, N*N elements,
+  under stream_stores=True (which leaves it plain) and named (``stream_stores=["r"]``).
+
+Run: python bench/array_expressions.py [N] [M] [rounds]
+"""
+
+import sys
+
+import numba
+import numpy as np
+
+import streamjit as sj
+from streamjit import bench
+
+
+def jacobi_steps(A, B, steps):
+    for _ in range(steps):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
+
+
+def heat3d_steps(A, B, steps):
+    for _ in range(steps):
+        B[1:-1, 1:-1, 1:-1] = (0.125 * (A[2:, 1:-1, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[:-2, 1:-1, 1:-1])
+                               + 0.125 * (A[1:-1, 2:, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, :-2, 1:-1])
+                               + 0.125 * (A[1:-1, 1:-1, 2:] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, 1:-1, :-2])
+                               + A[1:-1, 1:-1, 1:-1])
+        A[1:-1, 1:-1, 1:-1] = (0.125 * (B[2:, 1:-1, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[:-2, 1:-1, 1:-1])
+                               + 0.125 * (B[1:-1, 2:, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, :-2, 1:-1])
+                               + 0.125 * (B[1:-1, 1:-1, 2:] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, 1:-1, :-2])
+                               + B[1:-1, 1:-1, 1:-1])
+
+
+def scale_accumulate(C, A, alpha, beta):
+    C *= beta
+    C += alpha * A
+
+
+def fresh_output(x, y):
+    r = np.empty_like(x)
+    for i in range(x.shape[0]):
+        r[i] = 2.0 * x[i] + y[i]
+    return r
+
+
+def compare(name, function, args, rounds, stream_stores=True):
+    """njit, streamjit below its threshold (the same element loops, plain
+    stores: what fusion alone gives) and streamjit streaming."""
+    streamed = sj.stream_kernel(stream_stores=stream_stores)(function)
+    fused = sj.stream_kernel(stream_stores=stream_stores, threshold=1 << 62)(function)
+    plain = numba.njit(function)
+    expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    want = plain(*expected)
+    for kernel in (streamed, fused):
+        check = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        got = kernel(*check)
+        assert all(np.array_equal(g, w) for g, w in zip(check, expected) if isinstance(g, np.ndarray))
+        assert got is None or np.array_equal(got, want)
+    nt = sum(r.nt_vector_stores for r in streamed.stream_report().arrays.values())
+    # (a runner returning a number would be taken for a time it measured)
+    medians = bench.interleaved_medians({"streamjit": lambda: [streamed(*args)] and None,
+                                         "fused": lambda: [fused(*args)] and None,
+                                         "njit": lambda: [plain(*args)] and None}, rounds)
+    print(f"{name:28s} {medians['njit'] * 1e3:9.1f} {medians['fused'] * 1e3:9.1f} {medians['streamjit'] * 1e3:9.1f}"
+          f" {medians['njit'] / medians['streamjit']:9.2f}x {medians['fused'] / medians['streamjit']:9.2f}x"
+          f"   vector NT stores in code: {nt}")
+
+
+def main(n=5000, m=300, rounds=7):
+    rng = np.random.default_rng(0)
+    print(bench.host_description())
+    print(f"{'kernel (float64), ms':28s} {'njit':>9s} {'fused':>9s} {'streamjit':>9s} {'vs njit':>10s} "
+          f"{'vs fused':>10s}")
+    compare(f"jacobi 2-D {n}x{n}, 4 sweeps", jacobi_steps,
+            (rng.standard_normal((n, n)), rng.standard_normal((n, n)), 2), rounds)
+    compare(f"heat 3-D {m}^3, 2 sweeps", heat3d_steps,
+            (rng.standard_normal((m, m, m)), rng.standard_normal((m, m, m)), 1), rounds)
+    compare(f"C *= b; C += a*A {n}x{n}", scale_accumulate,
+            (rng.standard_normal((n, n)), rng.standard_normal((n, n)), 1.5, 0.5), rounds)
+    vectors = (rng.standard_normal(n * n), rng.standard_normal(n * n))
+    compare(f"fresh output {n * n} elems", fresh_output, vectors, rounds)
+    compare("  the same, named", fresh_output, vectors, rounds, stream_stores=["r"])
+
+
+if __name__ == "__main__":
+    main(*map(int, sys.argv[1:4]))
