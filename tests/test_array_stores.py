@@ -1,0 +1,152 @@
+"""Slice assignments, array expressions, row stores and in-place operators
+on streamed arrays (issue 13): fused element loops where exact, Numba's own
+store otherwise; always equal to numba.njit and NumPy."""
+
+import numba
+import numpy as np
+import pytest
+
+import streamjit as sj
+
+SHAPES_2D = [(0, 0), (2, 2), (3, 3), (7, 5), (33, 67), (64, 128)]
+
+
+def jacobi_steps(A, B, steps):
+    for _ in range(steps):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
+
+
+def heat3d(A, B, steps):
+    for _ in range(steps):
+        B[1:-1, 1:-1, 1:-1] = (0.125 * (A[2:, 1:-1, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[:-2, 1:-1, 1:-1])
+                               + 0.125 * (A[1:-1, 1:-1, 2:] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, 1:-1, :-2])
+                               + A[1:-1, 1:-1, 1:-1])
+        A[1:-1, 1:-1, 1:-1] = B[1:-1, 1:-1, 1:-1]
+
+
+def axpy(out, a, x, y):
+    out[:] = a * x + y
+
+
+def scale_accumulate(C, A, alpha, beta):
+    C *= beta
+    C += alpha * A
+
+
+def shift(out):
+    out[1:] = out[:-1]          # overlapping: NumPy copies through a buffer
+
+
+def overlapping_rows(out, a):
+    for i in range(a.shape[0]):
+        out[i, 1:] = a[i, 1:]
+        out[i, :-1] = a[i, :-1]  # overlaps the store above
+
+
+KERNELS = {f.__name__: (sj.stream_kernel(stream_stores=True)(f), numba.njit(f))
+           for f in (jacobi_steps, heat3d, axpy, scale_accumulate, shift)}
+
+
+def run_both(name, *args):
+    streamed, plain = KERNELS[name]
+    mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    streamed(*mine)
+    plain(*theirs)
+    for m, t in zip(mine, theirs):
+        if isinstance(m, np.ndarray):
+            np.testing.assert_array_equal(m, t)
+    return mine
+
+
+@pytest.mark.parametrize("shape", SHAPES_2D)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_time_stepped_jacobi_slices(shape, dtype):
+    rng = np.random.default_rng(sum(shape))
+    A, B = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    got_a, got_b, _ = run_both("jacobi_steps", A, B, 3)
+    ref_a, ref_b = A.copy(), B.copy()     # NumPy, the same statements
+    for _ in range(3):
+        ref_b[1:-1, 1:-1] = 0.2 * (ref_a[1:-1, 1:-1] + ref_a[1:-1, :-2] + ref_a[1:-1, 2:] + ref_a[2:, 1:-1]
+                                   + ref_a[:-2, 1:-1])
+        ref_a[1:-1, 1:-1] = 0.2 * (ref_b[1:-1, 1:-1] + ref_b[1:-1, :-2] + ref_b[1:-1, 2:] + ref_b[2:, 1:-1]
+                                   + ref_b[:-2, 1:-1])
+    # (equal to njit above; NumPy computes float32 * 0.2 in float32, Numba in float64)
+    tolerance = dict(rtol=1e-5, atol=1e-5 if dtype == np.float32 else 0)
+    np.testing.assert_allclose(got_a, ref_a, **tolerance)
+    np.testing.assert_allclose(got_b, ref_b, **tolerance)
+
+
+def test_slice_stencils_stream_and_fence_every_step():
+    rng = np.random.default_rng(1)
+    run_both("jacobi_steps", rng.standard_normal((33, 67)), rng.standard_normal((33, 67)), 2)
+    report = KERNELS["jacobi_steps"][0].stream_report()
+    assert report.arrays["A"].nt_vector_stores > 0 and report.arrays["B"].nt_vector_stores > 0
+    assert report.fences >= 2           # after each of the two nests, inside the time loop
+    assert any("fused element loop" in n for n in report.arrays["B"].notes)
+    run_both("heat3d", rng.standard_normal((9, 10, 37)), rng.standard_normal((9, 10, 37)), 2)
+    assert KERNELS["heat3d"][0].stream_report().arrays["B"].nt_vector_stores > 0
+
+
+@pytest.mark.parametrize("shape", [(0, 0, 0), (3, 3, 3), (5, 6, 41)])
+def test_heat3d_slices(shape):
+    rng = np.random.default_rng(2)
+    run_both("heat3d", rng.standard_normal(shape), rng.standard_normal(shape), 2)
+
+
+VIEWS = {"c": lambda a, n: a[:n], "off": lambda a, n: a[1:n + 1], "rev": lambda a, n: a[n - 1::-1] if n else a[:0],
+         "strided": lambda a, n: a[:2 * n:2]}
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1001])
+@pytest.mark.parametrize("views", [("c", "c", "c"), ("off", "rev", "strided"), ("strided", "off", "c")])
+def test_axpy_on_views(n, views):
+    rng = np.random.default_rng(n)
+    out, x, y = (VIEWS[v](rng.standard_normal(2 * n + 2), n) for v in views)
+    got = run_both("axpy", out, 2.5, x, y)[0]
+    np.testing.assert_array_equal(got, 2.5 * x + y)
+
+
+def test_axpy_streams_and_broadcasting_falls_back_to_numba():
+    rng = np.random.default_rng(3)
+    out, x, y = np.zeros(1001), rng.standard_normal(1001), rng.standard_normal(1001)
+    run_both("axpy", out, 2.5, x, y)
+    assert KERNELS["axpy"][0].stream_report().arrays["out"].nt_vector_stores > 0
+    got = run_both("axpy", out, 2.5, x, y[:1])        # broadcast: Numba's own store
+    np.testing.assert_array_equal(got[0], 2.5 * x + y[0])
+    with pytest.raises(ValueError):                    # shape mismatch: Numba's own error
+        KERNELS["axpy"][0](out, 2.5, x, y[:7])
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (17, 40)])
+def test_in_place_operators(shape):
+    rng = np.random.default_rng(4)
+    C, A = rng.standard_normal(shape), rng.standard_normal(shape)
+    got = run_both("scale_accumulate", C, A, 1.5, 0.5)[0]
+    np.testing.assert_allclose(got, C * 0.5 + 1.5 * A)
+    if C.size:
+        assert KERNELS["scale_accumulate"][0].stream_report().arrays["C"].nt_vector_stores > 0
+
+
+def test_overlapping_slice_copy_keeps_numpy_semantics():
+    a = np.random.default_rng(5).standard_normal(101)
+    got = run_both("shift", a)[0]
+    np.testing.assert_array_equal(got[1:], a[:-1])
+
+
+def test_overlapping_slice_stores_in_one_nest_are_rejected():
+    kernel = sj.stream_kernel(stream_stores=["out"])(overlapping_rows)
+    with pytest.raises(sj.StreamLegalityError, match="may write the same element"):
+        kernel(np.zeros((3, 4)), np.ones((3, 4)))
+
+
+def test_integer_expressions_are_not_fused_but_equal():
+    def int_expr(out, x, y):
+        out[:] = x * 3 + y
+
+    kernel = sj.stream_kernel(stream_stores=True)(int_expr)
+    x, y = np.arange(100, dtype=np.int32), np.arange(100, dtype=np.int32)[::-1].copy()
+    out = np.zeros(100, np.int32)
+    kernel(out, x, y)
+    np.testing.assert_array_equal(out, x * 3 + y)
