@@ -2,7 +2,12 @@
 worker processes), per chunk size: `streamjit.stencil` with its defaults,
 streamed (``threshold=0``), with plain stores, and `numba.stencil` through
 `map_overlap`. Each run reduces the result to a sum, so no variant ships
-its output back. Interleaved medians.
+its output back. Interleaved medians of two measures: the wall time, and
+the seconds the workers spent computing the per-chunk tasks (Dask's task
+stream; Dask fuses each chunk's halo, stencil, trim and partial sum into
+one task). The wall time also depends on the order Dask runs the tasks in,
+which follows the task names and so differs between variants that run
+identical code (it differed by up to 1.6x here); the task time does not.
 
 Run: python bench/dask_stencil.py [MiB [chunk sides...]]
      (default 1024 MiB, float32, chunks 1024 2048 4096 8192)
@@ -16,6 +21,15 @@ import numpy as np
 
 import streamjit as sj
 from streamjit import bench
+
+
+def chunk_task_seconds(build):
+    """Compute what ``build()`` returns; return the seconds workers spent
+    computing its per-chunk tasks (named ``overlap-...``)."""
+    with distributed.get_task_stream() as stream:
+        build().compute()
+    return sum(part["stop"] - part["start"] for task in stream.data if task["key"][0].startswith("overlap")
+               for part in task["startstops"] if part["action"] == "compute")
 
 
 def main(mib, chunk_sides, rounds=9):
@@ -35,12 +49,13 @@ def main(mib, chunk_sides, rounds=9):
                                                                boundary="none", dtype=np.float32).sum()
             sums = [build().compute() for build in variants.values()]      # also compiles on the workers
             assert np.allclose(sums, sums[0], rtol=1e-4), sums
-            medians = bench.interleaved_medians({name: (lambda b=build: b().compute())
-                                                 for name, build in variants.items()}, rounds)
-            base = medians["streamjit.stencil (plain)"]
-            print(f"\nchunks {chunk} x {chunk} ({chunk * chunk * 4 / bench.MIB:g} MiB)")
-            for name, seconds in medians.items():
-                print(f"  {name:30s} {seconds:7.3f} s   {base / seconds:.2f}x plain")
+            walls = bench.interleaved_medians({name: (lambda b=build: b().compute())
+                                               for name, build in variants.items()}, rounds)
+            tasks = bench.interleaved_medians(variants, rounds, seconds=chunk_task_seconds)
+            print(f"\nchunks {chunk} x {chunk} ({chunk * chunk * 4 / bench.MIB:g} MiB): wall time, per-chunk task time")
+            for name in variants:
+                print(f"  {name:30s} {walls[name]:7.3f} s {walls['streamjit.stencil (plain)'] / walls[name]:5.2f}x plain"
+                      f"   {tasks[name]:7.3f} s {tasks['streamjit.stencil (plain)'] / tasks[name]:5.2f}x plain")
             del grid
 
 

@@ -106,22 +106,26 @@ def _repeated(function, args, times):
     return batch
 
 
-def interleaved_medians(runners, rounds, warmups=None):
-    """Run each callable once per round, in turn (rotated); return median seconds.
-    ``warmups`` (some of the same keys) run untimed just before their
-    runner, so no run pays for the cache state the one before it left
-    (data that streamed stores evicted)."""
+def wall_seconds(run):
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def interleaved_medians(runners, rounds, warmups=None, seconds=wall_seconds):
+    """Run each callable once per round, in turn (rotated); return the
+    median of ``seconds(runner)`` (by default its wall time). ``warmups``
+    (some of the same keys) run untimed just before their runner, so no
+    run pays for the cache state the one before it left (data that
+    streamed stores evicted)."""
     times = {key: [] for key in runners}
     keys = list(runners)
     for round_ in range(rounds):
         # each round starts with the next runner, so none always follows the same one
         for key in keys[round_ % len(keys):] + keys[:round_ % len(keys)]:
-            run = runners[key]
             if warmups and key in warmups:
                 warmups[key]()
-            start = time.perf_counter()
-            run()
-            times[key].append(time.perf_counter() - start)
+            times[key].append(seconds(runners[key]))
     return {key: statistics.median(t) for key, t in times.items()}
 
 

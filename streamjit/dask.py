@@ -89,10 +89,11 @@ def for_dask(stencil):
     """The stencil Dask chunks run: ``stencil`` itself when it was given
     ``stream_stores`` or ``threshold``, else the same stencil with plain
     stores. In a stencil-then-sum pipeline (bench/README.md) streaming
-    did not pay at any chunk size here: each task's output is a fresh
-    allocation that the next task reads right back, and across runs the
-    streamed stencil ran 0.90-1.12x the plain one with 64 MiB chunks and
-    0.64-1.79x with 256 MiB chunks."""
+    did not measurably pay at any chunk size here: each task's output is a
+    fresh allocation that the next task reads right back, and the streamed
+    stencil's per-chunk task time, 1.05x the plain one's with 64 MiB chunks
+    and 0.58x with 256 MiB, stayed within the spread between two variants
+    that run identical plain code (0.94x and 0.70x)."""
     if "stream_stores" in stencil.options or "threshold" in stencil.options:
         return stencil
     return type(stencil)(stencil.py_func, stencil.mode, {**stencil.options, "stream_stores": False})
