@@ -131,8 +131,12 @@ def _rewrite(state, label, at, getiter_stmt, found):
     length = pre.assign(ir.Expr.static_getitem(pre.assign(ir.Expr.getattr(array, "shape", pre.loc)), 0, None,
                                                pre.loc))
     rng = pre.call(range, length)
+    iterated = getiter_stmt.value.value
     getiter_stmt.value = ir.Expr.getiter(rng, getiter_stmt.loc)
     owner.body[owner.body.index(getiter_stmt):owner.body.index(getiter_stmt)] = pre.stmts
+    if is_enumerate:  # the enumerate object is no longer iterated: drop its call
+        for b in blocks.values():
+            b.body = [s for s in b.body if not (isinstance(s, ir.Assign) and s.target.name == iterated.name)]
     # the loop value, rebuilt from the index at the start of the body
     value_var = copy_stmt.target
     index = ir.Var(header.scope, f"$streamjit_index.{label}", copy_stmt.loc)

@@ -1,0 +1,161 @@
+"""Each stream pass on a small kernel, checked right after it runs (the IR
+it leaves, or what it records on the compiler state), not only through the
+compiled result."""
+
+import io
+
+import numba
+import numpy as np
+import pytest
+from numba.core import ir
+
+import streamjit as sj
+from streamjit.passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, legality,
+                              parallel_blocks, retype, size_check, stream_loads)
+
+
+class Seen:
+    """What a pass left: the IR as text, its loops and calls, the state."""
+
+    def __init__(self, state):
+        self.state = state
+        out = io.StringIO()
+        state.func_ir.dump(file=out)
+        self.text = out.getvalue()
+        assigns = [s for b in state.func_ir.blocks.values() for s in b.body if isinstance(s, ir.Assign)]
+        values = {s.target.name: s.value.value for s in assigns if isinstance(s.value, (ir.Global, ir.FreeVar))}
+        self.globals = list(values.values())
+        # the globals that are called
+        self.called = [values.get(s.value.func.name) for s in assigns
+                       if isinstance(s.value, ir.Expr) and s.value.op == "call"]
+        self.loops = len(accesses.compute_cfg_from_blocks(state.func_ir.blocks).loops())
+
+
+def after(monkeypatch, module, function, args, **options):
+    """Compile ``function`` for ``args`` and return `Seen` right after ``module``'s pass."""
+    seen = []
+    original = module.run_pass
+
+    def run_pass(state):
+        changed = original(state)
+        seen.append(Seen(state))
+        return changed
+
+    monkeypatch.setattr(module, "run_pass", run_pass)
+    sj.stream_kernel(**options)(function)(*args)
+    return seen[-1]
+
+
+def enumerate_kernel(out, a):
+    for i, x in enumerate(a):
+        out[i] = 2.0 * x
+
+
+def ndindex_kernel(out, a):
+    for idx in np.ndindex(a.shape):
+        out[idx] = a[idx] + 1.0
+
+
+def hidden_stores(out, grid, a):
+    o = out
+    for i in range(a.shape[0]):
+        o[i] = a[i]
+        grid[i][0] = a[i]
+
+
+def time_loop(out, a, steps):
+    for _ in range(steps):
+        for i in range(a.shape[0]):
+            out[i] = a[i] + 1.0
+
+
+def repeated(out, a):
+    for i in range(a.shape[0]):
+        for t in range(3):
+            out[i] = a[i] * t
+
+
+def copy(dst, src):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+def axpy(out, a, x, y):
+    out[:] = a * x + y
+
+
+def parallel_copy(dst, src):
+    for i in numba.prange(src.shape[0]):
+        dst[i] = src[i]
+
+
+V = np.arange(64.0)
+G = np.zeros((64, 3))
+
+
+def test_canonical_loops_turns_enumerate_and_ndindex_into_range_loops(monkeypatch):
+    seen = after(monkeypatch, canonical_loops, enumerate_kernel, (V.copy(), V), stream_stores=True)
+    assert range in seen.called and enumerate not in seen.called
+    seen = after(monkeypatch, canonical_loops, ndindex_kernel, (G.copy(), G), stream_stores=True)
+    assert seen.loops == 2 and seen.called.count(range) == 2 and np.ndindex not in seen.called
+
+
+def test_accesses_finds_stores_through_aliases_and_chained_subscripts(monkeypatch):
+    seen = after(monkeypatch, accesses, hidden_stores, (V.copy(), G.copy(), V), stream_stores=True)
+    scan = seen.state.stream_scan
+    stores = {(a.array, a.kind, a.chained) for a in scan.stores()}
+    assert stores == {("out", "element", False), ("grid", "element", True)}
+    assert all(len(a.loops) == 1 and a.loops[0].is_range for a in scan.stores())
+    assert seen.state.metadata["streamjit"].streamed_stores == {"out", "grid"}
+
+
+def test_legality_roots_a_nest_inside_its_time_loop(monkeypatch):
+    seen = after(monkeypatch, legality, time_loop, (V.copy(), V, 2), stream_stores=True)
+    (root, dims), = seen.state.stream_legal.values()
+    assert root.var == "i" and root.parent is not None and dims[0].coeffs == {root: 1}
+
+
+def test_legality_rejects_an_inner_loop_that_does_not_select_the_element():
+    with pytest.raises(sj.StreamLegalityError, match="does not depend on the loop variable 't'"):
+        sj.stream_kernel(stream_stores=True)(repeated)(V.copy(), V)
+
+
+def test_array_stores_makes_a_fused_loop_over_a_registered_view(monkeypatch):
+    seen = after(monkeypatch, array_stores, axpy, (V.copy(), 2.0, V, V), stream_stores=True)
+    assert seen.loops == 1 and list(seen.state.stream_views.values()) == ["out"]   # the view out[:]
+    assert "copies_elementwise" in seen.text
+
+
+def test_parallel_blocks_splits_a_streamed_prange_loop(monkeypatch):
+    seen = after(monkeypatch, parallel_blocks, parallel_copy, (V.copy(), V), stream_stores=True, parallel=True)
+    assert seen.loops == 2 and numba.prange in seen.called
+
+
+def test_align_peel_versions_the_loop(monkeypatch):
+    seen = after(monkeypatch, align_peel, copy, (V.copy(), V), stream_stores=True)
+    assert seen.loops == 2 and seen.state.metadata["streamjit"].peeled_loops == 1
+    assert all(f"global({name}:" in seen.text
+               for name in ("aligned_start", "aligned_pointer", "stream_store", "in_bounds", "keep_scalar"))
+
+
+def test_fence_placement_fences_each_exit_of_the_nest(monkeypatch):
+    seen = after(monkeypatch, fence_placement, time_loop, (V.copy(), V, 2), stream_stores=True)
+    assert seen.text.count("global(store_fence") == 1
+
+
+def test_size_check_tests_the_size_once_at_entry(monkeypatch):
+    seen = after(monkeypatch, size_check, copy, (V.copy(), V), stream_stores=True, threshold=4096)
+    entry = seen.state.func_ir.blocks[min(seen.state.func_ir.blocks)]
+    assert sum(isinstance(s, ir.Assign) and isinstance(s.value, ir.Global) and s.value.name == "exceeds"
+               for s in entry.body) == 1
+
+
+def test_stream_loads_tags_the_loads_left_in_the_head_loop(monkeypatch):
+    seen = after(monkeypatch, stream_loads, copy, (V.copy(), V), stream_loads=["src"], stream_stores=True)
+    assert "global(stream_load" in seen.text and "global(direct_stream_load" in seen.text
+
+
+def test_retype_types_every_inserted_variable(monkeypatch):
+    seen = after(monkeypatch, retype, copy, (V.copy(), V), stream_stores=True)
+    names = {v.name for b in seen.state.func_ir.blocks.values() for s in b.body for v in s.list_vars()}
+    assert names <= set(seen.state.typemap)
