@@ -159,3 +159,11 @@ def test_retype_types_every_inserted_variable(monkeypatch):
     seen = after(monkeypatch, retype, copy, (V.copy(), V), stream_stores=True)
     names = {v.name for b in seen.state.func_ir.blocks.values() for s in b.body for v in s.list_vars()}
     assert names <= set(seen.state.typemap)
+
+
+def test_dump_after_prints_the_ir_after_the_named_pass(monkeypatch, capsys):
+    monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "align_peel")
+    sj.stream_kernel(stream_stores=True)(copy)(V.copy(), V)
+    out = capsys.readouterr().out
+    assert "IR of copy after align_peel" in out and "global(stream_store:" in out
+    assert "after fence_placement" not in out
