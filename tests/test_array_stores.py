@@ -150,3 +150,15 @@ def test_integer_expressions_are_not_fused_but_equal():
     out = np.zeros(100, np.int32)
     kernel(out, x, y)
     np.testing.assert_array_equal(out, x * 3 + y)
+
+
+def test_parallel_array_expressions_run_in_prange_and_stream():
+    kernel = sj.stream_kernel(stream_stores=True, parallel=True)(axpy)
+    rng = np.random.default_rng(6)
+    x, y = rng.standard_normal(300_001), rng.standard_normal(300_001)
+    out = np.zeros(300_001)
+    kernel(out[1:], 2.0, x[1:], y[:-1])
+    np.testing.assert_array_equal(out[1:], 2.0 * x[1:] + y[:-1])
+    report = kernel.stream_report()
+    assert report.arrays["out"].nt_vector_stores > 0 and report.fences >= 1
+    assert "__numba_parfor_gufunc" in kernel.inspect_llvm(kernel.signatures[0])   # on Numba's threads

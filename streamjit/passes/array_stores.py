@@ -20,13 +20,16 @@ The expression is fused when it is built of elementwise arithmetic on
 floating-point arrays of the destination's dimensions and scalars (Numba
 types those array operations with the same loops as the scalar ones, so
 the values are the same); otherwise only a plain copy or fill is turned
-into a loop. The passes after this one align, stream and fence the element
-loop like one the user wrote; the view is registered as a root of its
+into a loop. With ``parallel=True`` the outer loop is a ``prange``, so the
+expression still runs on all threads, as Numba's parfors would run it. The
+passes after this one align, stream and fence the element loop like one the
+user wrote; the view is registered as a root of its
 array (`accesses.py`). The new statements are typed here, for the scan.
 """
 
 import operator
 
+from numba import prange
 from numba.core import ir, types
 
 from ..typing import intrinsics
@@ -144,7 +147,9 @@ def _rewrite(state, scan, access, uses):
     if inplace:  # the operator's result is the array itself
         done = new_block(blocks, scope, loc, [ir.Assign(expr.lhs, stmt.target, loc), ir.Jump(after, loc)])
     body_label = new_block(blocks, scope, loc, [])
-    entry, innermost, indices = loop_nest(blocks, scope, loc, extents, body_label, done)
+    # with parallel=True the outer loop is a prange, as Numba's parfors would run the expression
+    entry, innermost, indices = loop_nest(blocks, scope, loc, extents, body_label, done,
+                                          prange if state.stream_options.parallel else range)
     body = Emitter(scope, loc)
     index = body.value(indices[0]) if ndim == 1 else body.tuple_(indices)
     names = {a.name for a in arrays}

@@ -105,12 +105,12 @@ def drop_definition(blocks, definition):
     blocks[label].body.remove(stmt)
 
 
-def loop_nest(blocks, scope, loc, extents, body_label, exit_label):
-    """Blocks of ``for i0 in range(extents[0]): for i1 in ...: <body_label>``
+def loop_nest(blocks, scope, loc, extents, body_label, exit_label, outer=range):
+    """Blocks of ``for i0 in outer(extents[0]): for i1 in range(...): <body_label>``
     in Numba's loop shape; the body must jump back to the innermost header.
     Returns (entry label, innermost header label, index variables)."""
     entry, outer_header, indices = None, None, []
-    for extent in extents:
+    for depth, extent in enumerate(extents):
         head = Emitter(scope, loc)
         nxt = head.assign(ir.Expr.iternext(head.temp("iter"), loc), hint="next")
         indices.append(head.assign(ir.Expr.pair_first(nxt, loc), hint="index"))
@@ -118,7 +118,7 @@ def loop_nest(blocks, scope, loc, extents, body_label, exit_label):
         header = new_block(blocks, scope, loc, head.stmts + [ir.Branch(more, body_label, outer_header or exit_label,
                                                                         loc)])
         pre = Emitter(scope, loc)
-        pre.range_iterator(range, [extent], target=blocks[header].body[0].value.value)
+        pre.range_iterator(outer if depth == 0 else range, [extent], target=blocks[header].body[0].value.value)
         pre.stmts.append(ir.Jump(header, loc))
         pre_label = new_block(blocks, scope, loc, pre.stmts)
         if outer_header is None:

@@ -52,10 +52,15 @@ def _split(scan, loop):
     call = loop.range_call
     # the user's prange call now builds a sequential range that nothing reads
     # (its global at entry, which dominates the call wherever it is)
+    # (a new statement, so `retype` types the call anew)
     entry = blocks[min(blocks)]
     sequential = Emitter(scope, loc)
-    call.func = sequential.global_("range", range)
+    func = sequential.global_("range", range)
     entry.body[0:0] = sequential.stmts
+    owner, at = next((b, k) for b in blocks.values() for k, s in enumerate(b.body)
+                     if isinstance(s, ir.Assign) and s.value is call)
+    stmt = owner.body[at]
+    owner.body[at] = ir.Assign(ir.Expr.call(func, call.args, (), call.loc), stmt.target, stmt.loc)
     pre = Emitter(scope, loc)
     lo = pre.value(loop.start) if isinstance(loop.start, int) else pre.assign(loop.start, hint="plo")
     hi = pre.assign(loop.stop, hint="phi")
