@@ -35,7 +35,8 @@ class StreamOptions:
 class StreamResult:
     streamed_stores: frozenset = frozenset()
     streamed_loads: frozenset = frozenset()
-    fresh_arrays: frozenset = frozenset()  # streamed arrays the kernel allocates
+    fresh_arrays: frozenset = frozenset()  # arrays the kernel allocates and stores to
+    views: dict = field(default_factory=dict)  # view variable -> array, made by passes/array_stores.py
     notes: dict = field(default_factory=dict)  # array -> [str]
     peeled_loops: int = 0
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from numba import types
+from numba.core.ir_utils import legalize_names
 
 from .lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
 from .lowering.targets import count_asm_streaming
@@ -90,8 +91,11 @@ def _origin_arrays(pointer, defs, seen=None):
     return set()
 
 
-def count_array_accesses(llvm_function, arrays):
-    """Per-array access counts of one LLVM function's text."""
+def count_array_accesses(llvm_function, arrays, aliases=None):
+    """Per-array access counts of one LLVM function's text; ``aliases``:
+    {argument name: array name} for the views `passes/array_stores.py`
+    made, which reach ``prange`` workers as arguments of their own."""
+    aliases = aliases or {}
     defs = {}
     for line in llvm_function.splitlines():
         m = _ASSIGN.match(line)
@@ -100,7 +104,7 @@ def count_array_accesses(llvm_function, arrays):
     reports = {name: ArrayReport() for name in arrays}
 
     def owners(pointer):
-        return [reports[n] for n in _origin_arrays(pointer, defs) if n in reports]
+        return [reports[aliases.get(n, n)] for n in _origin_arrays(pointer, defs) if aliases.get(n, n) in reports]
 
     for line in llvm_function.splitlines():
         assigned = _ASSIGN.match(line)
@@ -164,9 +168,11 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     asm_function = "".join(function_body(asm_text, n, lambda n: rf'^"?_?{n}"?:', ".cfi_endproc") for n in names)
     params = list(inspect.signature(dispatcher.py_func).parameters)
     arrays = {p: t for p, t in zip(params, sig) if isinstance(t, types.Array)}
-    reports = count_array_accesses(llvm_function, arrays)
-    vector, scalar, fences = count_asm_streaming(asm_function)
     result = dispatcher.stream_result(sig)
+    # (Numba names a worker's arguments after the variables, made legal)
+    aliases = {legalize_names([view])[view]: array for view, array in result.views.items()}
+    reports = count_array_accesses(llvm_function, arrays, aliases)
+    vector, scalar, fences = count_asm_streaming(asm_function)
     for name, rep in reports.items():
         rep.notes = _signature_notes(result, name, arrays[name], rep)
     for name in sorted(result.fresh_arrays):

@@ -403,7 +403,7 @@ def run_pass(state):
                                 "a kernel cannot stream its own self-loads")
     _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", func_name)
     result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded),
-                          fresh_arrays=frozenset(scan.fresh & stored))
+                          fresh_arrays=frozenset(scan.fresh & stored), views=dict(scan.views))
     for name in sorted(scan.fresh & stored - streamed):
         result.note(name, 0, FRESH_NOTE)
     for array, line, text in getattr(state, "stream_store_notes", ()):
