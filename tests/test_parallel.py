@@ -122,3 +122,18 @@ def test_parallel_stencil_matches_numba_stencil():
     a = random_array(np.random.default_rng(2), (300, 700), np.float32)
     got = sj.stencil(S.jacobi_f32, parallel=True)(a)
     np.testing.assert_array_equal(got, numba.stencil(S.jacobi_f32)(a))
+
+
+def test_a_pure_copy_in_prange_keeps_its_streamed_stores():
+    # a worker's arguments are noalias: LLVM would turn the copy loop into memcpy
+    @sj.stream_kernel(stream_stores=["dst"], parallel=True)
+    def parallel_copy(dst, src):
+        for i in sj.prange(dst.shape[0]):
+            dst[i] = src[i]
+
+    src = np.random.default_rng(7).standard_normal(100_003).astype(np.float32)
+    dst = np.zeros_like(src)
+    parallel_copy(dst[1:], src[:-1])
+    np.testing.assert_array_equal(dst[1:], src[:-1])
+    report = parallel_copy.stream_report()
+    assert report.arrays["dst"].nt_vector_stores > 0 and report.machine_nt_vector_stores > 0

@@ -230,7 +230,11 @@ def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_point
             arr = ir.Var(block.scope, access.array_var, stmt.loc)
             index = _access_index(emit, access, stmt)
             if kind == "store":
-                emit.expr_stmt(intrinsics.stream_store, arr, index, stmt.value, pointer, offset_of(emit),
+                value = stmt.value
+                loaded = scan.definition(value.name)
+                if isinstance(loaded, ir.Expr) and loaded.op in ("getitem", "static_getitem"):
+                    value = emit.call(intrinsics.not_a_load, value)   # a copy: keep it a loop
+                emit.expr_stmt(intrinsics.stream_store, arr, index, value, pointer, offset_of(emit),
                                emit.const(access.array))
                 continue
             d = prefetch_distance(scan, access, distance) if access.array in streamed_loads else None

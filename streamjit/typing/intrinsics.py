@@ -15,7 +15,10 @@ near plain ``numba.njit``).
   dropping wraparound is exact; it is also what lets LLVM see consecutive
   addresses and vectorize. ``stream_store`` writes through the aligned
   pointer and tags the store for ``lowering/nontemporal.py``.
-- ``in_bounds``: the run-time check that licenses the two above.
+- ``in_bounds``: the run-time check that licenses the two above;
+  ``inner_contiguous``: that a view's rows are contiguous, so
+  ``direct_load`` may step along them by the item size.
+- ``not_a_load``: keeps a copy loop a loop (not ``memcpy``).
 - ``aligned_start`` / ``same_alignment`` / ``aligned_pointer``: where the
   aligned loop starts, and the pointer its stores use, with the proof of
   its alignment handed to LLVM; ``is_stream_aligned`` / ``load_at``: the
@@ -36,6 +39,7 @@ guessed alignment.
 
 import operator
 
+import llvmlite.ir as llir
 from numba import prange, types  # noqa: F401  (prange: for generated code, `__streamjit__.prange`)
 from numba.core import cgutils
 from numba.core.typing import signature
@@ -381,6 +385,24 @@ def aligned_pointer(typingctx, arr, index):
         return emit_alignment_promise(builder, ptr)
 
     return types.CPointer(arr.dtype)(arr, index), codegen
+
+
+@intrinsic
+def not_a_load(typingctx, value):
+    """``value``, through LLVM's ``freeze``: the same bits, but no longer a
+    load. For a loop that stores what it loads (a copy), LLVM's loop idiom
+    pass would call ``memcpy`` instead when it can prove the arrays apart (a
+    ``prange`` worker's arguments are ``noalias``), dropping the streamed
+    stores; it only does so when the stored value is the load itself. Other
+    values pass as they are (a frozen struct would not split into lanes)."""
+    def codegen(context, builder, sig, args):
+        if not isinstance(args[0].type, (llir.IntType, llir.FloatType, llir.DoubleType)):
+            return args[0]
+        frozen = llir.Instruction(builder.block, args[0].type, "freeze", [args[0]])
+        builder._insert(frozen)
+        return frozen
+
+    return value(value), codegen
 
 
 @intrinsic
