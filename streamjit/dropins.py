@@ -1,13 +1,14 @@
 """Drop-in replacements for NumPy copies: `copyto` and `memcpy`.
 
-Outside the band where streaming wins (`STREAM_BYTES`, `STREAM_LIMIT_BYTES`)
-`copyto` calls the C function that `numpy.copyto` itself runs, so results,
-broadcasting, casting, exceptions and speed are NumPy's own. Inside it,
-same-shape, same-dtype, C-contiguous numeric copies without ``where=`` run
-a streamed copy kernel (overlapping arrays, which NumPy copies as if
-through a buffer, in the direction that reads each element before it is
-overwritten); with `PARALLEL_BYTES` set, copies at least that large run on
-all of Numba's threads. Everything else goes to `numpy.copyto`.
+Below the size where streaming wins (`STREAM_BYTES`) `copyto` calls the C
+function that `numpy.copyto` itself runs, so results, broadcasting,
+casting, exceptions and speed are NumPy's own. Above it, same-shape,
+same-dtype, C-contiguous numeric copies without ``where=`` run a streamed
+copy kernel (overlapping arrays, which NumPy copies as if through a
+buffer, in the direction that reads each element before it is
+overwritten); from `PARALLEL_BYTES` (where glibc's memcpy streams too) on
+all of Numba's threads, or, with one thread, NumPy's copy again. Everything
+else goes to `numpy.copyto`.
 """
 
 import os
@@ -54,28 +55,31 @@ def _copy_elements_parallel(dst, src):
         dst[i] = src[i]
 
 
-# Copies at least this large (bytes) use all of Numba's threads, when
-# STREAMJIT_PARALLEL_BYTES sets it; by default copies use one thread, as
-# np.copyto does: on our 2-core VM, shared with other processes, two
-# threads gained 1.07-1.9x in one session and nothing in another.
-PARALLEL_BYTES = int(os.environ["STREAMJIT_PARALLEL_BYTES"]) if "STREAMJIT_PARALLEL_BYTES" in os.environ else None
-
 # Copies stream above STREAM_BYTES (where the measured curves cross, see
-# `threshold.copy_threshold`) up to STREAM_LIMIT_BYTES: above it np.copyto
-# streams by itself, and one streamed thread of ours is slower (0.9x).
-# Both are read at import, like threshold="auto" kernels.
+# `threshold.copy_threshold`). From where np.copyto streams by itself
+# (glibc's memcpy: `threshold.numpy_streaming_bytes`; one streamed thread of
+# ours only reaches 0.9x of it) they use all of Numba's threads: 1.62x
+# np.copyto at 256 MiB with two (bench/README.md); with one thread, copies
+# that large go back to np.copyto. STREAMJIT_PARALLEL_BYTES moves where the
+# threads start. Both are read at import, like threshold="auto" kernels.
 STREAM_BYTES = copy_threshold()[0]
-STREAM_LIMIT_BYTES = (numpy_streaming_bytes()[0] if PARALLEL_BYTES is None else None) or float("inf")
+PARALLEL_BYTES = (int(os.environ["STREAMJIT_PARALLEL_BYTES"]) if "STREAMJIT_PARALLEL_BYTES" in os.environ
+                  else numpy_streaming_bytes()[0]) or float("inf")
 
 
 def stream_copy(dst, src):
     """Streamed copy of 1-D C-contiguous ``src`` into ``dst`` (same length and
-    dtype, any size): what `copyto` runs between its thresholds."""
-    if (PARALLEL_BYTES is not None and dst.nbytes >= PARALLEL_BYTES and numba.get_num_threads() > 1
-            and not np.may_share_memory(dst, src)):
+    dtype, any size): what `copyto` runs above its threshold."""
+    if dst.nbytes >= PARALLEL_BYTES and numba.get_num_threads() > 1 and not np.may_share_memory(dst, src):
         _copy_elements_parallel(dst, src)
     else:
         _copy_elements(dst, src)
+
+
+def _streams(nbytes):
+    """Whether `copyto` streams a copy this large (one comparison below the
+    parallel size, so small copies pay nothing more)."""
+    return nbytes > STREAM_BYTES and (nbytes < PARALLEL_BYTES or numba.get_num_threads() > 1)
 
 
 def copyto(dst, src, casting="same_kind", where=True):
@@ -83,7 +87,7 @@ def copyto(dst, src, casting="same_kind", where=True):
     # written for the small copy's sake: a module-level name and separate
     # comparisons cost 40 ns less than `np.ndarray` and a chained comparison
     if where is True and type(dst) is _ndarray and type(src) is _ndarray:
-        if (dst.nbytes > STREAM_BYTES and dst.nbytes <= STREAM_LIMIT_BYTES and dst.shape == src.shape
+        if (_streams(dst.nbytes) and dst.shape == src.shape
                 and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
                 and src.flags.c_contiguous):
             return stream_copy(dst.reshape(-1), src.reshape(-1))

@@ -79,7 +79,7 @@ def _threshold_line(threshold, source):
 
 def machine_info():
     """Everything ``python -m streamjit info`` prints, as a dict."""
-    from .dropins import STREAM_LIMIT_BYTES
+    from .dropins import PARALLEL_BYTES
     from .threshold import copy_threshold, default_threshold   # threshold reads this module's cache sizes
 
     stores, fences = streaming_instructions()
@@ -91,7 +91,8 @@ def machine_info():
         "store fence": ", ".join(fences) or "none",
         "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
         "threshold (auto)": _threshold_line(*default_threshold()),
-        "copyto streams": f"above {_threshold_line(*copy_threshold())}; up to {STREAM_LIMIT_BYTES / (1 << 20):.4g} MiB",
+        "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads from "
+                          f"{PARALLEL_BYTES / (1 << 20):.4g} MiB",
         "versions": f"numba {numba.__version__}, llvmlite {llvmlite.__version__}, numpy {np.__version__}, "
                     f"python {platform.python_version()}",
     }

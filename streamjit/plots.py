@@ -58,9 +58,10 @@ def _envelope(rows, switches, what, path):
 
 def copy_envelope(rows, path=None):
     """`bench.copy_envelope`, with the band where `copyto` streams marked."""
-    from .dropins import STREAM_BYTES, STREAM_LIMIT_BYTES
+    from .dropins import PARALLEL_BYTES, STREAM_BYTES
 
-    return _envelope(rows, {"copyto streams above": STREAM_BYTES, "up to": STREAM_LIMIT_BYTES}, "copy", path)
+    return _envelope(rows, {"copyto streams above": STREAM_BYTES, "on all threads from": PARALLEL_BYTES}, "copy",
+                     path)
 
 
 def stencil_envelope(rows, path=None):

@@ -131,7 +131,6 @@ def test_memcpy_read_only_destination():
 def test_large_copies_use_the_parallel_kernel(monkeypatch):
     monkeypatch.setattr(dropins, "PARALLEL_BYTES", 1024)
     monkeypatch.setattr(dropins, "STREAM_BYTES", 1024)
-    monkeypatch.setattr(dropins, "STREAM_LIMIT_BYTES", float("inf"))
     src = random_array(np.random.default_rng(5), 600_001, np.float32)
     dst = np.zeros(600_002, np.float32)[1:]
     sj.copyto(dst, src)
@@ -159,14 +158,19 @@ def streamed_calls(monkeypatch):
     return calls
 
 
-def test_only_copies_inside_the_band_stream(monkeypatch, streamed_calls):
+def test_only_copies_above_the_threshold_stream_and_the_largest_need_threads(monkeypatch, streamed_calls):
     monkeypatch.setattr(dropins, "STREAM_BYTES", 4096)
-    monkeypatch.setattr(dropins, "STREAM_LIMIT_BYTES", 20000)
-    for n in (1, 1024, 1025, 5000, 5001):                # float32: 1024 elements = 4096 bytes
-        src = random_array(np.random.default_rng(n), n, np.float32)
-        dst = np.zeros(n + 1, np.float32)[1:]
-        sj.copyto(dst, src)
-        np.testing.assert_array_equal(dst, src)
+    monkeypatch.setattr(dropins, "PARALLEL_BYTES", 20001)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)                             # one thread: the largest go back to NumPy
+    try:
+        for n in (1, 1024, 1025, 5000, 5001):            # float32: 1024 elements = 4096 bytes
+            src = random_array(np.random.default_rng(n), n, np.float32)
+            dst = np.zeros(n + 1, np.float32)[1:]
+            sj.copyto(dst, src)
+            np.testing.assert_array_equal(dst, src)
+    finally:
+        numba.set_num_threads(threads)
     sj.memcpy(np.zeros(5000, np.uint8), np.ones(5000, np.uint8))
     sj.copyto(np.zeros(5000), np.ones(5000), where=np.ones(5000, bool))       # where=: NumPy's path at any size
     sj.copyto(np.zeros(5000), np.ones(5000, np.float32))                      # a cast: NumPy's path
