@@ -167,3 +167,23 @@ def test_dump_after_prints_the_ir_after_the_named_pass(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "IR of copy after align_peel" in out and "global(stream_store:" in out
     assert "after fence_placement" not in out
+
+
+def test_a_for_loop_entered_through_a_jump_block_is_still_a_range_loop():
+    # found by the kernel generator: Python 3.11 bytecode can give the outer
+    # loop's CFG header an empty block that only jumps to the iternext block
+    source = ("def kernel(out, out2, a, b, big, s, T):\n"
+              "    for j in range(1, a.shape[0]):\n"
+              "        for y in range(2, a.shape[1] - 2):\n"
+              "            for t in range(T):\n"
+              "                for i in range(2, a.shape[2] - 1):\n"
+              "                    out[out.shape[0] - 1 - j + 1, out.shape[1] - 1 - i + 2] = min(("
+              "out[out.shape[0] - 1 - j + 1, out.shape[1] - 1 - i + 2] - a[j - 2, y - 3, i - 3]), "
+              "(b[j - 1, y, i + 1] + out[out.shape[0] - 1 - j + 1, out.shape[1] - 1 - i + 2]))\n"
+              "                    out2[i - 1] = b[j - 1, y - 1, i]\n")
+    namespace = {}
+    exec(compile(source, "<generated kernel>", "exec"), namespace)
+    kernel = sj.stream_kernel(stream_stores=True)(namespace["kernel"])
+    a = np.ones((1, 6, 3))
+    with pytest.raises(sj.StreamLegalityError, match=r"<generated kernel>:6: .*loop variable 'y' \(line 3\)"):
+        kernel(np.zeros((3, 5)), np.zeros(5), a, a, a, 1.0, 3)

@@ -40,6 +40,7 @@ class Loop:
     entries: frozenset  # labels outside the loop that jump to its header
     serial: int
     parent: "Loop | None" = None
+    for_block: int = None  # the block that tests iternext: the header, or reached from it by jumps
     kind: str = "while"  # "range", "prange" (parallel=True), "iterator" (other for loops) or "while"
     induction: str | None = None  # the header's variable holding the iteration's value
     names: frozenset = frozenset()  # the induction variable and its copies
@@ -199,7 +200,14 @@ def _find_loops(scan, parallel):
 
 def _classify(scan, loop, parallel):
     """Set the induction variable of a loop over a ``range`` object."""
-    header = scan.func_ir.blocks[loop.header]
+    blocks = scan.func_ir.blocks
+    # (Python 3.11's bytecode can start a for loop with a block that only jumps on)
+    label = loop.header
+    while (label in loop.body and len(blocks[label].body) == 1 and isinstance(blocks[label].body[0], ir.Jump)
+           and blocks[label].body[0].target in loop.body and blocks[label].body[0].target != loop.header):
+        label = blocks[label].body[0].target
+    loop.for_block = label
+    header = blocks[label]
     nxt = next((s for s in header.body if isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr)
                 and s.value.op == "iternext"), None)
     if nxt is None:

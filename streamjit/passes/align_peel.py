@@ -77,7 +77,7 @@ def _why_not_peelable(scan, loop):
     if _int_value(scan, loop.step) != 1:
         return "its loop step is not 1"
     blocks = scan.func_ir.blocks
-    header = blocks[loop.header].body[-1]
+    header = blocks[loop.for_block].body[-1]
     if len(loop.entries) != 1 or not isinstance(blocks[next(iter(loop.entries))].body[-1], ir.Jump):
         return "its loop has more than one entry"
     if not isinstance(header, ir.Branch) or header.falsebr in loop.body:
@@ -197,7 +197,7 @@ def _clone_loop(state, loop, iterator):
             copy_types(state, old_stmt, new_stmt)
         retarget(block, mapping)
         blocks[new] = block
-    for stmt in blocks[mapping[loop.header]].body:
+    for stmt in blocks[mapping[loop.for_block]].body:
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "iternext":
             stmt.value.value = ir.Var(scope, iterator, stmt.loc)
     return mapping[loop.header], mapping
@@ -265,7 +265,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
     """Version ``plan.loop`` into head and aligned loops (see module doc)."""
     blocks, loop = scan.func_ir.blocks, plan.loop
     preheader = blocks[next(iter(loop.entries))]
-    header_branch = blocks[loop.header].body[-1]
+    header_branch = blocks[loop.for_block].body[-1]
     exit_label = header_branch.falsebr
     scope, loc = preheader.scope, loop.loc
     pre = Emitter(scope, loc)
@@ -322,7 +322,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
     after = Emitter(scope, loc)
     more = after.binop(operator.gt, hi, start)
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))
-    retarget(blocks[loop.header], {exit_label: new_block(blocks, scope, loc, after.stmts)})
+    retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
     if scalar_head:
         body_entry = blocks[header_branch.truebr]
         keep = Emitter(scope, loc)

@@ -38,7 +38,7 @@ BLOCK = 1 << 18
 
 def _splittable(scan, loop):
     blocks = scan.func_ir.blocks
-    header = blocks[loop.header].body[-1]
+    header = blocks[loop.for_block].body[-1]
     return (loop.kind == "prange" and len(loop.range_call.args) < 3 and len(loop.entries) == 1
             and isinstance(blocks[next(iter(loop.entries))].body[-1], ir.Jump)
             and isinstance(header, ir.Branch) and header.falsebr not in loop.body)
@@ -48,7 +48,7 @@ def _split(scan, loop):
     blocks = scan.func_ir.blocks
     preheader = blocks[next(iter(loop.entries))]
     scope, loc = preheader.scope, loop.loc
-    exit_label = blocks[loop.header].body[-1].falsebr
+    exit_label = blocks[loop.for_block].body[-1].falsebr
     call = loop.range_call
     # the user's prange call now builds a sequential range that nothing reads
     # (its global at entry, which dominates the call wherever it is)
@@ -84,7 +84,7 @@ def _split(scan, loop):
     blocks[head_label].body = head.stmts
     pre.stmts.append(ir.Jump(head_label, loc))
     preheader.body[-1:] = pre.stmts
-    retarget(blocks[loop.header], {exit_label: exit_inner})
+    retarget(blocks[loop.for_block], {exit_label: exit_inner})
 
 
 def run_pass(state):
