@@ -177,8 +177,37 @@ def _rewrite(state, scan, access, uses):
     return True
 
 
+def _is_element_index(typemap, stmt, ndim):
+    index = stmt.index_var if isinstance(stmt, ir.StaticSetItem) else stmt.index
+    if index is None:
+        value = stmt.index
+        parts = list(value) if isinstance(value, tuple) else [value]
+        return len(parts) == ndim and all(isinstance(p, int) for p in parts)
+    ty = typemap[index.name]
+    parts = list(ty) if isinstance(ty, types.BaseTuple) else [ty]
+    return len(parts) == ndim and all(isinstance(p, types.Integer) for p in parts)
+
+
+def _stores_arrays(state):
+    """Whether any statement stores more than one element: a cheap test
+    before the scan, which most kernels (element loops only) skip."""
+    typemap = state.typemap
+    for block in state.func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+                target = typemap.get(stmt.target.name)
+                if isinstance(target, types.Array) and not _is_element_index(typemap, stmt, target.ndim):
+                    return True
+            elif isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) \
+                    and stmt.value.op == "inplace_binop" and isinstance(typemap.get(stmt.value.lhs.name), types.Array):
+                return True
+    return False
+
+
 def run_pass(state):
     state.stream_views, state.stream_store_notes, state.stream_fallbacks = {}, [], {}
+    if not _stores_arrays(state):
+        return False
     scan = scan_kernel(state.func_ir, state.typemap, state.stream_options.parallel)
     streamed = streamed_store_names(state.stream_options, scan)
     uses = _use_counts(state.func_ir.blocks)
