@@ -1,6 +1,6 @@
 """The intrinsics the stream pass inserts into a kernel, typed for Numba.
 
-The rewritten kernel calls these through a closure variable. Each is a Numba
+The stream passes insert calls to these as globals in the IR. Each is a Numba
 ``@intrinsic``: typed and emitted inline in the kernel, with no helper
 function to compile, link and inline (that kept first-call compile time
 near plain ``numba.njit``).
@@ -29,7 +29,6 @@ near plain ``numba.njit``).
   row store for when it cannot.
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
-- ``prange``: Numba's, for loops the stream pass generates in parallel.
 
 Anything they cannot handle with certainty (non-array targets, partial
 indices, a last dimension that is not contiguous at run time, unaligned
@@ -40,7 +39,7 @@ guessed alignment.
 import operator
 
 import llvmlite.ir as llir
-from numba import prange, types  # noqa: F401  (prange: for generated code, `__streamjit__.prange`)
+from numba import types
 from numba.core import cgutils
 from numba.core.typing import signature
 from numba.np.arrayobj import fix_integer_index
