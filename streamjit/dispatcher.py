@@ -84,9 +84,7 @@ class StreamDispatcher(CPUDispatcher):
         bound = self._signature.bind(*args, **kwargs)
         sig = tuple(self.typeof_pyval(a) for a in bound.args)
         result = self.stream_result(sig)
-        # as `passes/size_check.py`: every array parameter when a fresh array streams
-        names = bound.arguments if result.fresh_arrays & result.streamed_stores else result.streamed_arrays()
-        total = sum(bound.arguments[name].nbytes for name in names
+        total = sum(bound.arguments[name].nbytes for name in result.size_arrays
                     if isinstance(bound.arguments.get(name), np.ndarray))
         return total > threshold
 

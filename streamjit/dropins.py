@@ -76,18 +76,14 @@ def stream_copy(dst, src):
         _copy_elements(dst, src)
 
 
-def _streams(nbytes):
-    """Whether `copyto` streams a copy this large (one comparison below the
-    parallel size, so small copies pay nothing more)."""
-    return nbytes > STREAM_BYTES and (nbytes < PARALLEL_BYTES or numba.get_num_threads() > 1)
-
-
 def copyto(dst, src, casting="same_kind", where=True):
     """Like `numpy.copyto`: copy ``src`` into ``dst``, streamed when large."""
     # written for the small copy's sake: a module-level name and separate
     # comparisons cost 40 ns less than `np.ndarray` and a chained comparison
     if where is True and type(dst) is _ndarray and type(src) is _ndarray:
-        if (_streams(dst.nbytes) and dst.shape == src.shape
+        # (small copies stop at the first comparison: no call on their path)
+        if (dst.nbytes > STREAM_BYTES and (dst.nbytes < PARALLEL_BYTES or numba.get_num_threads() > 1)
+                and dst.shape == src.shape
                 and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
                 and src.flags.c_contiguous):
             return stream_copy(dst.reshape(-1), src.reshape(-1))

@@ -73,7 +73,6 @@ def _numba_pass(module, typed):
         if typed and not hasattr(state, "stream_typed"):
             retype.snapshot(state)
         changed = module.run_pass(state)
-        state.stream_rewritten = getattr(state, "stream_rewritten", False) or bool(changed)
         if os.environ.get(DUMP_ENV) in (name, "all"):
             print(f"---- streamjit: IR of {state.func_id.func_qualname} after {name} ----")
             state.func_ir.dump()

@@ -37,6 +37,7 @@ class StreamResult:
     streamed_loads: frozenset = frozenset()
     fresh_arrays: frozenset = frozenset()  # arrays the kernel allocates and stores to
     views: dict = field(default_factory=dict)  # view variable -> array, made by passes/array_stores.py
+    size_arrays: tuple = ()  # the arrays whose bytes the threshold test adds up
     notes: dict = field(default_factory=dict)  # array -> [str]
     peeled_loops: int = 0
 

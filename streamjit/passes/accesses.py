@@ -132,30 +132,21 @@ class KernelScan:
     def loads(self, array=None):
         return [a for a in self.accesses if not a.is_store and (array is None or a.array == array)]
 
-    def definition(self, name):
-        """The single value assigned to ``name`` (through copies), or None."""
-        seen = set()
-        while name not in seen:
-            seen.add(name)
-            found = self.defs.get(name, [])
-            if len(found) != 1 or not isinstance(found[0][1], ir.Assign):
-                return None
-            value = found[0][1].value
-            if not isinstance(value, ir.Var):
-                return value
-            name = value.name
-        return None
-
     def canonical(self, name):
         """The variable at the end of ``name``'s chain of single copies."""
         seen = set()
         while name not in seen:
             seen.add(name)
             found = self.defs.get(name, [])
-            if len(found) != 1 or not isinstance(found[0][1], ir.Assign) or not isinstance(found[0][1].value, ir.Var):
+            if len(found) != 1 or not isinstance(found[0][1].value, ir.Var):
                 return name
             name = found[0][1].value.name
         return name
+
+    def definition(self, name):
+        """The single value assigned to ``name`` (through copies), or None."""
+        found = self.defs.get(self.canonical(name), [])
+        return found[0][1].value if len(found) == 1 and not isinstance(found[0][1].value, ir.Var) else None
 
     def def_labels(self, name):
         return {label for label, _ in self.defs.get(name, [])}
@@ -169,10 +160,9 @@ class KernelScan:
         return inner.enclosing() if inner else ()
 
     def loop_of_induction(self, name):
-        for loop in self.loops:
-            if name in loop.names:
-                return loop
-        return None
+        """The range loop whose induction variable ``name`` copies, if any."""
+        name = self.canonical(name)
+        return next((loop for loop in self.loops if loop.induction == name), None)
 
 
 def _definitions(blocks):
@@ -195,6 +185,14 @@ def _find_loops(scan, parallel):
         loop.parent = next((o for o in reversed(loops) if lp.header in o.body and o.header != lp.header), None)
         _classify(scan, loop, parallel)
         loops.append(loop)
+    # the induction variables and their copies (the user's loop variable), in one pass
+    by_induction = {loop.induction: loop for loop in loops if loop.is_range}
+    copies = {}
+    for name, found in scan.defs.items():
+        if len(found) == 1 and isinstance(found[0][1].value, ir.Var):
+            copies.setdefault(scan.canonical(name), set()).add(name)
+    for induction, loop in by_induction.items():
+        loop.names = frozenset(copies.get(induction, set()) | {induction})
     scan.loops = loops
 
 
@@ -225,18 +223,9 @@ def _classify(scan, loop, parallel):
                   and s.value.op == "pair_first" and s.value.value.name == nxt.target.name), None)
     if first is None:
         return
-    names = {first.target.name}
-    grew = True
-    while grew:
-        grew = False
-        for name, found in scan.defs.items():
-            if name not in names and len(found) == 1 and isinstance(found[0][1].value, ir.Var) \
-                    and found[0][1].value.name in names:
-                names.add(name)
-                grew = True
     callname = guard(find_callname, scan.func_ir, call, scan.typemap)
     loop.kind = "prange" if parallel and callname and callname[0] in PRANGE_NAMES else "range"
-    loop.induction, loop.names = first.target.name, frozenset(names)
+    loop.induction = first.target.name
     loop.iterator, loop.range_call = nxt.value.value.name, call
     loop.loc = call.loc
 
@@ -271,9 +260,10 @@ def _is_int(scan, atom):
     return isinstance(atom, int) and not isinstance(atom, bool)
 
 
-def _is_slice(scan, atom):
+def is_slice(typemap, atom):
+    """Whether an index atom (a Var or a constant) is a slice."""
     if isinstance(atom, ir.Var):
-        return isinstance(scan.typemap.get(atom.name), types.SliceType)
+        return isinstance(typemap.get(atom.name), types.SliceType)
     return isinstance(atom, slice)
 
 
@@ -300,7 +290,7 @@ def _classify_index(scan, root_var, index):
         return "opaque"
     if all(_is_int(scan, a) for a in index):
         return "element" if len(index) == ndim else "row"
-    if all(_is_int(scan, a) or _is_slice(scan, a) for a in index):
+    if all(_is_int(scan, a) or is_slice(scan.typemap, a) for a in index):
         return "slice"
     return "opaque"
 
@@ -398,7 +388,7 @@ def _warn_unused(option, used, option_name, verb, func_name):
 def run_pass(state):
     """Scan the kernel; decide the streamed arrays (`StreamResult`)."""
     options = state.stream_options
-    scan = scan_kernel(state.func_ir, state.typemap, options.parallel, getattr(state, "stream_views", None))
+    scan = scan_kernel(state.func_ir, state.typemap, options.parallel, state.stream_views)
     func_name = state.func_id.func_qualname
     stored = {a.array for a in scan.stores()}
     loaded = {a.array for a in scan.loads()}
@@ -414,7 +404,7 @@ def run_pass(state):
                           fresh_arrays=frozenset(scan.fresh & stored), views=dict(scan.views))
     for name in sorted(scan.fresh & stored - streamed):
         result.note(name, 0, FRESH_NOTE)
-    for array, line, text in getattr(state, "stream_store_notes", ()):
+    for array, line, text in state.stream_store_notes:
         result.note(array, line, text)
     state.metadata[METADATA_KEY] = result
     state.stream_scan = scan

@@ -148,7 +148,7 @@ def _alignable_stream_loads(plan, loop, streamed_loads, scan):
 
 def _index_at(scan, emitter, dims, loop, value):
     parts = [emit_affine(scan, d, loop, value, emitter) for d in dims]
-    return parts[0] if len(parts) == 1 else emitter.tuple_(parts)
+    return emitter.index(parts)
 
 
 def _bounds_checks(scan, emitter, plan, first, last):
@@ -175,7 +175,7 @@ def _bounds_checks(scan, emitter, plan, first, last):
     checks = []
     for arrays, low, high in extremes.values():
         members = [ir.Var(emitter.scope, a, emitter.loc) for a in arrays]
-        target = members[0] if len(members) == 1 else emitter.tuple_(members)
+        target = emitter.index(members)
         checks.append(emitter.call(intrinsics.in_bounds, target, _index_at(scan, emitter, low, loop, first),
                                    _index_at(scan, emitter, high, loop, last)))
     return checks
@@ -234,19 +234,16 @@ def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_point
                 loaded = scan.definition(value.name)
                 if isinstance(loaded, ir.Expr) and loaded.op in ("getitem", "static_getitem"):
                     value = emit.call(intrinsics.not_a_load, value)   # a copy: keep it a loop
-                emit.expr_stmt(intrinsics.stream_store, arr, index, value, pointer, offset_of(emit),
+                emit.call(intrinsics.stream_store, arr, index, value, pointer, offset_of(emit),
                                emit.const(access.array))
                 continue
             d = prefetch_distance(scan, access, distance) if access.array in streamed_loads else None
             if pointer is not None:
-                value = ir.Expr.call(emit.global_("load_at", intrinsics.load_at),
-                                     [pointer, offset_of(emit), emit.const(d)], (), stmt.loc)
+                emit.call(intrinsics.load_at, pointer, offset_of(emit), emit.const(d), target=stmt.target)
             elif d is None:
-                value = ir.Expr.call(emit.global_("direct_load", intrinsics.direct_load), [arr, index], (), stmt.loc)
+                emit.call(intrinsics.direct_load, arr, index, target=stmt.target)
             else:
-                value = ir.Expr.call(emit.global_("direct_stream_load", intrinsics.direct_stream_load),
-                                     [arr, index, emit.const(d)], (), stmt.loc)
-            emit.assign(value, target=stmt.target)
+                emit.call(intrinsics.direct_stream_load, arr, index, emit.const(d), target=stmt.target)
         block.body = body
 
 
@@ -257,8 +254,7 @@ def _access_index(emit, access, stmt):
         if isinstance(stmt, ir.Assign) else None
     if isinstance(original, ir.Var) and not access.chained:
         return original
-    parts = [emit.value(x) for x in access.index]
-    return parts[0] if len(parts) == 1 else emit.tuple_(parts)
+    return emit.index(access.index)
 
 
 def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
@@ -326,14 +322,14 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
     if scalar_head:
         body_entry = blocks[header_branch.truebr]
         keep = Emitter(scope, loc)
-        keep.expr_stmt(intrinsics.keep_scalar)
+        keep.call(intrinsics.keep_scalar)
         body_entry.body[0:0] = keep.stmts
 
 
 def run_pass(state):
     scan, result, options = state.stream_scan, state.metadata[METADATA_KEY], state.stream_options
     plans = plan_peels(scan, state.stream_legal, result.streamed_stores, result.streamed_loads, result,
-                       getattr(state, "stream_fallbacks", {}))
+                       state.stream_fallbacks)
     # a loop that holds another split loop is not split itself (its blocks
     # changed under it); its own stores stay plain
     nested = [p for p in plans if any(q is not p and p.loop.header in q.loop.enclosing_headers() for q in plans)]

@@ -33,7 +33,7 @@ from numba import prange
 from numba.core import ir, types
 
 from ..typing import intrinsics
-from .accesses import scan_kernel, streamed_store_names
+from .accesses import is_slice, scan_kernel, streamed_store_names
 from .ir_build import Emitter, loop_nest, new_block
 from .retype import retype
 
@@ -41,10 +41,6 @@ _ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, oper
                 operator.pos}
 _INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
             operator.itruediv: operator.truediv}
-
-
-def _is_slice(typemap, atom):
-    return isinstance(atom, slice) or (isinstance(atom, ir.Var) and isinstance(typemap[atom.name], types.SliceType))
 
 
 def _use_counts(blocks):
@@ -110,7 +106,7 @@ def _rewrite(state, scan, access, uses):
     at = next(k for k, s in enumerate(block.body) if s is stmt)
     inplace = access.kind == "inplace"
     # the view keeps a dimension per slice and per dimension not indexed
-    ndim = typemap[access.array_var].ndim - sum(not _is_slice(typemap, x) for x in access.index)
+    ndim = typemap[access.array_var].ndim - sum(not is_slice(typemap, x) for x in access.index)
     if inplace:
         expr = stmt.value
         if expr.fn not in _INPLACE:
@@ -151,7 +147,7 @@ def _rewrite(state, scan, access, uses):
     entry, innermost, indices = loop_nest(blocks, scope, loc, extents, body_label, done,
                                           prange if state.stream_options.parallel else range)
     body = Emitter(scope, loc)
-    index = body.value(indices[0]) if ndim == 1 else body.tuple_(indices)
+    index = body.index(indices)
     names = {a.name for a in arrays}
     by_target = {n.target.name: n for n in nodes}
     if inplace:

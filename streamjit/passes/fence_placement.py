@@ -24,7 +24,7 @@ from .ir_build import Emitter, new_block, retarget
 
 def _fence(block, loc):
     emit = Emitter(block.scope, loc)
-    emit.expr_stmt(intrinsics.store_fence)
+    emit.call(intrinsics.store_fence)
     return emit.stmts
 
 

@@ -46,9 +46,10 @@ class Emitter:
         """A Var for ``x``: an int becomes a constant, a Var stays."""
         return self.const(x) if isinstance(x, int) else x
 
-    def call(self, func, *args, name=None):
+    def call(self, func, *args, name=None, target=None):
+        """``func(*args)`` through a global; ``target`` names the result."""
         fn = self.global_(name or func.__name__, func)
-        return self.assign(ir.Expr.call(fn, [self.value(a) for a in args], (), self.loc), hint="call")
+        return self.assign(ir.Expr.call(fn, [self.value(a) for a in args], (), self.loc), target=target, hint="call")
 
     def binop(self, fn, lhs, rhs):
         return self.assign(ir.Expr.binop(fn, self.value(lhs), self.value(rhs), self.loc), hint="op")
@@ -62,9 +63,9 @@ class Emitter:
     def tuple_(self, items):
         return self.assign(ir.Expr.build_tuple([self.value(x) for x in items], self.loc), hint="tuple")
 
-    def expr_stmt(self, func, *args, name=None):
-        """A call whose result is not used (a fence, a marker)."""
-        return self.call(func, *args, name=name)
+    def index(self, parts):
+        """An index from its components: the one component, or their tuple."""
+        return self.value(parts[0]) if len(parts) == 1 else self.tuple_(parts)
 
     def range_iterator(self, range_func, args, target=None):
         """``getiter(range_func(*args))``; ``target`` names the iterator."""

@@ -50,17 +50,13 @@ def _split(scan, loop):
     scope, loc = preheader.scope, loop.loc
     exit_label = blocks[loop.for_block].body[-1].falsebr
     call = loop.range_call
-    # the user's prange call now builds a sequential range that nothing reads
-    # (its global at entry, which dominates the call wherever it is)
-    # (a new statement, so `retype` types the call anew)
-    entry = blocks[min(blocks)]
-    sequential = Emitter(scope, loc)
-    func = sequential.global_("range", range)
-    entry.body[0:0] = sequential.stmts
+    # the user's prange call becomes a sequential range that nothing reads
+    # (new statements, so `retype` types the call anew)
     owner, at = next((b, k) for b in blocks.values() for k, s in enumerate(b.body)
                      if isinstance(s, ir.Assign) and s.value is call)
-    stmt = owner.body[at]
-    owner.body[at] = ir.Assign(ir.Expr.call(func, call.args, (), call.loc), stmt.target, stmt.loc)
+    sequential = Emitter(scope, call.loc)
+    sequential.call(range, *call.args, target=owner.body[at].target)
+    owner.body[at:at + 1] = sequential.stmts
     pre = Emitter(scope, loc)
     lo = pre.value(loop.start) if isinstance(loop.start, int) else pre.assign(loop.start, hint="plo")
     hi = pre.assign(loop.stop, hint="phi")
@@ -90,7 +86,7 @@ def _split(scan, loop):
 def run_pass(state):
     if not state.stream_options.parallel:
         return False
-    scan = scan_kernel(state.func_ir, state.typemap, True, getattr(state, "stream_views", None))
+    scan = scan_kernel(state.func_ir, state.typemap, True, state.stream_views)
     streamed = streamed_store_names(state.stream_options, scan)
     split = 0
     for loop in scan.loops:

@@ -38,12 +38,13 @@ def copy_types(state, old, new):
 
 
 def retype(state):
+    """Type the statements inserted since the last typing; False if none."""
     blocks = state.func_ir.blocks
     new = [s for block in blocks.values() for s in block.body
            if id(s) not in state.stream_typed and not isinstance(s, _TERMINATORS)]
-    state.func_ir._definitions = build_definitions(blocks)
     if not new:
-        return
+        return False
+    state.func_ir._definitions = build_definitions(blocks)
     entry = blocks[min(blocks)]
     loc = entry.loc
     defined = {s.target.name for s in new if isinstance(s, ir.Assign)}
@@ -62,10 +63,8 @@ def retype(state):
         state.typemap[name] = typemap[name]
     state.calltypes.update(calltypes)
     state.stream_typed.update((id(s), s) for s in new)
+    return True
 
 
 def run_pass(state):
-    if not getattr(state, "stream_rewritten", False):
-        return False
-    retype(state)
-    return True
+    return retype(state)

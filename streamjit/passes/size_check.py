@@ -22,21 +22,22 @@ from .ir_build import Emitter
 
 def run_pass(state):
     threshold = state.stream_options.threshold
-    if threshold is None or not state.stream_peels:
+    if threshold is None:
         return False
     scan, result = state.stream_scan, state.metadata[METADATA_KEY]
-    entry = state.func_ir.blocks[min(state.func_ir.blocks)]
-    emit = Emitter(entry.scope, entry.loc)
     # arrays the kernel allocates do not exist yet at entry: with such a
     # streamed array, every array parameter counts (a fresh output is
     # usually shaped like the inputs)
-    names = [a for a in result.streamed_arrays() if a not in scan.fresh]
-    if result.fresh_arrays & result.streamed_stores:
-        names = [a for a in scan.arrays if a not in scan.fresh]
-        result.note(sorted(result.fresh_arrays & result.streamed_stores)[0], 0,
-                    "threshold: compared with the bytes of the array parameters")
-    arrays = emit.tuple_([ir.Var(entry.scope, scan.arrays[a], entry.loc) for a in names])
-    emit.assign(emit.call(intrinsics.exceeds, threshold, arrays), target=SIZE_GATE)
+    fresh = sorted(result.fresh_arrays & result.streamed_stores)
+    result.size_arrays = tuple(a for a in (scan.arrays if fresh else result.streamed_arrays()) if a not in scan.fresh)
+    if not state.stream_peels:
+        return False
+    if fresh:
+        result.note(fresh[0], 0, "threshold: compared with the bytes of the array parameters")
+    entry = state.func_ir.blocks[min(state.func_ir.blocks)]
+    emit = Emitter(entry.scope, entry.loc)
+    arrays = emit.tuple_([ir.Var(entry.scope, scan.arrays[a], entry.loc) for a in result.size_arrays])
+    emit.call(intrinsics.exceeds, threshold, arrays, target=SIZE_GATE)
     # after the arguments are bound
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     entry.body[at:at] = emit.stmts

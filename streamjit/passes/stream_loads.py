@@ -58,12 +58,8 @@ def run_pass(state):
         block = blocks[access.label]
         at = next(i for i, s in enumerate(block.body) if s is access.stmt)
         emit = Emitter(block.scope, access.loc)
-        parts = [emit.value(x) for x in access.index]
-        index = parts[0] if len(parts) == 1 else emit.tuple_(parts)
-        fn = emit.global_("stream_load", intrinsics.stream_load)
-        emit.assign(ir.Expr.call(fn, [ir.Var(block.scope, access.array_var, access.loc), index,
-                                      emit.const(0 if reason else distance)], (), access.loc),
-                    target=access.stmt.target)
+        emit.call(intrinsics.stream_load, ir.Var(block.scope, access.array_var, access.loc), emit.index(access.index),
+                  emit.const(0 if reason else distance), target=access.stmt.target)
         block.body[at:at + 1] = emit.stmts
         changed = True
     return changed
