@@ -83,17 +83,15 @@ def _expression(scan, block, position, value, ndim, uses):
     return nodes, arrays, leaves
 
 
-def _element(emit, var, nodes_by_target, arrays, index, fn=None, operands=None):
+def _element(emit, var, nodes_by_target, arrays, index):
     """The value of ``var`` at ``index``, computed from scalars."""
-    if fn is not None:
-        return emit.assign(ir.Expr.binop(fn, *[_element(emit, v, nodes_by_target, arrays, index) for v in operands],
-                                         emit.loc), hint="element")
     node = nodes_by_target.get(var.name)
     if node is None:
         return emit.assign(ir.Expr.getitem(var, index, emit.loc), hint="element") if var.name in arrays else var
     expr = node.value
     if expr.op == "binop":
-        return _element(emit, None, nodes_by_target, arrays, index, expr.fn, (expr.lhs, expr.rhs))
+        return emit.binop(expr.fn, _element(emit, expr.lhs, nodes_by_target, arrays, index),
+                          _element(emit, expr.rhs, nodes_by_target, arrays, index))
     return emit.assign(ir.Expr.unary(expr.fn, _element(emit, expr.value, nodes_by_target, arrays, index),
                                      emit.loc), hint="element")
 
@@ -151,7 +149,8 @@ def _rewrite(state, scan, access, uses):
     names = {a.name for a in arrays}
     by_target = {n.target.name: n for n in nodes}
     if inplace:
-        value = _element(body, None, by_target, names, index, _INPLACE[expr.fn], (expr.lhs, expr.rhs))
+        value = body.binop(_INPLACE[expr.fn], _element(body, expr.lhs, by_target, names, index),
+                           _element(body, expr.rhs, by_target, names, index))
     else:
         value = _element(body, stmt.value, by_target, names, index)
     body.stmts += [ir.SetItem(view, index, value, loc), ir.Jump(innermost, loc)]
