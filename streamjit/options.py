@@ -24,7 +24,8 @@ def _names(option_name, value, params, func):
         raise StreamConfigError(
             f"{option_name} must be True, False or a list of parameter names, got {value!r}")
     # a parameter, or for stores a local variable (an array the kernel allocates)
-    names = set(params) | (set(func.__code__.co_varnames) if option_name == "stream_stores" else set())
+    # or "return" (the array it returns unnamed)
+    names = set(params) | (set(func.__code__.co_varnames) | {"return"} if option_name == "stream_stores" else set())
     unknown = [v for v in value if v not in names]
     if unknown:
         raise StreamConfigError(

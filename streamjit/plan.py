@@ -35,7 +35,7 @@ class StreamOptions:
 class StreamResult:
     streamed_stores: frozenset = frozenset()
     streamed_loads: frozenset = frozenset()
-    fresh_arrays: frozenset = frozenset()  # arrays the kernel allocates and stores to
+    fresh_arrays: frozenset = frozenset()  # arrays the kernel allocates and stores to, or computes
     views: dict = field(default_factory=dict)  # view variable -> array, made by passes/array_stores.py
     size_arrays: tuple = ()  # the arrays whose bytes the threshold test adds up
     notes: dict = field(default_factory=dict)  # array -> [str]

@@ -141,15 +141,83 @@ def test_overlapping_slice_stores_in_one_nest_are_rejected():
         kernel(np.zeros((3, 4)), np.ones((3, 4)))
 
 
-def test_integer_expressions_are_not_fused_but_equal():
-    def int_expr(out, x, y):
-        out[:] = x * 3 + y
+def int_expr(out, x, y):
+    out[:] = x * 3 + y
 
-    kernel = sj.stream_kernel(stream_stores=True)(int_expr)
-    x, y = np.arange(100, dtype=np.int32), np.arange(100, dtype=np.int32)[::-1].copy()
-    out = np.zeros(100, np.int32)
-    kernel(out, x, y)
-    np.testing.assert_array_equal(out, x * 3 + y)
+
+def slice_in_place(A, B, c):
+    A[1:] += c * B[:-1]
+
+
+def self_in_place(A):
+    A[1:] += A[:-1]              # overlapping: Numba's own in-place operator
+
+
+def add_row(M, v):
+    M[:, :] = M * 0.5 + v        # v broadcast along the rows
+
+
+def divide(out, x, y):
+    out[:] = x / y
+
+
+def clip_mix(out, x, y, a, b, c):
+    out[:] = np.minimum(np.maximum(x, 2.0), 10.0) * a + y * b + c
+
+
+KERNELS.update((f.__name__, (sj.stream_kernel(stream_stores=True)(f), numba.njit(f)))
+               for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix))
+
+
+def nt_vector_stores(name, array):
+    return KERNELS[name][0].stream_report().arrays[array].nt_vector_stores
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_integer_expressions_fuse_and_wrap_as_numba(dtype):
+    rng = np.random.default_rng(7)
+    x, y = (rng.integers(-120, 120, 1001).astype(dtype) for _ in range(2))
+    run_both("int_expr", np.zeros(1001, dtype), x, y)     # int8: x * 3 wraps, as under numba.njit
+    if dtype != np.int8:
+        assert nt_vector_stores("int_expr", "out") > 0
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 33, 1001])
+def test_slice_in_place_operators_fuse(n):
+    rng = np.random.default_rng(n)
+    A, B = rng.standard_normal(n + 1), rng.standard_normal(n + 1)
+    got = run_both("slice_in_place", A, B, 0.5)[0]
+    np.testing.assert_allclose(got[1:], A[1:] + 0.5 * B[:-1])
+    run_both("self_in_place", A)
+    if n > 100:
+        assert nt_vector_stores("slice_in_place", "A") > 0
+        assert any("an in-place operator stored by a fused element loop" in note
+                   for note in KERNELS["slice_in_place"][0].stream_report().arrays["A"].notes)
+
+
+@pytest.mark.parametrize("rows, v_len", [(0, 47), (31, 47), (31, 1)])
+def test_broadcast_operands_fuse_or_fall_back(rows, v_len):
+    rng = np.random.default_rng(8)
+    M, v = rng.standard_normal((rows, 47)), rng.standard_normal(v_len)
+    got = run_both("add_row", M, v)[0]
+    np.testing.assert_array_equal(got, M * 0.5 + v)    # v_len 1: broadcast at run time, Numba's own loop
+    if rows and v_len > 1:
+        assert nt_vector_stores("add_row", "M") > 0
+
+
+def test_division_by_zero_gives_inf_as_the_array_expression_does():
+    x, y = np.arange(1.0, 102.0), np.arange(101.0)
+    with np.errstate(divide="ignore"):
+        got = run_both("divide", np.empty(101), x, y)[0]
+    assert np.isinf(got[0]) and got[1] == 2.0
+
+
+def test_ufunc_expressions_fuse():
+    rng = np.random.default_rng(9)
+    x, y = rng.uniform(-5, 15, 1001), rng.standard_normal(1001)
+    got = run_both("clip_mix", np.empty(1001), x, y, 1.5, 2.5, 0.25)[0]
+    np.testing.assert_allclose(got, np.clip(x, 2.0, 10.0) * 1.5 + y * 2.5 + 0.25)
+    assert nt_vector_stores("clip_mix", "out") > 0
 
 
 def test_parallel_array_expressions_run_in_prange_and_stream():

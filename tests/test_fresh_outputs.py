@@ -90,3 +90,96 @@ def test_threshold_with_a_fresh_output_counts_the_parameters():
     assert not small.above_threshold(ones, ones)
     notes = small.stream_report().arrays["r"].notes
     assert any("compared with the bytes of the array parameters" in n for n in notes)
+
+
+def named_result(a, x, y):
+    r = a * x + y
+    return r
+
+
+def returned_result(x, y, a, b, c):
+    return np.minimum(np.maximum(x, 2.0), 10.0) * a + y * b + c
+
+
+def stepped_result(x, steps):
+    r = x * 0.0
+    for _ in range(steps):
+        r = r * 0.5 + x       # a new array each step, as under numba.njit
+    return r
+
+
+RESULTS = {
+    "named": (sj.stream_kernel(stream_stores=["r"])(named_result), numba.njit(named_result), "r"),
+    "returned": (sj.stream_kernel(stream_stores=["return"])(returned_result), numba.njit(returned_result), "return"),
+    "stepped": (sj.stream_kernel(stream_stores=["r"])(stepped_result), numba.njit(stepped_result), "r"),
+    "plain": (sj.stream_kernel(stream_stores=True)(returned_result), numba.njit(returned_result), "return"),
+}
+RESULT_ARGS = {"named": lambda x, y: (1.5, x, y), "returned": lambda x, y: (x, y, 1.5, 2.5, 0.25),
+               "stepped": lambda x, y: (x, 3), "plain": lambda x, y: (x, y, 1.5, 2.5, 0.25)}
+
+
+@pytest.mark.parametrize("which", sorted(RESULTS))
+@pytest.mark.parametrize("n", [0, 1, 7, 1001])
+@pytest.mark.parametrize("view", ["c", "off", "rev", "strided", "2d"])
+def test_array_expression_results_equal_njit(which, n, view):
+    rng = np.random.default_rng(n)
+    base_x, base_y = rng.uniform(-5, 15, 2 * n + 2), rng.standard_normal(2 * n + 2)
+    pick = {"c": lambda a: a[:n], "off": lambda a: a[1:n + 1], "rev": lambda a: a[n::-1][:n],
+            "strided": lambda a: a[:2 * n:2], "2d": lambda a: a[:2 * n].reshape(2, n)}[view]
+    streamed, plain, _ = RESULTS[which]
+    args = RESULT_ARGS[which](pick(base_x), pick(base_y))
+    got, want = streamed(*args), plain(*args)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("which", ["named", "returned", "stepped"])
+def test_named_array_expression_results_stream(which):
+    streamed, _, name = RESULTS[which]
+    x, y = np.random.default_rng(3).standard_normal((2, 1001))
+    streamed(*RESULT_ARGS[which](x, y))
+    row = streamed.stream_report().arrays[name]
+    assert row.nt_vector_stores > 0 and streamed.stream_report().fences >= 1
+    assert any("array expression, stored by a fused element loop into a new array" in n for n in row.notes)
+
+
+def test_array_expression_results_stay_plain_under_true_and_the_report_says_why():
+    streamed = RESULTS["plain"][0]
+    x, y = np.random.default_rng(4).standard_normal((2, 1001))
+    streamed(*RESULT_ARGS["plain"](x, y))
+    row = streamed.stream_report().arrays["return"]
+    assert row.nt_vector_stores == 0
+    assert any("not streamed under stream_stores=True" in n for n in row.notes)
+
+
+def test_array_expression_result_shape_errors_are_numbas():
+    streamed, plain, _ = RESULTS["named"]
+    x = np.ones(5)
+    with pytest.raises(ValueError) as theirs:
+        plain(1.0, x, np.ones(4))
+    with pytest.raises(ValueError) as mine:
+        streamed(1.0, x, np.ones(4))
+    assert str(mine.value).splitlines()[0] == str(theirs.value).splitlines()[0]
+    np.testing.assert_array_equal(streamed(1.0, x, np.ones(1)), x + 1.0)   # broadcast at run time: Numba's own
+
+
+def test_named_array_computed_by_another_numpy_call_warns():
+    def outer(x, y):
+        r = np.outer(x, y)
+        return r
+
+    kernel = sj.stream_kernel(stream_stores=["r"])(outer)
+    x = np.arange(3.0)
+    with pytest.warns(sj.StreamWarning, match="neither allocates it with NumPy .* nor computes it by an array"):
+        np.testing.assert_array_equal(kernel(x, x), np.outer(x, x))
+
+
+def test_named_array_expression_that_cannot_be_fused_says_why():
+    def compare(a, b):
+        r = a > b
+        return r
+
+    kernel = sj.stream_kernel(stream_stores=["r"])(compare)
+    a, b = np.random.default_rng(5).standard_normal((2, 40))
+    np.testing.assert_array_equal(kernel(a, b), a > b)
+    assert any("an array expression Numba computes itself" in n for n in kernel.stream_report().arrays["r"].notes)

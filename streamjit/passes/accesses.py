@@ -20,6 +20,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
 from numba.core import ir, types
 from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.ir_utils import find_callname, guard
@@ -28,6 +29,10 @@ from ..errors import StreamConfigError, StreamWarning
 from ..plan import METADATA_KEY, StreamResult
 
 PRANGE_NAMES = ("prange", "internal_prange")
+# The name stream_stores gives an array the kernel returns without naming it
+# (``return a * x + y``): Python's own key for a function's return annotation,
+# never a variable's name.
+RETURN_NAME = "return"
 ALLOCATORS = {(name, "numpy") for name in ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
                                            "full_like")}
 
@@ -120,6 +125,7 @@ class KernelScan:
     typemap: dict
     arrays: dict  # array name -> variable bound to it: parameters, and arrays the kernel allocates
     fresh: frozenset = frozenset()  # names of the arrays the kernel allocates
+    results: frozenset = frozenset()  # of those, the ones an array expression computes (Numba's own code)
     views: dict = field(default_factory=dict)  # view variable made by `array_stores.py` -> array name
     loops: list = field(default_factory=list)
     accesses: list = field(default_factory=list)
@@ -308,20 +314,43 @@ def _record(scan, label, stmt, target, node, is_store):
         loops=scan.loops_of(label), loc=stmt.loc, chained=bool(prefix), view=view))
 
 
+def is_array_expression(expr, typemap):
+    """Whether ``expr`` is one operation of a NumPy array expression (an
+    operator or a ufunc call), as Numba's array-expression rewrite sees it."""
+    if not isinstance(expr, ir.Expr):
+        return False
+    if expr.op in ("binop", "unary"):
+        return True
+    func = typemap.get(expr.func.name) if expr.op == "call" else None
+    return isinstance(func, types.Function) and isinstance(func.typing_key, np.ufunc)
+
+
 def _fresh_arrays(func_ir, typemap):
-    """{user name: variable} of the arrays the kernel allocates with NumPy
-    (``r = np.empty_like(x)``), under the name the user gave them."""
+    """({user name: variable}, result names) of the arrays the kernel makes:
+    allocated with NumPy (``r = np.empty_like(x)``) or computed by an array
+    expression (``r = a * x + y``), under the name the user gave them, or
+    RETURN_NAME for one returned unnamed (``return a * x + y``); the result
+    names are those of arrays only computed (not yet rewritten to an
+    allocation and a loop by `array_stores.py`)."""
     assigns = [s for block in func_ir.blocks.values() for s in block.body if isinstance(s, ir.Assign)]
-    allocated = {s.target.name for s in assigns if isinstance(s.value, ir.Expr) and s.value.op == "call"
-                 and isinstance(typemap.get(s.target.name), types.Array)
-                 and guard(find_callname, func_ir, s.value, typemap) in ALLOCATORS}
+    arrays = [s for s in assigns if isinstance(s.value, ir.Expr) and isinstance(typemap.get(s.target.name), types.Array)]
+    allocated = {s.target.name for s in arrays
+                 if s.value.op == "call" and guard(find_callname, func_ir, s.value, typemap) in ALLOCATORS}
+    computed = {s.target.name for s in arrays if is_array_expression(s.value, typemap)} - allocated
+    made = allocated | computed
     named = {s.target.name: s.value.name for s in assigns if isinstance(s.value, ir.Var)
-             and s.value.name in allocated and not s.target.name.startswith("$")}
-    named.update((v, v) for v in allocated if not v.startswith("$"))
+             and s.value.name in made and not s.target.name.startswith("$")}
+    named.update((v, v) for v in made if not v.startswith("$"))
+    casts = {s.target.name: s.value.value.name for s in arrays if s.value.op == "cast"}
+    returned = {casts.get(s.value.name) for block in func_ir.blocks.values() for s in block.body
+                if isinstance(s, ir.Return)}
     found = {}
     for user, var in sorted(named.items()):
         found.setdefault(re.sub(r"\.\d+$", "", user), var)
-    return found
+    for var in sorted(returned & made):
+        if var.startswith("$") and var not in found.values():
+            found.setdefault(RETURN_NAME, var)
+    return found, frozenset(name for name, var in found.items() if var in computed)
 
 
 def scan_kernel(func_ir, typemap, parallel=False, views=None):
@@ -332,8 +361,10 @@ def scan_kernel(func_ir, typemap, parallel=False, views=None):
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Arg) \
                 and isinstance(typemap.get(stmt.target.name), types.Array):
             arrays[stmt.value.name] = stmt.target.name
-    fresh = {name: var for name, var in _fresh_arrays(func_ir, typemap).items() if name not in arrays}
+    made, results = _fresh_arrays(func_ir, typemap)
+    fresh = {name: var for name, var in made.items() if name not in arrays}
     scan = KernelScan(func_ir=func_ir, typemap=typemap, arrays={**arrays, **fresh}, fresh=frozenset(fresh),
+                      results=results & set(fresh),
                       views=dict(views or {}),
                       defs=_definitions(func_ir.blocks), cfg=compute_cfg_from_blocks(func_ir.blocks))
     _find_loops(scan, parallel)
@@ -364,8 +395,8 @@ def _named(option, candidates):
 # and a streamed store to such a line costs more than a cached one
 # (bench/array_expressions.py: 0.68x numba.njit for a 200 MB fresh output).
 FRESH_NOTE = ("allocated by the kernel: not streamed under stream_stores=True (its pages are zeroed in cache on "
-              "first touch; streaming measured slower, bench/array_expressions.py); name it in stream_stores to "
-              "stream it anyway")
+              "first touch; streaming measured slower, bench/array_expressions.py); name it in stream_stores "
+              "('return' for a returned unnamed array) to stream it anyway")
 
 
 def streamed_store_names(options, scan):
@@ -393,7 +424,14 @@ def run_pass(state):
     stored = {a.array for a in scan.stores()}
     loaded = {a.array for a in scan.loads()}
     streamed = streamed_store_names(options, scan)
-    _warn_unused(options.stream_stores, stored, "stream_stores", "stores to", func_name)
+    # (a result named but not fused is noted by array_stores.py)
+    locals_named = set(options.stream_stores) - set(state.func_id.arg_names) - stored - scan.results \
+        if isinstance(options.stream_stores, tuple) else set()
+    _warn_unused(options.stream_stores, stored | scan.results | locals_named, "stream_stores", "stores to", func_name)
+    for name in sorted(locals_named):
+        warnings.warn(f"stream_stores names '{name}', but {func_name} neither allocates it with NumPy (np.empty, "
+                      "np.zeros, ...) and stores to it, nor computes it by an array expression: it stays plain",
+                      StreamWarning, stacklevel=2)
     loads = _named(options.stream_loads, loaded - stored)
     self_loads = sorted(loads & stored)
     if self_loads:
@@ -401,9 +439,10 @@ def run_pass(state):
                                 "a kernel cannot stream its own self-loads")
     _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", func_name)
     result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded),
-                          fresh_arrays=frozenset(scan.fresh & stored), views=dict(scan.views))
-    for name in sorted(scan.fresh & stored - streamed):
-        result.note(name, 0, FRESH_NOTE)
+                          fresh_arrays=frozenset(scan.fresh & stored | scan.results), views=dict(scan.views))
+    if options.stream_stores is True:
+        for name in sorted((scan.fresh & stored | scan.results) - streamed):
+            result.note(name, 0, FRESH_NOTE)
     for array, line, text in state.stream_store_notes:
         result.note(array, line, text)
     state.metadata[METADATA_KEY] = result

@@ -29,18 +29,25 @@ array (`accesses.py`). The new statements are typed here, for the scan.
 
 import operator
 
+import numpy as np
 from numba import prange
 from numba.core import ir, types
+from numba.np.numpy_support import as_dtype
 
 from ..typing import intrinsics
-from .accesses import is_slice, scan_kernel, streamed_store_names
+from .accesses import is_array_expression, is_slice, scan_kernel, streamed_store_names
 from .ir_build import Emitter, loop_nest, new_block
 from .retype import retype
 
-_ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
-                operator.pos}
+_ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+                operator.pow, operator.neg, operator.pos}
+# Operators that raise under Python's error model (ZeroDivisionError) where
+# an array expression, computed under NumPy's, gives inf or nan.
+_NUMPY_ERRORS = {operator.truediv, operator.floordiv, operator.mod, operator.pow}
 _INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-            operator.itruediv: operator.truediv}
+            operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+            operator.ipow: operator.pow}
+_HOW = {"inplace": "an in-place operator", "row": "a row store", "slice": "a slice assignment"}
 
 
 def _use_counts(blocks):
@@ -52,123 +59,231 @@ def _use_counts(blocks):
     return counts
 
 
-def _expression(scan, block, position, value, ndim, uses):
-    """(statements computing ``value`` elementwise, to move; array leaves;
-    all leaves) or None when the value is not such an expression."""
-    nodes, arrays, leaves = [], [], []
-    before = {id(s) for s in block.body[:position]}
+def _operands(expr):
+    return {"binop": lambda: (expr.lhs, expr.rhs), "unary": lambda: (expr.value,)}.get(expr.op, lambda: expr.args)()
 
-    def visit(var):
+
+def _fusable(typemap, expr):
+    """An elementwise operator, or a ufunc called with positional arrays and scalars."""
+    if not is_array_expression(expr, typemap):
+        return False
+    if expr.op == "call":  # (no output argument, positional or named)
+        return (not expr.kws and expr.vararg is None and expr.varkwarg is None
+                and len(expr.args) == typemap[expr.func.name].typing_key.nin)
+    return expr.fn in _ELEMENTWISE
+
+
+def _expression(scan, block, end, value, ndim, uses, top=False):
+    """(statements computing ``value`` elementwise, in block order; {array
+    leaf: its ndim}) or None when ``value`` is not such an expression over
+    arrays of at most ``ndim`` dimensions (broadcast along the leading ones)
+    and scalars. The statements lie in ``block`` before position ``end``, and
+    each result but ``value``'s (with ``top``) is used once, by the next."""
+    nodes, arrays = [], {}
+    before = {id(s) for s in block.body[:end]}
+
+    def visit(var, top=False):
         ty = scan.typemap[var.name]
         found = scan.defs.get(var.name, [])
         stmt = found[0][1] if len(found) == 1 else None
-        expr = stmt.value if stmt is not None else None
-        if (isinstance(ty, types.Array) and isinstance(expr, ir.Expr) and expr.op in ("binop", "unary")
-                and expr.fn in _ELEMENTWISE and id(stmt) in before and uses.get(var.name) == 2):
+        if (isinstance(ty, types.Array) and stmt is not None and id(stmt) in before
+                and (top or uses.get(var.name) == 2) and _fusable(scan.typemap, stmt.value)):
             nodes.append(stmt)
-            for operand in ((expr.lhs, expr.rhs) if expr.op == "binop" else (expr.value,)):
-                if not visit(operand):
-                    return False
-            return True
-        leaves.append(var)
+            return all(visit(operand) for operand in _operands(stmt.value))
         if isinstance(ty, types.Array):
-            arrays.append(var)
-            return ty.ndim == ndim
+            arrays[var.name] = ty.ndim
+            return 1 <= ty.ndim <= ndim
         return isinstance(ty, (types.Number, types.Boolean))
 
-    if not visit(value):
+    if not visit(value, top):
         return None
-    if nodes and not all(isinstance(scan.typemap[v.name].dtype, (types.Float, types.Complex)) for v in arrays):
-        return None  # integer array arithmetic may promote differently from scalar arithmetic
-    return nodes, arrays, leaves
+    order = {id(s): k for k, s in enumerate(block.body)}
+    return sorted(nodes, key=lambda n: order[id(n)]), arrays
 
 
-def _element(emit, var, nodes_by_target, arrays, index):
-    """The value of ``var`` at ``index``, computed from scalars."""
+def _element(emit, var, nodes_by_target, arrays, index_for):
+    """The value of ``var`` at the loop's index, computed from scalars as
+    Numba computes an array expression element (NumPy's error model)."""
     node = nodes_by_target.get(var.name)
     if node is None:
-        return emit.assign(ir.Expr.getitem(var, index, emit.loc), hint="element") if var.name in arrays else var
+        if var.name not in arrays:
+            return var
+        return emit.assign(ir.Expr.getitem(var, index_for(arrays[var.name]), emit.loc), hint="element")
     expr = node.value
+    args = [_element(emit, v, nodes_by_target, arrays, index_for) for v in _operands(expr)]
+    if expr.op == "call":
+        return emit.call(intrinsics.with_numpy_errors, expr.func, *args)
+    if expr.fn in _NUMPY_ERRORS:
+        return emit.call(intrinsics.with_numpy_errors, emit.global_(expr.fn.__name__, expr.fn), *args)
     if expr.op == "binop":
-        return emit.binop(expr.fn, _element(emit, expr.lhs, nodes_by_target, arrays, index),
-                          _element(emit, expr.rhs, nodes_by_target, arrays, index))
-    return emit.assign(ir.Expr.unary(expr.fn, _element(emit, expr.value, nodes_by_target, arrays, index),
-                                     emit.loc), hint="element")
+        return emit.binop(expr.fn, *args)
+    return emit.assign(ir.Expr.unary(expr.fn, args[0], emit.loc), hint="element")
 
 
-def _rewrite(state, scan, access, uses):
-    blocks, typemap, stmt = state.func_ir.blocks, state.typemap, access.stmt
-    # (an earlier rewrite may have moved it to a block of its own)
-    block = next(b for b in blocks.values() if any(s is stmt for s in b.body))
-    scope, loc = block.scope, stmt.loc
+def _fuse(state, scan, block, stmt, nodes, arrays, ndim, head, element, check=intrinsics.copies_elementwise,
+          fast=None, done=()):
+    """Split ``block`` at ``stmt``: the statements before it, then a run-time
+    test that every array operand can be read element for element; if it
+    passes, a loop nest over the destination storing ``element``, else the
+    original ``nodes`` and ``stmt`` (Numba's own code). ``head(emit)``
+    emits the destination's shape source and returns (it, the destination);
+    ``fast(emit, shape)`` runs before the loop (an allocation); ``done``
+    after it. Returns the destination."""
+    blocks, scope, loc = state.func_ir.blocks, block.scope, stmt.loc
     at = next(k for k, s in enumerate(block.body) if s is stmt)
-    inplace = access.kind == "inplace"
-    # the view keeps a dimension per slice and per dimension not indexed
-    ndim = typemap[access.array_var].ndim - sum(not is_slice(typemap, x) for x in access.index)
-    if inplace:
-        expr = stmt.value
-        if expr.fn not in _INPLACE:
-            return False
-        found = _expression(scan, block, at, expr.rhs, ndim, uses)
-        if found is None:
-            return False
-        nodes, arrays, _ = found
-        arrays = arrays + [expr.lhs]
-    else:
-        found = _expression(scan, block, at, stmt.value, ndim, uses)
-        if found is None or (isinstance(stmt, ir.StaticSetItem) and stmt.index_var is None):
-            return False
-        nodes, arrays, _ = found
     moved = {id(n) for n in nodes}
-    head = [s for s in block.body[:at] if id(s) not in moved]
-    emit = Emitter(scope, loc, head)
-    if inplace:
-        view = expr.lhs
-    elif isinstance(stmt, ir.SetItem):
-        view = emit.assign(ir.Expr.getitem(stmt.target, stmt.index, loc), hint="view")
-    else:
-        view = emit.assign(ir.Expr.static_getitem(stmt.target, stmt.index, stmt.index_var, loc), hint="view")
-    shape = emit.assign(ir.Expr.getattr(view, "shape", loc), hint="shape")
+    emit = Emitter(scope, loc, [s for s in block.body[:at] if id(s) not in moved])
+    source, destination = head(emit)
+    shape = emit.assign(ir.Expr.getattr(source, "shape", loc), hint="shape")
     extents = [emit.assign(ir.Expr.static_getitem(shape, d, None, loc), hint="extent") for d in range(ndim)]
-    checks = [emit.call(intrinsics.copies_elementwise, view, a) for a in arrays] or [emit.const(True)]
+    checks = [emit.call(check, source, ir.Var(scope, a, loc)) for a in arrays] or [emit.const(True)]
     ok = checks[0]
-    for check in checks[1:]:
-        ok = emit.binop(operator.and_, ok, check)
+    for more in checks[1:]:
+        ok = emit.binop(operator.and_, ok, more)
     after = new_block(blocks, scope, loc, block.body[at + 1:])
-    fallback = new_block(blocks, scope, loc, [n for n in block.body[:at] if id(n) in moved] + [stmt,
-                                                                                              ir.Jump(after, loc)])
-    done = after
-    if inplace:  # the operator's result is the array itself
-        done = new_block(blocks, scope, loc, [ir.Assign(expr.lhs, stmt.target, loc), ir.Jump(after, loc)])
+    fallback = new_block(blocks, scope, loc, [n for n in block.body[:at] if id(n) in moved] + [stmt, ir.Jump(after, loc)])
+    exit_label = new_block(blocks, scope, loc, list(done) + [ir.Jump(after, loc)]) if done else after
     body_label = new_block(blocks, scope, loc, [])
     # with parallel=True the outer loop is a prange, as Numba's parfors would run the expression
-    entry, innermost, indices = loop_nest(blocks, scope, loc, extents, body_label, done,
+    entry, innermost, indices = loop_nest(blocks, scope, loc, extents, body_label, exit_label,
                                           prange if state.stream_options.parallel else range)
+    if fast is not None:
+        pre = Emitter(scope, loc)
+        fast(pre, shape)
+        entry = new_block(blocks, scope, loc, pre.stmts + [ir.Jump(entry, loc)])
     body = Emitter(scope, loc)
-    index = body.index(indices)
-    names = {a.name for a in arrays}
-    by_target = {n.target.name: n for n in nodes}
-    if inplace:
-        value = body.binop(_INPLACE[expr.fn], _element(body, expr.lhs, by_target, names, index),
-                           _element(body, expr.rhs, by_target, names, index))
-    else:
-        value = _element(body, stmt.value, by_target, names, index)
-    body.stmts += [ir.SetItem(view, index, value, loc), ir.Jump(innermost, loc)]
+    by_ndim = {}
+
+    def index_for(k):  # an operand of k dimensions is indexed by the last k indices (broadcasting)
+        if k not in by_ndim:
+            by_ndim[k] = body.index(indices[ndim - k:])
+        return by_ndim[k]
+
+    value = element(body, index_for)
+    body.stmts += [ir.SetItem(destination, index_for(ndim), value, loc), ir.Jump(innermost, loc)]
     blocks[body_label].body = body.stmts
     emit.stmts.append(ir.Branch(ok, entry, fallback, loc))
     block.body = emit.stmts
-    state.stream_views[view.name] = access.array
     state.stream_fallbacks[id(stmt)] = stmt
     for leaf in arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
-        root = scan.definition(leaf.name)
+        root = scan.definition(leaf)
         if isinstance(root, ir.Expr) and root.op in ("getitem", "static_getitem"):
-            source = scan.canonical(root.value.name)
-            owner = next((name for name, var in scan.arrays.items() if var == source), None)
+            source_array = scan.canonical(root.value.name)
+            owner = next((name for name, var in scan.arrays.items() if var == source_array), None)
             if owner is not None:
-                state.stream_views[leaf.name] = owner
+                state.stream_views[leaf] = owner
+    return destination
+
+
+def _inplace_on_view(scan, block, at, stmt, uses):
+    """For ``A[s] = t`` where ``t`` is ``v op= rhs`` of the view ``v = A[s]``
+    (how Python runs ``A[s] op= rhs``): the in-place statement, else None."""
+    found = scan.defs.get(stmt.value.name, [])
+    if len(found) != 1 or uses.get(stmt.value.name) != 2 or not any(s is found[0][1] for s in block.body[:at]):
+        return None
+    inplace = found[0][1]
+    expr = inplace.value
+    if not (isinstance(expr, ir.Expr) and expr.op == "inplace_binop" and expr.fn in _INPLACE):
+        return None
+    view = scan.definition(expr.lhs.name)
+    index = stmt.index_var if isinstance(stmt, ir.StaticSetItem) else stmt.index
+    if not (isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem") and uses.get(expr.lhs.name) == 2
+            and scan.canonical(view.value.name) == scan.canonical(stmt.target.name)):
+        return None
+    view_index = view.index_var if view.op == "static_getitem" else view.index
+    return inplace if index is not None and view_index is not None and index.name == view_index.name else None
+
+
+def _rewrite_store(state, scan, access, uses):
+    """A row store, slice assignment or in-place operator on a streamed array."""
+    typemap, stmt = state.typemap, access.stmt
+    # (an earlier rewrite may have moved it to a block of its own)
+    block = next(b for b in state.func_ir.blocks.values() if any(s is stmt for s in b.body))
+    at = next(k for k, s in enumerate(block.body) if s is stmt)
+    inplace, how = None, access.kind
+    if access.kind == "inplace":
+        inplace, view, done = stmt, stmt.value.lhs, [ir.Assign(stmt.value.lhs, stmt.target, stmt.loc)]
+    elif not (isinstance(stmt, ir.StaticSetItem) and stmt.index_var is None):
+        inplace, done = _inplace_on_view(scan, block, at, stmt, uses), ()
+        view = inplace.value.lhs if inplace is not None else None
+        how = "inplace" if inplace is not None else how
+    else:
+        return False
+    if inplace is not None:
+        if inplace.value.fn not in _INPLACE:
+            return False
+        ndim = typemap[view.name].ndim
+        found = _expression(scan, block, at, inplace.value.rhs, ndim, uses)
+        rhs = inplace.value.rhs
+    else:
+        # the view keeps a dimension per slice and per dimension not indexed
+        ndim = typemap[access.array_var].ndim - sum(not is_slice(typemap, x) for x in access.index)
+        found = _expression(scan, block, at, stmt.value, ndim, uses)
+    if found is None:
+        return False
+    nodes, arrays = found
+    by_target = {n.target.name: n for n in nodes}
+    if inplace is not None:
+        nodes = nodes + ([inplace] if inplace is not stmt else [])
+        arrays = {**arrays, view.name: ndim}
+
+        def element(body, index_for):
+            value = _element(body, rhs, by_target, arrays, index_for)
+            if rhs.name in by_target:  # Numba computes the right-hand side into an array of its dtype first
+                dtype = typemap[rhs.name].dtype
+                value = body.call(as_dtype(dtype).type, value, name=str(dtype))
+            current = body.assign(ir.Expr.getitem(view, index_for(ndim), stmt.loc), hint="element")
+            return body.call(intrinsics.with_numpy_errors, body.global_("op", _INPLACE[inplace.value.fn]),
+                             current, value) if _INPLACE[inplace.value.fn] in _NUMPY_ERRORS else \
+                body.binop(_INPLACE[inplace.value.fn], current, value)
+
+        def head(emit):
+            return view, view
+    else:
+        def element(body, index_for):
+            return _element(body, stmt.value, by_target, arrays, index_for)
+
+        def head(emit):
+            getitem = ir.Expr.getitem(stmt.target, stmt.index, stmt.loc) if isinstance(stmt, ir.SetItem) else \
+                ir.Expr.static_getitem(stmt.target, stmt.index, stmt.index_var, stmt.loc)
+            view = emit.assign(getitem, hint="view")
+            return view, view
+    destination = _fuse(state, scan, block, stmt, nodes, arrays, ndim, head, element, done=done)
+    state.stream_views[destination.name] = access.array
     state.stream_store_notes.append((access.array, access.line, "{} stored by {} element loop where the operands "
-                                     "allow it".format({"inplace": "an in-place operator", "row": "a row store"}.get(
-                                         access.kind, "a slice assignment"), "a fused" if nodes else "an")))
+                                     "allow it".format(_HOW[how], "a fused" if by_target or inplace is not None else "an")))
+    return True
+
+
+def _rewrite_result(state, scan, name, uses):
+    """``r = <array expression>`` (or its return) as a new array filled by a
+    fused element loop, where ``name`` is streamed."""
+    var = scan.arrays[name]
+    label, stmt = scan.defs[var][0]
+    block = state.func_ir.blocks[label]
+    at = next(k for k, s in enumerate(block.body) if s is stmt)
+    ndim = state.typemap[var].ndim
+    found = _expression(scan, block, at + 1, stmt.target, ndim, uses, top=True)
+    full = [a for a, k in (found[1].items() if found else ()) if k == ndim]
+    if not full:
+        state.stream_store_notes.append((name, stmt.loc.line, "an array expression Numba computes itself (not "
+                                         "arithmetic and ufuncs on arrays and scalars): not streamed"))
+        return False
+    nodes, arrays = found
+    by_target = {n.target.name: n for n in nodes}
+    dtype = state.typemap[var].dtype
+
+    def allocate(emit, shape):
+        kind = emit.global_(str(dtype), as_dtype(dtype).type)
+        emit.call(np.empty, shape, kind, target=stmt.target)
+
+    _fuse(state, scan, block, stmt, [n for n in nodes if n is not stmt], arrays, ndim,
+          lambda emit: (ir.Var(block.scope, full[0], stmt.loc), stmt.target),
+          lambda body, index_for: _element(body, stmt.target, by_target, arrays, index_for),
+          check=intrinsics.same_shape, fast=allocate)
+    state.stream_store_notes.append((name, stmt.loc.line, "the result of {} array expression, stored by a fused "
+                                     "element loop into a new array where the operands allow it".format(
+                                         "a returned" if name == "return" else "an")))
     return True
 
 
@@ -183,10 +298,13 @@ def _is_element_index(typemap, stmt, ndim):
     return len(parts) == ndim and all(isinstance(p, types.Integer) for p in parts)
 
 
-def _stores_arrays(state):
-    """Whether any statement stores more than one element: a cheap test
-    before the scan, which most kernels (element loops only) skip."""
+def _stores_arrays(state, named):
+    """Whether any statement stores more than one element, or a local array
+    is named (maybe an array expression's result): a cheap test before the
+    scan, which most kernels (element loops only) skip."""
     typemap = state.typemap
+    if named - set(state.func_id.arg_names):
+        return True
     for block in state.func_ir.blocks.values():
         for stmt in block.body:
             if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
@@ -201,15 +319,18 @@ def _stores_arrays(state):
 
 def run_pass(state):
     state.stream_views, state.stream_store_notes, state.stream_fallbacks = {}, [], {}
-    if not _stores_arrays(state):
+    options = state.stream_options
+    named = set(options.stream_stores) if isinstance(options.stream_stores, tuple) else set()
+    if not _stores_arrays(state, named):
         return False
-    scan = scan_kernel(state.func_ir, state.typemap, state.stream_options.parallel)
-    streamed = streamed_store_names(state.stream_options, scan)
+    scan = scan_kernel(state.func_ir, state.typemap, options.parallel)
+    streamed = streamed_store_names(options, scan)
     uses = _use_counts(state.func_ir.blocks)
     candidates = [a for a in scan.stores() if a.array in streamed and not a.chained
                   and (a.kind in ("row", "slice") or (a.kind == "inplace" and a.array_var == scan.canonical(
                       a.stmt.value.lhs.name)))]
-    rewritten = sum(_rewrite(state, scan, access, uses) for access in candidates)
+    rewritten = sum(_rewrite_store(state, scan, access, uses) for access in candidates)
+    rewritten += sum(_rewrite_result(state, scan, name, uses) for name in sorted(scan.results & named))
     if rewritten:
         retype(state)
     return bool(rewritten)

@@ -24,9 +24,11 @@ near plain ``numba.njit``).
   its alignment handed to LLVM; ``is_stream_aligned`` / ``load_at``: the
   same for streamed sources that happen to be aligned too.
 - ``exceeds``: whether the streamed arrays are above the size threshold.
-- ``copies_elementwise`` / ``assign``: whether a row store ``out[i] = v``
-  can run as an element loop (``passes/row_stores.py``), and Numba's own
-  row store for when it cannot.
+- ``copies_elementwise`` / ``same_shape`` / ``assign``: whether a whole-array
+  store or an array expression can run as an element loop
+  (``passes/array_stores.py``), and Numba's own store for when it cannot;
+  ``with_numpy_errors``: one element of an array expression, computed as
+  Numba's array expressions compute it.
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 
@@ -41,6 +43,7 @@ import operator
 import llvmlite.ir as llir
 from numba import types
 from numba.core import cgutils
+from numba.core.callconv import create_error_model
 from numba.core.typing import signature
 from numba.np.arrayobj import fix_integer_index
 from numba.np.numpy_support import as_dtype
@@ -469,28 +472,37 @@ def _byte_span(context, builder, aryty, ary_value):
     return low, builder.add(high, intp(as_dtype(aryty.dtype).itemsize))
 
 
+def _trailing_shape_matches(context, builder, arr, arr_value, value, value_value):
+    """Whether ``value``'s shape is the last ``value.ndim`` extents of
+    ``arr``'s: NumPy broadcasts it over the leading ones, element for element."""
+    ok = cgutils.true_bit
+    arr_shape = _shape(context, builder, arr, arr_value)[arr.ndim - value.ndim:]
+    for a, b in zip(arr_shape, _shape(context, builder, value, value_value)):
+        ok = builder.and_(ok, builder.icmp_signed("==", a, b))
+    return ok
+
+
 @intrinsic
 def copies_elementwise(typingctx, row, value):
     """True when ``row[...] = value`` equals an element-by-element copy:
-    ``value`` is a scalar, or an array of the row's shape whose memory does
-    not overlap the row's or is the very same elements (else NumPy semantics
-    need broadcasting or a temporary copy, which Numba's own setitem does)."""
+    ``value`` is a scalar, or an array of the row's trailing shape (NumPy
+    broadcasts it over the leading dimensions) whose memory does not overlap
+    the row's or is the very same elements (else NumPy semantics need a
+    temporary copy, which Numba's own setitem makes)."""
     if not isinstance(row, types.Array):
         return None
 
     def codegen(context, builder, sig, args):
         if not isinstance(value, types.Array):
             return cgutils.true_bit
-        if value.ndim != row.ndim:
+        if not 1 <= value.ndim <= row.ndim:
             return cgutils.false_bit
-        ok = cgutils.true_bit
-        for a, b in zip(_shape(context, builder, row, args[0]), _shape(context, builder, value, args[1])):
-            ok = builder.and_(ok, builder.icmp_signed("==", a, b))
+        ok = _trailing_shape_matches(context, builder, row, args[0], value, args[1])
         row_low, row_high = _byte_span(context, builder, row, args[0])
         value_low, value_high = _byte_span(context, builder, value, args[1])
         apart = builder.or_(builder.icmp_unsigned("<=", row_high, value_low),
                             builder.icmp_unsigned("<=", value_high, row_low))
-        if as_dtype(row.dtype).itemsize == as_dtype(value.dtype).itemsize:
+        if as_dtype(row.dtype).itemsize == as_dtype(value.dtype).itemsize and row.ndim == value.ndim:
             same = builder.icmp_unsigned("==", _field(context, builder, row, args[0], "data"),
                                          _field(context, builder, value, args[1], "data"))
             for a, b in zip(*(cgutils.unpack_tuple(builder, _field(context, builder, t, v, "strides"), t.ndim)
@@ -503,6 +515,44 @@ def copies_elementwise(typingctx, row, value):
         return builder.and_(ok, builder.or_(apart, empty))
 
     return types.boolean(row, value), codegen
+
+
+@intrinsic
+def same_shape(typingctx, arr, value):
+    """True when ``value`` is a scalar or an array of ``arr``'s trailing
+    shape: an operand of an array expression whose result has ``arr``'s
+    shape, read element for element (the result is a new array, so memory
+    overlap does not matter)."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        if not isinstance(value, types.Array):
+            return cgutils.true_bit
+        if not 1 <= value.ndim <= arr.ndim:
+            return cgutils.false_bit
+        return _trailing_shape_matches(context, builder, arr, args[0], value, args[1])
+
+    return types.boolean(arr, value), codegen
+
+
+@intrinsic
+def with_numpy_errors(typingctx, fn, *args):
+    """``fn(*args)`` on scalars under NumPy's error model, as Numba computes
+    each element of an array expression (``x / 0.0`` is inf, not
+    ZeroDivisionError): a fused element loop gives the array expression's
+    values and raises where it raises."""
+    if not isinstance(fn, types.Function):
+        return None
+    inner = typingctx.resolve_function_type(fn, args, {})
+    if inner is None:
+        return None
+
+    def codegen(context, builder, sig, values):
+        numpy_model = context.subtarget(error_model=create_error_model("numpy", context))
+        return _call_numba_operation(numpy_model, builder, fn, inner, sig.args[1:], values[1:])
+
+    return signature(inner.return_type, fn, *args), codegen
 
 
 @intrinsic
