@@ -264,7 +264,7 @@ def _rewrite_result(state, scan, name, uses):
     at = next(k for k, s in enumerate(block.body) if s is stmt)
     ndim = state.typemap[var].ndim
     found = _expression(scan, block, at + 1, stmt.target, ndim, uses, top=True)
-    full = [a for a, k in (found[1].items() if found else ()) if k == ndim]
+    full = [a for a, k in found[1].items() if k == ndim] if found and any(n is stmt for n in found[0]) else []
     if not full:
         state.stream_store_notes.append((name, stmt.loc.line, "an array expression Numba computes itself (not "
                                          "arithmetic and ufuncs on arrays and scalars): not streamed"))
