@@ -16,6 +16,9 @@ from . import __version__
 # (measured: bench/stream_loads.py, see bench/README.md).
 DEFAULT_PREFETCH_DISTANCE = 2048
 METADATA_KEY = "streamjit"
+# The note on a streamed array stored by the kernel's own loops (how its
+# stores were made: not a reason for anything).
+LOOP_NOTE = "stored in a loop"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from numba.core.ir_utils import legalize_names
 
 from .lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
 from .lowering.targets import count_asm_streaming
+from .plan import LOOP_NOTE
 
 _ASSIGN = re.compile(r"^\s*(%[\w.\-]+) = (.*)$")
 _STORE = re.compile(r"^\s*store (?:volatile )?(<\d+ x [^>]+>|[^,]+?) [^,]+, ptr (%[\w.\-]+)(.*)$")
@@ -151,7 +152,7 @@ def _signature_notes(result, name, aryty, rep):
     if name in result.streamed_stores:
         if aryty.layout != "C":
             notes.append(f"layout '{aryty.layout}': streamed only where the last dimension is contiguous at run time")
-        if rep.nt_vector_stores == 0 and not notes:
+        if rep.nt_vector_stores == 0 and all(n.endswith(LOOP_NOTE) for n in notes):
             kind = "scalar NT stores" if rep.nt_scalar_stores else "plain stores"
             notes.append(f"the aligned loop did not vectorize: {kind}")
     return notes

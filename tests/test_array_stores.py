@@ -125,8 +125,13 @@ def test_in_place_operators(shape):
     C, A = rng.standard_normal(shape), rng.standard_normal(shape)
     got = run_both("scale_accumulate", C, A, 1.5, 0.5)[0]
     np.testing.assert_allclose(got, C * 0.5 + 1.5 * A)
-    if C.size:
-        assert KERNELS["scale_accumulate"][0].stream_report().arrays["C"].nt_vector_stores > 0
+    got = run_both("scale_accumulate_named", C, A, 1.5, 0.5)[0]
+    np.testing.assert_allclose(got, C * 0.5 + 1.5 * A)
+    if C.size:   # only updated in place: plain under True (no read to save), streamed when named
+        row = KERNELS["scale_accumulate"][0].stream_report().arrays["C"]
+        assert row.nt_vector_stores == 0 and any("only updated in place" in n for n in row.notes)
+        assert any("an in-place operator stored by a fused element loop" in n for n in row.notes)
+        assert KERNELS["scale_accumulate_named"][0].stream_report().arrays["C"].nt_vector_stores > 0
 
 
 def test_overlapping_slice_copy_keeps_numpy_semantics():
@@ -167,6 +172,10 @@ def clip_mix(out, x, y, a, b, c):
 
 KERNELS.update((f.__name__, (sj.stream_kernel(stream_stores=True)(f), numba.njit(f)))
                for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix))
+KERNELS["scale_accumulate_named"] = (sj.stream_kernel(stream_stores=["C"])(scale_accumulate), KERNELS[
+    "scale_accumulate"][1])
+KERNELS["slice_in_place_named"] = (sj.stream_kernel(stream_stores=["A"])(slice_in_place), KERNELS[
+    "slice_in_place"][1])
 
 
 def nt_vector_stores(name, array):
@@ -188,9 +197,11 @@ def test_slice_in_place_operators_fuse(n):
     A, B = rng.standard_normal(n + 1), rng.standard_normal(n + 1)
     got = run_both("slice_in_place", A, B, 0.5)[0]
     np.testing.assert_allclose(got[1:], A[1:] + 0.5 * B[:-1])
+    got = run_both("slice_in_place_named", A, B, 0.5)[0]
+    np.testing.assert_allclose(got[1:], A[1:] + 0.5 * B[:-1])
     run_both("self_in_place", A)
     if n > 100:
-        assert nt_vector_stores("slice_in_place", "A") > 0
+        assert nt_vector_stores("slice_in_place", "A") == 0 and nt_vector_stores("slice_in_place_named", "A") > 0
         assert any("an in-place operator stored by a fused element loop" in note
                    for note in KERNELS["slice_in_place"][0].stream_report().arrays["A"].notes)
 

@@ -26,7 +26,7 @@ from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.ir_utils import find_callname, guard
 
 from ..errors import StreamConfigError, StreamWarning
-from ..plan import METADATA_KEY, StreamResult
+from ..plan import LOOP_NOTE, METADATA_KEY, StreamResult
 
 PRANGE_NAMES = ("prange", "internal_prange")
 # The name stream_stores gives an array the kernel returns without naming it
@@ -399,12 +399,27 @@ FRESH_NOTE = ("allocated by the kernel: not streamed under stream_stores=True (i
               "('return' for a returned unnamed array) to stream it anyway")
 
 
-def streamed_store_names(options, scan):
+# Why ``stream_stores=True`` leaves arrays only updated in place plain
+# (``C *= beta``, ``A[1:] += B[:-1]``): the operator reads each element
+# just before writing it, so its line is in cache and a streamed store saves
+# no read-for-ownership; it measured slower (bench/array_expressions.py).
+IN_PLACE_NOTE = ("only updated in place: not streamed under stream_stores=True (each element is read just before it "
+                 "is written, so there is no read to save; streaming measured 0.81-0.94x, bench/array_expressions.py);"
+                 " name it in stream_stores to stream it anyway")
+
+
+def _only_in_place(scan, name, origin):
+    return all(a.kind == "inplace" or origin.get(id(a.stmt), (None, None))[1] == "inplace" for a in scan.stores(name))
+
+
+def streamed_store_names(options, scan, origin=None):
     """The arrays whose stores the options stream: with True, the array
-    parameters stored to; a list names parameters or allocated arrays."""
+    parameters stored to, except (once `array_stores.py` has made its loops:
+    ``origin``) those only updated in place; a list names
+    parameters or arrays the kernel makes."""
     stored = {a.array for a in scan.stores()}
     if options.stream_stores is True:
-        return stored - scan.fresh
+        return {name for name in stored - scan.fresh if origin is None or not _only_in_place(scan, name, origin)}
     return set(options.stream_stores or ()) & stored
 
 
@@ -423,7 +438,7 @@ def run_pass(state):
     func_name = state.func_id.func_qualname
     stored = {a.array for a in scan.stores()}
     loaded = {a.array for a in scan.loads()}
-    streamed = streamed_store_names(options, scan)
+    streamed = streamed_store_names(options, scan, state.stream_store_origin)
     # (a result named but not fused is noted by array_stores.py)
     locals_named = set(options.stream_stores) - set(state.func_id.arg_names) - stored - scan.results \
         if isinstance(options.stream_stores, tuple) else set()
@@ -443,8 +458,14 @@ def run_pass(state):
     if options.stream_stores is True:
         for name in sorted((scan.fresh & stored | scan.results) - streamed):
             result.note(name, 0, FRESH_NOTE)
+        for name in sorted(stored - scan.fresh - streamed):
+            result.note(name, 0, IN_PLACE_NOTE)
     for array, line, text in state.stream_store_notes:
         result.note(array, line, text)
+    for name in sorted(streamed):  # how the rest of its stores were made
+        in_loops = [a for a in scan.stores(name) if a.loops and id(a.stmt) not in state.stream_store_origin]
+        if in_loops:
+            result.note(name, in_loops[0].line, LOOP_NOTE)
     state.metadata[METADATA_KEY] = result
     state.stream_scan = scan
     return False

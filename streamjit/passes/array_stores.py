@@ -120,7 +120,7 @@ def _element(emit, var, nodes_by_target, arrays, index_for):
     return emit.assign(ir.Expr.unary(expr.fn, args[0], emit.loc), hint="element")
 
 
-def _fuse(state, scan, block, stmt, nodes, arrays, ndim, head, element, check=intrinsics.copies_elementwise,
+def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, check=intrinsics.copies_elementwise,
           fast=None, done=()):
     """Split ``block`` at ``stmt``: the statements before it, then a run-time
     test that every array operand can be read element for element; if it
@@ -160,11 +160,14 @@ def _fuse(state, scan, block, stmt, nodes, arrays, ndim, head, element, check=in
         return by_ndim[k]
 
     value = element(body, index_for)
-    body.stmts += [ir.SetItem(destination, index_for(ndim), value, loc), ir.Jump(innermost, loc)]
+    store = ir.SetItem(destination, index_for(ndim), value, loc)
+    state.stream_store_origin[id(store)] = (store, how)
+    body.stmts += [store, ir.Jump(innermost, loc)]
     blocks[body_label].body = body.stmts
     emit.stmts.append(ir.Branch(ok, entry, fallback, loc))
     block.body = emit.stmts
     state.stream_fallbacks[id(stmt)] = stmt
+    state.stream_store_origin[id(stmt)] = (stmt, how)  # {id: (store this pass made or kept, what it stores)}
     for leaf in arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
         root = scan.definition(leaf)
         if isinstance(root, ir.Expr) and root.op in ("getitem", "static_getitem"):
@@ -248,7 +251,7 @@ def _rewrite_store(state, scan, access, uses):
                 ir.Expr.static_getitem(stmt.target, stmt.index, stmt.index_var, stmt.loc)
             view = emit.assign(getitem, hint="view")
             return view, view
-    destination = _fuse(state, scan, block, stmt, nodes, arrays, ndim, head, element, done=done)
+    destination = _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, done=done)
     state.stream_views[destination.name] = access.array
     state.stream_store_notes.append((access.array, access.line, "{} stored by {} element loop where the operands "
                                      "allow it".format(_HOW[how], "a fused" if by_target or inplace is not None else "an")))
@@ -277,7 +280,7 @@ def _rewrite_result(state, scan, name, uses):
         kind = emit.global_(str(dtype), as_dtype(dtype).type)
         emit.call(np.empty, shape, kind, target=stmt.target)
 
-    _fuse(state, scan, block, stmt, [n for n in nodes if n is not stmt], arrays, ndim,
+    _fuse(state, scan, block, stmt, "result", [n for n in nodes if n is not stmt], arrays, ndim,
           lambda emit: (ir.Var(block.scope, full[0], stmt.loc), stmt.target),
           lambda body, index_for: _element(body, stmt.target, by_target, arrays, index_for),
           check=intrinsics.same_shape, fast=allocate)
@@ -318,7 +321,7 @@ def _stores_arrays(state, named):
 
 
 def run_pass(state):
-    state.stream_views, state.stream_store_notes, state.stream_fallbacks = {}, [], {}
+    state.stream_views, state.stream_store_notes, state.stream_fallbacks, state.stream_store_origin = {}, [], {}, {}
     options = state.stream_options
     named = set(options.stream_stores) if isinstance(options.stream_stores, tuple) else set()
     if not _stores_arrays(state, named):

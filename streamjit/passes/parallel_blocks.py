@@ -87,7 +87,7 @@ def run_pass(state):
     if not state.stream_options.parallel:
         return False
     scan = scan_kernel(state.func_ir, state.typemap, True, state.stream_views)
-    streamed = streamed_store_names(state.stream_options, scan)
+    streamed = streamed_store_names(state.stream_options, scan, state.stream_store_origin)
     split = 0
     for loop in scan.loops:
         direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop]
