@@ -7,8 +7,9 @@ and ratios.
 
 - time-stepped Jacobi 2-D with slice expressions, float64, N x N (default 5000), 4 sweeps per call;
 - heat 3-D with slice expressions, float64, M^3 (default 300), 2 sweeps per call;
-- `C *= beta; C += alpha * A`, float64, N x N;
-- `out[:] = a * x + y` and `A[1:] += c * B[:-1]`, float64, N*N elements;
+- `C *= beta; C += alpha * A`, float64, N x N, and `A[1:] += c * B[:-1]`, N*N elements, under
+  stream_stores=True (which leaves arrays only updated in place plain) and named;
+- `out[:] = a * x + y`, float64, N*N elements;
 - a fresh output: `r = np.empty_like(x); for i: r[i] = 2x + y; return r`, float64, N*N elements,
   under stream_stores=True (which leaves it plain) and named (``stream_stores=["r"]``);
 - a returned array expression, `return np.minimum(np.maximum(x, 2), 10) * a + y * b + c`, float64,
@@ -102,9 +103,12 @@ def main(n=5000, m=300, rounds=7):
             (rng.standard_normal((m, m, m)), rng.standard_normal((m, m, m)), 1), rounds)
     compare(f"C *= b; C += a*A {n}x{n}", scale_accumulate,
             (rng.standard_normal((n, n)), rng.standard_normal((n, n)), 1.5, 0.5), rounds)
+    compare("  the same, named", scale_accumulate,
+            (rng.standard_normal((n, n)), rng.standard_normal((n, n)), 1.5, 0.5), rounds, stream_stores=["C"])
     vectors = (rng.standard_normal(n * n), rng.standard_normal(n * n))
     compare(f"out[:] = a*x + y {n * n}", axpy, (rng.standard_normal(n * n), 1.5) + vectors, rounds)
     compare(f"A[1:] += c*B[:-1] {n * n}", shifted_accumulate, vectors + (0.5,), rounds)
+    compare("  the same, named", shifted_accumulate, vectors + (0.5,), rounds, stream_stores=["A"])
     compare(f"fresh output {n * n} elems", fresh_output, vectors, rounds)
     compare("  the same, named", fresh_output, vectors, rounds, stream_stores=["r"])
     compare(f"returned expression {n * n}", returned_expression, vectors + (1.5, 2.5, 0.25), rounds)
