@@ -73,7 +73,7 @@ def _fusable(typemap, expr):
     return expr.fn in _ELEMENTWISE
 
 
-def _expression(scan, block, end, value, ndim, uses, top=False):
+def _expression(typingctx, scan, block, end, value, ndim, uses, top=False):
     """(statements computing ``value`` elementwise, in block order; {array
     leaf: its ndim}) or None when ``value`` is not such an expression over
     arrays of at most ``ndim`` dimensions (broadcast along the leading ones)
@@ -92,13 +92,30 @@ def _expression(scan, block, end, value, ndim, uses, top=False):
             return all(visit(operand) for operand in _operands(stmt.value))
         if isinstance(ty, types.Array):
             arrays[var.name] = ty.ndim
-            return 1 <= ty.ndim <= ndim
+            return 1 <= ty.ndim <= ndim and isinstance(ty.dtype, (types.Number, types.Boolean))
         return isinstance(ty, (types.Number, types.Boolean))
 
-    if not visit(value, top):
+    if not visit(value, top) or _element_type(typingctx, scan, value, {n.target.name: n for n in nodes}) is None:
         return None
     order = {id(s): k for k, s in enumerate(block.body)}
     return sorted(nodes, key=lambda n: order[id(n)]), arrays
+
+
+def _element_type(typingctx, scan, var, nodes_by_target):
+    """The scalar type of ``var``'s element as the fused loop computes it,
+    or None where Numba cannot type that scalar operation (the rewrite must
+    never turn a kernel Numba compiles into one it does not)."""
+    ty = scan.typemap[var.name]
+    node = nodes_by_target.get(var.name)
+    if node is None:
+        return ty.dtype if isinstance(ty, types.Array) else ty
+    args = tuple(_element_type(typingctx, scan, v, nodes_by_target) for v in _operands(node.value))
+    if any(a is None for a in args):
+        return None
+    fn = scan.typemap[node.value.func.name] if node.value.op == "call" else node.value.fn
+    found = typingctx.resolve_function_type(fn, args, {})
+    return found.return_type if found is not None and isinstance(found.return_type, (types.Number, types.Boolean)) \
+        else None
 
 
 def _element(emit, var, nodes_by_target, arrays, index_for):
@@ -216,12 +233,12 @@ def _rewrite_store(state, scan, access, uses):
         if inplace.value.fn not in _INPLACE:
             return False
         ndim = typemap[view.name].ndim
-        found = _expression(scan, block, at, inplace.value.rhs, ndim, uses)
+        found = _expression(state.typingctx, scan, block, at, inplace.value.rhs, ndim, uses)
         rhs = inplace.value.rhs
     else:
         # the view keeps a dimension per slice and per dimension not indexed
         ndim = typemap[access.array_var].ndim - sum(not is_slice(typemap, x) for x in access.index)
-        found = _expression(scan, block, at, stmt.value, ndim, uses)
+        found = _expression(state.typingctx, scan, block, at, stmt.value, ndim, uses)
     if found is None:
         return False
     nodes, arrays = found
@@ -266,7 +283,7 @@ def _rewrite_result(state, scan, name, uses):
     block = state.func_ir.blocks[label]
     at = next(k for k, s in enumerate(block.body) if s is stmt)
     ndim = state.typemap[var].ndim
-    found = _expression(scan, block, at + 1, stmt.target, ndim, uses, top=True)
+    found = _expression(state.typingctx, scan, block, at + 1, stmt.target, ndim, uses, top=True)
     full = [a for a, k in found[1].items() if k == ndim] if found and any(n is stmt for n in found[0]) else []
     if not full:
         state.stream_store_notes.append((name, stmt.loc.line, "an array expression Numba computes itself (not "
