@@ -146,6 +146,15 @@ def test_overlapping_slice_stores_in_one_nest_are_rejected():
         kernel(np.zeros((3, 4)), np.ones((3, 4)))
 
 
+@numba.njit(inline="always")
+def blend(a, b, w):
+    return w * a + (1.0 - w) * b
+
+
+def helper_expression(out, x, y, w):
+    out[:] = blend(x, y, w)      # the helper's expression is fused through its inlined copies
+
+
 def int_expr(out, x, y):
     out[:] = x * 3 + y
 
@@ -171,7 +180,7 @@ def clip_mix(out, x, y, a, b, c):
 
 
 KERNELS.update((f.__name__, (sj.stream_kernel(stream_stores=True)(f), numba.njit(f)))
-               for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix))
+               for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix, helper_expression))
 KERNELS["scale_accumulate_named"] = (sj.stream_kernel(stream_stores=["C"])(scale_accumulate), KERNELS[
     "scale_accumulate"][1])
 KERNELS["slice_in_place_named"] = (sj.stream_kernel(stream_stores=["A"])(slice_in_place), KERNELS[
@@ -241,3 +250,13 @@ def test_parallel_array_expressions_run_in_prange_and_stream():
     report = kernel.stream_report()
     assert report.arrays["out"].nt_vector_stores > 0 and report.fences >= 1
     assert "__numba_parfor_gufunc" in kernel.inspect_llvm(kernel.signatures[0])   # on Numba's threads
+
+
+def test_expressions_in_inlined_helpers_fuse():
+    rng = np.random.default_rng(10)
+    x, y = rng.standard_normal((2, 1001))
+    got = run_both("helper_expression", np.empty(1001), x, y, 0.3)[0]
+    np.testing.assert_allclose(got, 0.3 * x + 0.7 * y)
+    assert nt_vector_stores("helper_expression", "out") > 0
+    assert any("stored by a fused element loop" in n
+               for n in KERNELS["helper_expression"][0].stream_report().arrays["out"].notes)

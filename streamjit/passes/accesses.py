@@ -325,6 +325,14 @@ def is_array_expression(expr, typemap):
     return isinstance(func, types.Function) and isinstance(func.typing_key, np.ufunc)
 
 
+def _user_name(var, local_names):
+    """The kernel's own variable name of an IR variable (without Numba's
+    version suffix), or None for Numba's temporaries and an inlined helper's
+    variables."""
+    name = re.sub(r"\.\d+$", "", var)
+    return name if name in local_names else None
+
+
 def _fresh_arrays(func_ir, typemap):
     """({user name: variable}, result names) of the arrays the kernel makes:
     allocated with NumPy (``r = np.empty_like(x)``) or computed by an array
@@ -332,6 +340,7 @@ def _fresh_arrays(func_ir, typemap):
     RETURN_NAME for one returned unnamed (``return a * x + y``); the result
     names are those of arrays only computed (not yet rewritten to an
     allocation and a loop by `array_stores.py`)."""
+    local_names = set(func_ir.func_id.code.co_varnames) | set(func_ir.func_id.code.co_cellvars)
     assigns = [s for block in func_ir.blocks.values() for s in block.body if isinstance(s, ir.Assign)]
     arrays = [s for s in assigns if isinstance(s.value, ir.Expr) and isinstance(typemap.get(s.target.name), types.Array)]
     allocated = {s.target.name for s in arrays
@@ -339,16 +348,16 @@ def _fresh_arrays(func_ir, typemap):
     computed = {s.target.name for s in arrays if is_array_expression(s.value, typemap)} - allocated
     made = allocated | computed
     named = {s.target.name: s.value.name for s in assigns if isinstance(s.value, ir.Var)
-             and s.value.name in made and not s.target.name.startswith("$")}
-    named.update((v, v) for v in made if not v.startswith("$"))
+             and s.value.name in made and _user_name(s.target.name, local_names)}
+    named.update((v, v) for v in made if _user_name(v, local_names))
     casts = {s.target.name: s.value.value.name for s in arrays if s.value.op == "cast"}
     returned = {casts.get(s.value.name) for block in func_ir.blocks.values() for s in block.body
                 if isinstance(s, ir.Return)}
     found = {}
     for user, var in sorted(named.items()):
-        found.setdefault(re.sub(r"\.\d+$", "", user), var)
+        found.setdefault(_user_name(user, local_names), var)
     for var in sorted(returned & made):
-        if var.startswith("$") and var not in found.values():
+        if var not in found.values():
             found.setdefault(RETURN_NAME, var)
     return found, frozenset(name for name, var in found.items() if var in computed)
 

@@ -59,8 +59,11 @@ def _use_counts(blocks):
     return counts
 
 
-def _operands(expr):
-    return {"binop": lambda: (expr.lhs, expr.rhs), "unary": lambda: (expr.value,)}.get(expr.op, lambda: expr.args)()
+def _operands(value):
+    if isinstance(value, ir.Var):  # a copy (an inlined helper's arguments and result)
+        return (value,)
+    return {"binop": lambda: (value.lhs, value.rhs), "unary": lambda: (value.value,)}.get(value.op,
+                                                                                       lambda: value.args)()
 
 
 def _fusable(typemap, expr):
@@ -87,7 +90,8 @@ def _expression(typingctx, scan, block, end, value, ndim, uses, top=False):
         found = scan.defs.get(var.name, [])
         stmt = found[0][1] if len(found) == 1 else None
         if (isinstance(ty, types.Array) and stmt is not None and id(stmt) in before
-                and (top or uses.get(var.name) == 2) and _fusable(scan.typemap, stmt.value)):
+                and (top or uses.get(var.name) == 2)
+                and (isinstance(stmt.value, ir.Var) or _fusable(scan.typemap, stmt.value))):
             nodes.append(stmt)
             return all(visit(operand) for operand in _operands(stmt.value))
         if isinstance(ty, types.Array):
@@ -110,6 +114,8 @@ def _element_type(typingctx, scan, var, nodes_by_target):
     if node is None:
         return ty.dtype if isinstance(ty, types.Array) else ty
     args = tuple(_element_type(typingctx, scan, v, nodes_by_target) for v in _operands(node.value))
+    if isinstance(node.value, ir.Var):
+        return args[0]
     if any(a is None for a in args):
         return None
     fn = scan.typemap[node.value.func.name] if node.value.op == "call" else node.value.fn
@@ -128,6 +134,8 @@ def _element(emit, var, nodes_by_target, arrays, index_for):
         return emit.assign(ir.Expr.getitem(var, index_for(arrays[var.name]), emit.loc), hint="element")
     expr = node.value
     args = [_element(emit, v, nodes_by_target, arrays, index_for) for v in _operands(expr)]
+    if isinstance(expr, ir.Var):
+        return args[0]
     if expr.op == "call":
         return emit.call(intrinsics.with_numpy_errors, expr.func, *args)
     if expr.fn in _NUMPY_ERRORS:
@@ -271,7 +279,8 @@ def _rewrite_store(state, scan, access, uses):
     destination = _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, done=done)
     state.stream_views[destination.name] = access.array
     state.stream_store_notes.append((access.array, access.line, "{} stored by {} element loop where the operands "
-                                     "allow it".format(_HOW[how], "a fused" if by_target or inplace is not None else "an")))
+                                     "allow it".format(_HOW[how], "a fused" if inplace is not None or any(
+                                         not isinstance(n.value, ir.Var) for n in by_target.values()) else "an")))
     return True
 
 
