@@ -155,6 +155,11 @@ def helper_expression(out, x, y, w):
     out[:] = blend(x, y, w)      # the helper's expression is fused through its inlined copies
 
 
+def ellipsis_stores(M, x):
+    M[..., 1:] = x[..., :-1] * 2.0
+    M[0, ...] = 1.0
+
+
 def int_expr(out, x, y):
     out[:] = x * 3 + y
 
@@ -180,7 +185,8 @@ def clip_mix(out, x, y, a, b, c):
 
 
 KERNELS.update((f.__name__, (sj.stream_kernel(stream_stores=True)(f), numba.njit(f)))
-               for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix, helper_expression))
+               for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix, helper_expression,
+                         ellipsis_stores))
 KERNELS["scale_accumulate_named"] = (sj.stream_kernel(stream_stores=["C"])(scale_accumulate), KERNELS[
     "scale_accumulate"][1])
 KERNELS["slice_in_place_named"] = (sj.stream_kernel(stream_stores=["A"])(slice_in_place), KERNELS[
@@ -260,3 +266,12 @@ def test_expressions_in_inlined_helpers_fuse():
     assert nt_vector_stores("helper_expression", "out") > 0
     assert any("stored by a fused element loop" in n
                for n in KERNELS["helper_expression"][0].stream_report().arrays["out"].notes)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 40), (3, 0)])
+def test_ellipsis_indices_are_slices(shape):
+    rng = np.random.default_rng(11)
+    M, x = rng.standard_normal(shape), rng.standard_normal(shape)
+    run_both("ellipsis_stores", M, x)
+    if shape == (5, 40):
+        assert nt_vector_stores("ellipsis_stores", "M") > 0

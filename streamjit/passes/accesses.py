@@ -290,6 +290,14 @@ def _index_atoms(scan, node):
     return [index]
 
 
+def _without_ellipsis(scan, atoms, ndim):
+    """``...`` in an index as the whole-dimension slices it stands for."""
+    for k, atom in enumerate(atoms):
+        if atom is Ellipsis or isinstance(atom, ir.Var) and isinstance(scan.typemap.get(atom.name), types.EllipsisType):
+            return atoms[:k] + [slice(None)] * (ndim - len(atoms) + 1) + atoms[k + 1:]
+    return atoms
+
+
 def _classify_index(scan, root_var, index):
     ndim = scan.typemap[root_var].ndim
     if index is None:
@@ -307,7 +315,7 @@ def _record(scan, label, stmt, target, node, is_store):
         return
     array, root_var, prefix, view = root
     index = _index_atoms(scan, node)
-    full = None if index is None else prefix + index
+    full = None if index is None else _without_ellipsis(scan, prefix + index, scan.typemap[root_var].ndim)
     scan.accesses.append(Access(
         array=array, array_var=root_var, label=label, stmt=stmt, index=full or [],
         kind="view" if view is not None else _classify_index(scan, root_var, full), is_store=is_store,

@@ -272,9 +272,10 @@ def _rewrite_store(state, scan, access, uses):
             return _element(body, stmt.value, by_target, arrays, index_for)
 
         def head(emit):
-            getitem = ir.Expr.getitem(stmt.target, stmt.index, stmt.loc) if isinstance(stmt, ir.SetItem) else \
-                ir.Expr.static_getitem(stmt.target, stmt.index, stmt.index_var, stmt.loc)
-            view = emit.assign(getitem, hint="view")
+            index = stmt.index if isinstance(stmt, ir.SetItem) else stmt.index_var
+            if isinstance(typemap[index.name], types.EllipsisType):  # (Numba indexes with `...` only in a tuple)
+                index = emit.tuple_([index])
+            view = emit.assign(ir.Expr.getitem(stmt.target, index, stmt.loc), hint="view")
             return view, view
     destination = _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, done=done)
     state.stream_views[destination.name] = access.array
