@@ -27,7 +27,7 @@ iteration of its loops (``out[0]`` in a loop), a ``while`` loop inside the
 nest, and two stores that may write one element.
 """
 
-from numba.core import ir
+from numba.core import ir, types
 
 from ..errors import StreamLegalityError
 from ..plan import METADATA_KEY
@@ -72,7 +72,9 @@ def nest_root(store, dims):
 def analyze_store(scan, store):
     """(nest root, dims) of a store, or a `StreamLegalityError`."""
     if store.kind == "opaque":
-        _fail(store, "the index is not visible to the compiler (a tuple index built elsewhere)")
+        arrays = [a for a in store.index if isinstance(a, ir.Var) and isinstance(scan.typemap[a.name], types.Array)]
+        _fail(store, "an index array (a boolean mask or fancy indexing) stores elements the compiler cannot see"
+              if arrays else "the index is not visible to the compiler (a tuple index built elsewhere)")
     if store.kind == "view":
         _fail(store, f"the store goes through a view of the parameter (made at line {store.view.loc.line}, "
               "e.g. a reassignment to a slice), whose elements streamjit cannot relate to the parameter's")
