@@ -160,6 +160,13 @@ def ellipsis_stores(M, x):
     M[0, ...] = 1.0
 
 
+def masked_steps(A, B, steps):
+    for _ in range(steps):
+        B[1:-1] = 0.5 * (A[:-2] + A[2:])
+        B[B < 0] = 0.0           # Numba's own store, a stage of its own
+        A[1:-1] = B[1:-1]
+
+
 def int_expr(out, x, y):
     out[:] = x * 3 + y
 
@@ -186,7 +193,7 @@ def clip_mix(out, x, y, a, b, c):
 
 KERNELS.update((f.__name__, (sj.stream_kernel(stream_stores=True)(f), numba.njit(f)))
                for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix, helper_expression,
-                         ellipsis_stores))
+                         ellipsis_stores, masked_steps))
 KERNELS["scale_accumulate_named"] = (sj.stream_kernel(stream_stores=["C"])(scale_accumulate), KERNELS[
     "scale_accumulate"][1])
 KERNELS["slice_in_place_named"] = (sj.stream_kernel(stream_stores=["A"])(slice_in_place), KERNELS[
@@ -275,3 +282,13 @@ def test_ellipsis_indices_are_slices(shape):
     run_both("ellipsis_stores", M, x)
     if shape == (5, 40):
         assert nt_vector_stores("ellipsis_stores", "M") > 0
+
+
+@pytest.mark.parametrize("n", [2, 7, 1001])
+def test_index_array_stores_stay_numbas_and_the_rest_streams(n):
+    rng = np.random.default_rng(12)
+    run_both("masked_steps", rng.standard_normal(n), rng.standard_normal(n), 3)
+    if n == 1001:
+        report = KERNELS["masked_steps"][0].stream_report()
+        assert report.arrays["A"].nt_vector_stores > 0 and report.arrays["B"].nt_vector_stores > 0
+        assert any("an index-array store (a boolean mask or fancy indexing)" in note for note in report.arrays["B"].notes)

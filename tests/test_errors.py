@@ -132,18 +132,8 @@ def loop_dependent_slice(out, a):
         out[i:i + 2] = a[i]
 
 
-def masked(out, a):
-    out[a < 0] = 0.0
-
-
-def fancy(out, idx, a):
-    out[idx] = a
-
-
 @pytest.mark.parametrize("func, marker, reason", [
     (scatter, "out[idx[i]]", "not an affine function"),
-    (masked, "out[a < 0]", "an index array (a boolean mask or fancy indexing)"),
-    (fancy, "out[idx] = a", "an index array (a boolean mask or fancy indexing)"),
     (constant_index, "out[0]", "does not depend on the loop variable 'i'"),
     (inner_loop_invariant, "out[i] = a[i] + j", "does not depend on the loop variable 'j'"),
     (two_overlapping_stores, "out[i + 1]", "may write the same element"),

@@ -480,7 +480,8 @@ def run_pass(state):
     for array, line, text in state.stream_store_notes:
         result.note(array, line, text)
     for name in sorted(streamed):  # how the rest of its stores were made
-        in_loops = [a for a in scan.stores(name) if a.loops and id(a.stmt) not in state.stream_store_origin]
+        in_loops = [a for a in scan.stores(name) if a.loops and id(a.stmt) not in state.stream_store_origin
+                    and a.kind not in ("inplace", "opaque")]
         if in_loops:
             result.note(name, in_loops[0].line, LOOP_NOTE)
     state.metadata[METADATA_KEY] = result

@@ -94,8 +94,8 @@ def plan_peels(scan, legal, streamed, streamed_loads, result, fallbacks):
     """Choose the loops to split; note why other streamed stores stay plain."""
     plans = []
     for loop in scan.loops:
-        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop
-                  and s.kind != "inplace"]
+        # (in-place operators and index-array stores are Numba's own: not analyzed)
+        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop and s in legal]
         if not direct:
             continue
         reason = _why_not_peelable(scan, loop)

@@ -72,9 +72,7 @@ def nest_root(store, dims):
 def analyze_store(scan, store):
     """(nest root, dims) of a store, or a `StreamLegalityError`."""
     if store.kind == "opaque":
-        arrays = [a for a in store.index if isinstance(a, ir.Var) and isinstance(scan.typemap[a.name], types.Array)]
-        _fail(store, "an index array (a boolean mask or fancy indexing) stores elements the compiler cannot see"
-              if arrays else "the index is not visible to the compiler (a tuple index built elsewhere)")
+        _fail(store, "the index is not visible to the compiler (a tuple index built elsewhere)")
     if store.kind == "view":
         _fail(store, f"the store goes through a view of the parameter (made at line {store.view.loc.line}, "
               "e.g. a reassignment to a slice), whose elements streamjit cannot relate to the parameter's")
@@ -144,13 +142,22 @@ def _same_index(dims_a, dims_b):
         da.key() == db.key() and da.const == db.const for da, db in zip(dims_a, dims_b))
 
 
+def index_array_store(scan, store):
+    """Whether ``store`` indexes with an array (``out[out < 0] = 0``,
+    ``out[idx] = v``): Numba's own store, whose elements no pass sees."""
+    return store.kind == "opaque" and any(isinstance(a, ir.Var) and isinstance(scan.typemap[a.name], types.Array)
+                                          for a in store.index)
+
+
 def check_stream_stores(scan, arrays):
     """Raise `StreamLegalityError` unless streaming stores to ``arrays`` is
     safe; return {store: (nest root, dims)}."""
     analyzed = {}
     for array in arrays:
-        # whole-array operators (`B *= 2`) run once, as a stage of their own
-        indexed = [(s, *analyze_store(scan, s)) for s in scan.stores(array) if s.kind != "inplace"]
+        # whole-array operators (`B *= 2`) and index-array stores run once,
+        # as a stage of their own, with Numba's own (plain) stores
+        indexed = [(s, *analyze_store(scan, s)) for s in scan.stores(array)
+                   if s.kind != "inplace" and not index_array_store(scan, s)]
         for n, (a, root_a, dims_a) in enumerate(indexed):
             analyzed[a] = (root_a, dims_a)
             for b, root_b, dims_b in indexed[n + 1:]:
@@ -166,6 +173,10 @@ def check_stream_stores(scan, arrays):
 
 
 def run_pass(state):
-    result = state.metadata[METADATA_KEY]
-    state.stream_legal = check_stream_stores(state.stream_scan, sorted(result.streamed_stores))
+    result, scan = state.metadata[METADATA_KEY], state.stream_scan
+    state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores))
+    for store in scan.stores():
+        if store.array in result.streamed_stores and index_array_store(scan, store):
+            result.note(store.array, store.line, "an index-array store (a boolean mask or fancy indexing): "
+                        "Numba's own, plain stores")
     return False
