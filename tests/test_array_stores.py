@@ -2,6 +2,8 @@
 on streamed arrays (issue 13): fused element loops where exact, Numba's own
 store otherwise; always equal to numba.njit and NumPy."""
 
+import re
+
 import numba
 import numpy as np
 import pytest
@@ -292,3 +294,37 @@ def test_index_array_stores_stay_numbas_and_the_rest_streams(n):
         report = KERNELS["masked_steps"][0].stream_report()
         assert report.arrays["A"].nt_vector_stores > 0 and report.arrays["B"].nt_vector_stores > 0
         assert any("an index-array store (a boolean mask or fancy indexing)" in note for note in report.arrays["B"].notes)
+
+
+def fresh_loop(x):
+    r = np.empty_like(x)
+    for i in range(x.shape[0]):
+        r[i] = 2.0 * x[i]
+    return r
+
+
+def returned_expression(x, y):
+    return np.minimum(np.maximum(x, 2.0), 10.0) * 1.5 + y
+
+
+DONE_WHEN = {   # issue 13's kernels, as streamed: each must hold ymm/zmm NT stores and a fence
+    "jacobi": (KERNELS["jacobi_steps"][0], lambda rng: (rng.standard_normal((40, 70)),
+                                                          rng.standard_normal((40, 70)), 2)),
+    "heat3d": (KERNELS["heat3d"][0], lambda rng: (rng.standard_normal((9, 9, 40)), rng.standard_normal((9, 9, 40)), 1)),
+    "axpy": (KERNELS["axpy"][0], lambda rng: (np.empty(1001), 2.0, rng.standard_normal(1001),
+                                              rng.standard_normal(1001))),
+    "returned": (sj.stream_kernel(stream_stores=["return"])(returned_expression),
+                 lambda rng: (rng.standard_normal(1001), rng.standard_normal(1001))),
+    "fresh": (sj.stream_kernel(stream_stores=["r"])(fresh_loop), lambda rng: (rng.standard_normal(1001),)),
+    "in place": (KERNELS["scale_accumulate_named"][0], lambda rng: (rng.standard_normal((40, 70)),
+                                                                    rng.standard_normal((40, 70)), 1.5, 0.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DONE_WHEN))
+def test_machine_code_holds_vector_nt_stores_and_a_fence(name):
+    kernel, make_args = DONE_WHEN[name]
+    kernel(*make_args(np.random.default_rng(13)))
+    asm = kernel.inspect_asm(kernel.signatures[0])
+    assert re.search(r"^\s*vmovnt(?:ps|pd|dq)\s+%[yz]mm\d+,", asm, re.M)
+    assert re.search(r"^\s*sfence\s*$", asm, re.M)
