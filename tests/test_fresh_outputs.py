@@ -183,3 +183,11 @@ def test_named_array_expression_that_cannot_be_fused_says_why():
     a, b = np.random.default_rng(5).standard_normal((2, 40))
     np.testing.assert_array_equal(kernel(a, b), a > b)
     assert any("an array expression Numba computes itself" in n for n in kernel.stream_report().arrays["r"].notes)
+
+
+def test_parallel_array_expression_result_streams_on_numbas_threads():
+    kernel = sj.stream_kernel(stream_stores=["r"], parallel=True)(named_result)
+    x, y = np.random.default_rng(6).standard_normal((2, 300_001))
+    np.testing.assert_array_equal(kernel(1.5, x[1:], y[:-1]), 1.5 * x[1:] + y[:-1])
+    assert kernel.stream_report().arrays["r"].nt_vector_stores > 0
+    assert "__numba_parfor_gufunc" in kernel.inspect_llvm(kernel.signatures[0])
