@@ -191,3 +191,19 @@ def test_parallel_array_expression_result_streams_on_numbas_threads():
     np.testing.assert_array_equal(kernel(1.5, x[1:], y[:-1]), 1.5 * x[1:] + y[:-1])
     assert kernel.stream_report().arrays["r"].nt_vector_stores > 0
     assert "__numba_parfor_gufunc" in kernel.inspect_llvm(kernel.signatures[0])
+
+
+def store_then_result(out, x, y):
+    out[:] = x * 2.0
+    r = x + y                  # after the store's rewrite split the block
+    return r
+
+
+def test_a_result_after_a_rewritten_store_in_the_same_block():
+    kernel = sj.stream_kernel(stream_stores=["out", "r"])(store_then_result)
+    x, y = np.random.default_rng(7).standard_normal((2, 1001))
+    out = np.empty(1001)
+    np.testing.assert_array_equal(kernel(out, x, y), x + y)
+    np.testing.assert_array_equal(out, x * 2.0)
+    report = kernel.stream_report()
+    assert report.arrays["out"].nt_vector_stores > 0 and report.arrays["r"].nt_vector_stores > 0

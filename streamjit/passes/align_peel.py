@@ -90,7 +90,7 @@ def _why_not_peelable(scan, loop):
     return None
 
 
-def plan_peels(scan, legal, streamed, streamed_loads, result, fallbacks):
+def plan_peels(scan, legal, streamed, streamed_loads, result, origin):
     """Choose the loops to split; note why other streamed stores stay plain."""
     plans = []
     for loop in scan.loops:
@@ -107,7 +107,7 @@ def plan_peels(scan, legal, streamed, streamed_loads, result, fallbacks):
         aligned = []
         for s in direct:
             dims = legal[s][1]
-            if id(s.stmt) in fallbacks:
+            if id(s.stmt) in origin and not s.is_element:
                 continue  # Numba's own store, where `array_stores.py`'s element loop cannot run
             if s.kind == "row":
                 result.note(s.array, s.line, "a row store (fewer indices than dimensions); plain stores")
@@ -329,7 +329,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
 def run_pass(state):
     scan, result, options = state.stream_scan, state.metadata[METADATA_KEY], state.stream_options
     plans = plan_peels(scan, state.stream_legal, result.streamed_stores, result.streamed_loads, result,
-                       state.stream_fallbacks)
+                       state.stream_store_origin)
     # a loop that holds another split loop is not split itself (its blocks
     # changed under it); its own stores stay plain
     nested = [p for p in plans if any(q is not p and p.loop.header in q.loop.enclosing_headers() for q in plans)]

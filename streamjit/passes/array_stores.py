@@ -138,11 +138,16 @@ def _element(emit, var, nodes_by_target, arrays, index_for):
         return args[0]
     if expr.op == "call":
         return emit.call(intrinsics.with_numpy_errors, expr.func, *args)
-    if expr.fn in _NUMPY_ERRORS:
-        return emit.call(intrinsics.with_numpy_errors, emit.global_(expr.fn.__name__, expr.fn), *args)
-    if expr.op == "binop":
-        return emit.binop(expr.fn, *args)
-    return emit.assign(ir.Expr.unary(expr.fn, args[0], emit.loc), hint="element")
+    return _apply(emit, expr.fn, args)
+
+
+def _apply(emit, fn, args):
+    """The operator ``fn`` on scalar ``args``, under NumPy's error model."""
+    if fn in _NUMPY_ERRORS:
+        return emit.call(intrinsics.with_numpy_errors, emit.global_(fn.__name__, fn), *args)
+    if len(args) == 2:
+        return emit.binop(fn, *args)
+    return emit.assign(ir.Expr.unary(fn, args[0], emit.loc), hint="element")
 
 
 def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, check=intrinsics.copies_elementwise,
@@ -191,7 +196,6 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
     blocks[body_label].body = body.stmts
     emit.stmts.append(ir.Branch(ok, entry, fallback, loc))
     block.body = emit.stmts
-    state.stream_fallbacks[id(stmt)] = stmt
     state.stream_store_origin[id(stmt)] = (stmt, how)  # {id: (store this pass made or kept, what it stores)}
     for leaf in arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
         root = scan.definition(leaf)
@@ -222,12 +226,17 @@ def _inplace_on_view(scan, block, at, stmt, uses):
     return inplace if index is not None and view_index is not None and index.name == view_index.name else None
 
 
+def _place(state, stmt):
+    """(block, position) of ``stmt``; an earlier rewrite may have moved it
+    to a block of its own."""
+    block = next(b for b in state.func_ir.blocks.values() if any(s is stmt for s in b.body))
+    return block, next(k for k, s in enumerate(block.body) if s is stmt)
+
+
 def _rewrite_store(state, scan, access, uses):
     """A row store, slice assignment or in-place operator on a streamed array."""
     typemap, stmt = state.typemap, access.stmt
-    # (an earlier rewrite may have moved it to a block of its own)
-    block = next(b for b in state.func_ir.blocks.values() if any(s is stmt for s in b.body))
-    at = next(k for k, s in enumerate(block.body) if s is stmt)
+    block, at = _place(state, stmt)
     inplace, how = None, access.kind
     if access.kind == "inplace":
         inplace, view, done = stmt, stmt.value.lhs, [ir.Assign(stmt.value.lhs, stmt.target, stmt.loc)]
@@ -261,9 +270,7 @@ def _rewrite_store(state, scan, access, uses):
                 dtype = typemap[rhs.name].dtype
                 value = body.call(as_dtype(dtype).type, value, name=str(dtype))
             current = body.assign(ir.Expr.getitem(view, index_for(ndim), stmt.loc), hint="element")
-            return body.call(intrinsics.with_numpy_errors, body.global_("op", _INPLACE[inplace.value.fn]),
-                             current, value) if _INPLACE[inplace.value.fn] in _NUMPY_ERRORS else \
-                body.binop(_INPLACE[inplace.value.fn], current, value)
+            return _apply(body, _INPLACE[inplace.value.fn], [current, value])
 
         def head(emit):
             return view, view
@@ -289,9 +296,8 @@ def _rewrite_result(state, scan, name, uses):
     """``r = <array expression>`` (or its return) as a new array filled by a
     fused element loop, where ``name`` is streamed."""
     var = scan.arrays[name]
-    label, stmt = scan.defs[var][0]
-    block = state.func_ir.blocks[label]
-    at = next(k for k, s in enumerate(block.body) if s is stmt)
+    stmt = scan.defs[var][0][1]
+    block, at = _place(state, stmt)
     ndim = state.typemap[var].ndim
     found = _expression(state.typingctx, scan, block, at + 1, stmt.target, ndim, uses, top=True)
     full = [a for a, k in found[1].items() if k == ndim] if found and any(n is stmt for n in found[0]) else []
@@ -348,7 +354,7 @@ def _stores_arrays(state, named):
 
 
 def run_pass(state):
-    state.stream_views, state.stream_store_notes, state.stream_fallbacks, state.stream_store_origin = {}, [], {}, {}
+    state.stream_views, state.stream_store_notes, state.stream_store_origin = {}, [], {}
     options = state.stream_options
     named = set(options.stream_stores) if isinstance(options.stream_stores, tuple) else set()
     if not _stores_arrays(state, named):
