@@ -169,6 +169,15 @@ def masked_steps(A, B, steps):
         A[1:-1] = B[1:-1]
 
 
+def through_views(B, A, steps):
+    interior = B[1:-1, 1:-1]
+    for _ in range(steps):
+        interior[...] = 0.25 * (A[:-2, 1:-1] + A[2:, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:])
+        A[1:-1, 1:-1] = interior
+    for i in range(B.shape[0]):
+        B[i][:1] = A[i][:1] * i      # a chained slice store
+
+
 def int_expr(out, x, y):
     out[:] = x * 3 + y
 
@@ -195,7 +204,7 @@ def clip_mix(out, x, y, a, b, c):
 
 KERNELS.update((f.__name__, (sj.stream_kernel(stream_stores=True)(f), numba.njit(f)))
                for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix, helper_expression,
-                         ellipsis_stores, masked_steps))
+                         ellipsis_stores, masked_steps, through_views))
 KERNELS["scale_accumulate_named"] = (sj.stream_kernel(stream_stores=["C"])(scale_accumulate), KERNELS[
     "scale_accumulate"][1])
 KERNELS["slice_in_place_named"] = (sj.stream_kernel(stream_stores=["A"])(slice_in_place), KERNELS[
@@ -328,3 +337,14 @@ def test_machine_code_holds_vector_nt_stores_and_a_fence(name):
     asm = kernel.inspect_asm(kernel.signatures[0])
     assert re.search(r"^\s*vmovnt(?:ps|pd|dq)\s+%[yz]mm\d+,", asm, re.M)
     assert re.search(r"^\s*sfence\s*$", asm, re.M)
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (3, 5), (40, 70)])
+def test_whole_stores_through_views_and_chained_slices_stream(shape):
+    rng = np.random.default_rng(14)
+    run_both("through_views", rng.standard_normal(shape), rng.standard_normal(shape), 3)
+    if shape == (40, 70):
+        report = KERNELS["through_views"][0].stream_report()
+        assert report.arrays["B"].nt_vector_stores > 0 and report.arrays["A"].nt_vector_stores > 0
+        assert any("a slice assignment through a view stored by a fused element loop" in note
+                   for note in report.arrays["B"].notes)

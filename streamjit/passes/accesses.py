@@ -315,7 +315,8 @@ def _record(scan, label, stmt, target, node, is_store):
         return
     array, root_var, prefix, view = root
     index = _index_atoms(scan, node)
-    full = None if index is None else _without_ellipsis(scan, prefix + index, scan.typemap[root_var].ndim)
+    ndim = scan.typemap[root_var if view is None else target.name].ndim
+    full = None if index is None else _without_ellipsis(scan, prefix + index, ndim)
     scan.accesses.append(Access(
         array=array, array_var=root_var, label=label, stmt=stmt, index=full or [],
         kind="view" if view is not None else _classify_index(scan, root_var, full), is_store=is_store,

@@ -47,7 +47,8 @@ _NUMPY_ERRORS = {operator.truediv, operator.floordiv, operator.mod, operator.pow
 _INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
             operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
             operator.ipow: operator.pow}
-_HOW = {"inplace": "an in-place operator", "row": "a row store", "slice": "a slice assignment"}
+_HOW = {"inplace": "an in-place operator", "row": "a row store", "slice": "a slice assignment",
+        "view": "a slice assignment through a view"}
 
 
 def _use_counts(blocks):
@@ -254,7 +255,10 @@ def _rewrite_store(state, scan, access, uses):
         rhs = inplace.value.rhs
     else:
         # the view keeps a dimension per slice and per dimension not indexed
-        ndim = typemap[access.array_var].ndim - sum(not is_slice(typemap, x) for x in access.index)
+        # (of the store's own index: a chained store's starts after its prefix, `A[2][1:]`)
+        target_ndim = typemap[stmt.target.name].ndim
+        own = access.index if access.kind == "view" else access.index[typemap[access.array_var].ndim - target_ndim:]
+        ndim = target_ndim - sum(not is_slice(typemap, x) for x in own)
         found = _expression(state.typingctx, scan, block, at, stmt.value, ndim, uses)
     if found is None:
         return False
@@ -323,6 +327,17 @@ def _rewrite_result(state, scan, name, uses):
     return True
 
 
+def _whole_store_through_view(scan, access):
+    """A slice or row store through a view the kernel made of a streamed
+    array (``interior = B[1:-1, 1:-1]; interior[...] = expr``)."""
+    if access.kind != "view" or not isinstance(access.stmt, (ir.SetItem, ir.StaticSetItem)):
+        return False
+    atoms = access.index
+    ints = [isinstance(a, int) or isinstance(a, ir.Var) and isinstance(scan.typemap[a.name], types.Integer)
+            for a in atoms]
+    return bool(atoms) and all(i or is_slice(scan.typemap, a) for i, a in zip(ints, atoms)) and not all(ints)
+
+
 def _is_element_index(typemap, stmt, ndim):
     index = stmt.index_var if isinstance(stmt, ir.StaticSetItem) else stmt.index
     if index is None:
@@ -362,9 +377,9 @@ def run_pass(state):
     scan = scan_kernel(state.func_ir, state.typemap, options.parallel)
     streamed = streamed_store_names(options, scan)
     uses = _use_counts(state.func_ir.blocks)
-    candidates = [a for a in scan.stores() if a.array in streamed and not a.chained
-                  and (a.kind in ("row", "slice") or (a.kind == "inplace" and a.array_var == scan.canonical(
-                      a.stmt.value.lhs.name)))]
+    candidates = [a for a in scan.stores() if a.array in streamed
+                  and (a.kind in ("row", "slice") or _whole_store_through_view(scan, a)
+                       or (a.kind == "inplace" and a.array_var == scan.canonical(a.stmt.value.lhs.name)))]
     rewritten = sum(_rewrite_store(state, scan, access, uses) for access in candidates)
     rewritten += sum(_rewrite_result(state, scan, name, uses) for name in sorted(scan.results & named))
     if rewritten:

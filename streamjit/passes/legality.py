@@ -149,15 +149,18 @@ def index_array_store(scan, store):
                                           for a in store.index)
 
 
-def check_stream_stores(scan, arrays):
+def check_stream_stores(scan, arrays, origin):
     """Raise `StreamLegalityError` unless streaming stores to ``arrays`` is
-    safe; return {store: (nest root, dims)}."""
+    safe; return {store: (nest root, dims)}. ``origin``: the stores
+    `array_stores.py` made or kept as the fallback of its loops."""
     analyzed = {}
     for array in arrays:
-        # whole-array operators (`B *= 2`) and index-array stores run once,
-        # as a stage of their own, with Numba's own (plain) stores
+        # whole-array operators (`B *= 2`), index-array stores and the
+        # fallbacks of whole stores through a view run once, as a stage of
+        # their own, with Numba's own (plain) stores
         indexed = [(s, *analyze_store(scan, s)) for s in scan.stores(array)
-                   if s.kind != "inplace" and not index_array_store(scan, s)]
+                   if s.kind != "inplace" and not index_array_store(scan, s)
+                   and not (s.kind == "view" and id(s.stmt) in origin)]
         for n, (a, root_a, dims_a) in enumerate(indexed):
             analyzed[a] = (root_a, dims_a)
             for b, root_b, dims_b in indexed[n + 1:]:
@@ -174,7 +177,7 @@ def check_stream_stores(scan, arrays):
 
 def run_pass(state):
     result, scan = state.metadata[METADATA_KEY], state.stream_scan
-    state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores))
+    state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores), state.stream_store_origin)
     for store in scan.stores():
         if store.array in result.streamed_stores and index_array_store(scan, store):
             result.note(store.array, store.line, "an index-array store (a boolean mask or fancy indexing): "
