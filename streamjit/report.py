@@ -49,6 +49,7 @@ class StreamReport:
     peeled_loops: int
     machine_nt_vector_stores: int
     machine_nt_scalar_stores: int
+    unfenced_stores: int = 0  # streamed stores some path leads to a return from without a fence
 
     def __str__(self):
         cols = ("nt_vector_stores", "nt_scalar_stores", "plain_stores", "nt_loads", "plain_loads", "prefetches")
@@ -60,6 +61,8 @@ class StreamReport:
             lines.append("  ".join([name.rjust(width)] + [str(getattr(rep, c)).rjust(width) for c in cols]))
         lines.append(f"fences: {self.fences}   peeled loops: {self.peeled_loops}   machine NT stores: "
                      f"{self.machine_nt_vector_stores} vector, {self.machine_nt_scalar_stores} scalar")
+        if self.unfenced_stores:
+            lines.append(f"  {self.unfenced_stores} streamed stores can reach the return without a store fence")
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
         return "\n".join(lines)
@@ -72,6 +75,42 @@ def function_body(text, name, opener, closer):
         return ""
     end = text.find(closer, start)
     return text[start:end if end >= 0 else len(text)]
+
+
+_BLOCK_LABEL = re.compile(r'^"?([-\w.$]+)"?:')
+_SUCCESSOR = re.compile(r'label %"?([-\w.$]+)"?')
+_STORE_FENCE = re.compile(r"@llvm\.x86\.sse\.sfence|@llvm\.aarch64\.dmb|^\s*fence\b")
+_RETURN = re.compile(r"^\s*ret\b")
+
+
+def unfenced_streamed_stores(llvm_function):
+    """How many non-temporal stores of one LLVM function can reach a
+    ``ret`` along some path without passing a store fence (0: the fences
+    post-dominate every streamed store, as `fence_placement.py` promises)."""
+    blocks, label = {}, "<entry>"
+    for line in llvm_function.splitlines()[1:]:
+        m = _BLOCK_LABEL.match(line)
+        if m:
+            label = m.group(1)
+        blocks.setdefault(label, []).append(line)
+
+    def escapes(label, start):
+        stack, seen = [(label, start)], set()
+        while stack:
+            label, start = stack.pop()
+            for line in blocks.get(label, [])[start:]:
+                if _STORE_FENCE.search(line):
+                    break
+                if _RETURN.match(line):
+                    return True
+            else:
+                successors = {s for line in blocks.get(label, []) for s in _SUCCESSOR.findall(line)}
+                stack.extend((s, 0) for s in successors - seen)
+                seen |= successors
+        return False
+
+    return sum(escapes(label, k + 1) for label, lines in blocks.items() for k, line in enumerate(lines)
+               if "!nontemporal" in line and _STORE.match(line))
 
 
 def _origin_arrays(pointer, defs, seen=None):
@@ -163,8 +202,8 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     # The kernel, and the worker functions Numba generated for its prange
     # loops (parallel=True), which are linked into the same module.
     names = [dispatcher.overloads[sig].fndesc.mangled_name] + _PARFOR_BODY.findall(llvm_text)
-    llvm_function = "".join(function_body(llvm_text, n, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n")
-                            for n in names)
+    llvm_functions = [function_body(llvm_text, n, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n") for n in names]
+    llvm_function = "".join(llvm_functions)
     # Mach-O prefixes symbols with an underscore.
     asm_function = "".join(function_body(asm_text, n, lambda n: rf'^"?_?{n}"?:', ".cfi_endproc") for n in names)
     params = list(inspect.signature(dispatcher.py_func).parameters)
@@ -186,4 +225,5 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
             rep.notes.append("this target has no non-temporal store instruction: the backend emitted plain stores")
     return StreamReport(signature=sig, arrays=reports, fences=fences,
                         peeled_loops=result.peeled_loops,
-                        machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar)
+                        machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar,
+                        unfenced_stores=sum(map(unfenced_streamed_stores, llvm_functions)))

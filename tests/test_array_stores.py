@@ -334,6 +334,7 @@ DONE_WHEN = {   # issue 13's kernels, as streamed: each must hold ymm/zmm NT sto
 def test_machine_code_holds_vector_nt_stores_and_a_fence(name):
     kernel, make_args = DONE_WHEN[name]
     kernel(*make_args(np.random.default_rng(13)))
+    assert kernel.stream_report().unfenced_stores == 0
     asm = kernel.inspect_asm(kernel.signatures[0])
     assert re.search(r"^\s*vmovnt(?:ps|pd|dq)\s+%[yz]mm\d+,", asm, re.M)
     assert re.search(r"^\s*sfence\s*$", asm, re.M)

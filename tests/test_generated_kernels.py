@@ -341,6 +341,7 @@ def test_generated_kernel_matches_njit_and_legality(second, data, seed):
         nt = sum(report.arrays[name].nt_vector_stores + report.arrays[name].nt_scalar_stores
                  for name in spec.stored)
         assert nt > 0 or report.fences > 0, str(report)
+        assert report.unfenced_stores == 0, str(report)   # fences post-dominate the streamed stores
 
     # non-contiguous views: another signature, same results
     want = make_args(spec, seed, "sub")

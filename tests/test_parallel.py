@@ -137,3 +137,4 @@ def test_a_pure_copy_in_prange_keeps_its_streamed_stores():
     np.testing.assert_array_equal(dst[1:], src[:-1])
     report = parallel_copy.stream_report()
     assert report.arrays["dst"].nt_vector_stores > 0 and report.machine_nt_vector_stores > 0
+    assert report.unfenced_stores == 0, str(report)   # each worker fences its own stores

@@ -161,7 +161,9 @@ def report_for(kernel, make_args):
     """The stream report of the signature ``make_args`` compiles (called once)."""
     args = make_args(np.random.default_rng(SEED))
     kernel(*args)
-    return kernel.stream_report(sig_of(*args))
+    report = kernel.stream_report(sig_of(*args))
+    assert report.unfenced_stores == 0, str(report)   # fences post-dominate the streamed stores
+    return report
 
 
 def nt_stores(report, name):

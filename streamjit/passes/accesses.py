@@ -130,6 +130,7 @@ class KernelScan:
     loops: list = field(default_factory=list)
     accesses: list = field(default_factory=list)
     defs: dict = field(default_factory=dict)  # variable -> [(label, statement)]
+    rebound: dict = field(default_factory=dict)  # variable -> the one array it holds (`_rebound_arrays`)
     cfg: object = None
 
     def stores(self, array=None):
@@ -139,10 +140,14 @@ class KernelScan:
         return [a for a in self.accesses if not a.is_store and (array is None or a.array == array)]
 
     def canonical(self, name):
-        """The variable at the end of ``name``'s chain of single copies."""
+        """The variable at the end of ``name``'s chain of single copies (or
+        the array a rebound variable holds, `_rebound_arrays`)."""
         seen = set()
         while name not in seen:
             seen.add(name)
+            if name in self.rebound:
+                name = self.rebound[name]
+                continue
             found = self.defs.get(name, [])
             if len(found) != 1 or not isinstance(found[0][1].value, ir.Var):
                 return name
@@ -178,6 +183,34 @@ def _definitions(blocks):
             if isinstance(stmt, ir.Assign):
                 defs.setdefault(stmt.target.name, []).append((label, stmt))
     return defs
+
+
+def _rebound_arrays(defs, typemap):
+    """{variable: array variable} for variables that, whichever definition
+    ran, hold one array: copies of it and what in-place operators on it
+    returned (``B += s`` in a time loop rebinds ``B`` every iteration, and
+    Numba's SSA merges the versions)."""
+    sources = {}
+    for name, found in defs.items():
+        if isinstance(typemap.get(name), types.Array):
+            values = [stmt.value for _, stmt in found]
+            if all(isinstance(v, ir.Var) or isinstance(v, ir.Expr) and v.op == "inplace_binop" for v in values):
+                sources[name] = [v.name if isinstance(v, ir.Var) else v.lhs.name for v in values]
+    rebound = {}
+    for name in sources:
+        roots, stack, seen = set(), [name], set()
+        while stack:
+            var = stack.pop()
+            if var in seen:
+                continue
+            seen.add(var)
+            if var in sources:
+                stack.extend(sources[var])
+            else:
+                roots.add(var)
+        if len(roots) == 1:
+            rebound[name] = roots.pop()
+    return rebound
 
 
 def _find_loops(scan, parallel):
@@ -381,10 +414,11 @@ def scan_kernel(func_ir, typemap, parallel=False, views=None):
             arrays[stmt.value.name] = stmt.target.name
     made, results = _fresh_arrays(func_ir, typemap)
     fresh = {name: var for name, var in made.items() if name not in arrays}
+    defs = _definitions(func_ir.blocks)
     scan = KernelScan(func_ir=func_ir, typemap=typemap, arrays={**arrays, **fresh}, fresh=frozenset(fresh),
                       results=results & set(fresh),
                       views=dict(views or {}),
-                      defs=_definitions(func_ir.blocks), cfg=compute_cfg_from_blocks(func_ir.blocks))
+                      defs=defs, rebound=_rebound_arrays(defs, typemap), cfg=compute_cfg_from_blocks(func_ir.blocks))
     _find_loops(scan, parallel)
     for label, block in func_ir.blocks.items():
         for stmt in block.body:

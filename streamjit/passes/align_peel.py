@@ -56,6 +56,7 @@ class PeelPlan:
     stores: list  # [(Access, dims)]
     loads: list  # [(Access, dims)]
     sources: list = field(default_factory=list)  # streamed loads read through aligned pointers
+    added: set = field(default_factory=set)  # labels of the blocks the peel added (the aligned loops)
 
 
 def _int_value(scan, x):
@@ -260,6 +261,7 @@ def _access_index(emit, access, stmt):
 def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
     """Version ``plan.loop`` into head and aligned loops (see module doc)."""
     blocks, loop = scan.func_ir.blocks, plan.loop
+    existing = set(blocks)
     preheader = blocks[next(iter(loop.entries))]
     header_branch = blocks[loop.for_block].body[-1]
     exit_label = header_branch.falsebr
@@ -319,6 +321,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
     more = after.binop(operator.gt, hi, start)
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))
     retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
+    plan.added = set(blocks) - existing
     if scalar_head:
         body_entry = blocks[header_branch.truebr]
         keep = Emitter(scope, loc)

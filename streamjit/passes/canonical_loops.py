@@ -13,7 +13,8 @@ array the two are exactly
 when the loop starts, as ``range`` does), so this pass rewrites the first
 form into the second in Numba's IR, as Numba's own loop canonicalization
 does for ``literal_unroll``. Only array parameters are rewritten (their
-types are known before type inference, from the signature).
+types are known before type inference, from the signature), also after an
+in-place operator rebound them.
 
 ``for idx in np.ndindex(shape)`` and ``numba.pndindex(shape)`` visit every
 index tuple once, in C order; they become the loop nest that says so,
@@ -37,19 +38,25 @@ _NDINDEX = {("ndindex", "numpy"): range, ("pndindex", "numba"): prange}
 
 
 def _array_param(state, var):
+    """The type of the array parameter ``var`` is, or an in-place operator
+    on one returned (``C -= s``: the same array, rebound); else None."""
     value = guard(get_definition, state.func_ir, var)
-    return isinstance(value, ir.Arg) and isinstance(state.args[value.index], types.Array)
+    if isinstance(value, ir.Expr) and value.op == "inplace_binop":
+        return _array_param(state, value.lhs)
+    return state.args[value.index] if isinstance(value, ir.Arg) and isinstance(state.args[value.index],
+                                                                               types.Array) else None
 
 
 def _iterated_array(state, getiter):
     """(array var, start or None, is_enumerate) for a canonicalizable loop."""
     source = getiter.value
-    if _array_param(state, source):
+    if _array_param(state, source) is not None:
         return source, None, False
     call = guard(get_definition, state.func_ir, source)
     if not (isinstance(call, ir.Expr) and call.op == "call" and not call.kws and 1 <= len(call.args) <= 2):
         return None
-    if guard(find_callname, state.func_ir, call) == ("enumerate", "builtins") and _array_param(state, call.args[0]):
+    if guard(find_callname, state.func_ir, call) == ("enumerate", "builtins") \
+            and _array_param(state, call.args[0]) is not None:
         return call.args[0], (call.args[1] if len(call.args) == 2 else None), True
     return None
 
@@ -66,8 +73,8 @@ def _ndindex_dims(state, call, emit):
         if isinstance(extents, ir.Expr) and extents.op == "getattr" and extents.attr == "shape":
             return [call.args[0]]
     if isinstance(shape, ir.Expr) and shape.op == "getattr" and shape.attr == "shape" \
-            and _array_param(state, shape.value):
-        ndim = state.args[guard(get_definition, state.func_ir, shape.value).index].ndim
+            and _array_param(state, shape.value) is not None:
+        ndim = _array_param(state, shape.value).ndim
         return [emit.assign(ir.Expr.static_getitem(call.args[0], k, None, emit.loc)) for k in range(ndim)]
     return None
 

@@ -31,7 +31,8 @@ def _fence(block, loc):
 def run_pass(state):
     blocks = state.func_ir.blocks
     # the nests as they are now, after the peel added blocks to them
-    loops = compute_cfg_from_blocks(blocks).loops()
+    cfg = compute_cfg_from_blocks(blocks)
+    loops = cfg.loops()
     fenced = set()
     for old_root in dict.fromkeys(plan.root for plan in state.stream_peels):
         root = loops[old_root.header]
@@ -47,7 +48,11 @@ def run_pass(state):
                     retarget(block, {root.header: fence})
                     fenced.add(fence)
             continue
-        for label in sorted(set(root.exits) - fenced):
+        # a root that was itself peeled is now its head loop, then the
+        # aligned loops after it: the nest is all of them
+        nest = set(root.body).union(*(plan.added for plan in state.stream_peels if plan.root is old_root))
+        exits = {succ for label in nest for succ, _ in cfg.successors(label)} - nest
+        for label in sorted(exits - fenced):
             fenced.add(label)
             blocks[label].body[0:0] = _fence(blocks[label], blocks[label].loc)
     return bool(fenced)
