@@ -18,6 +18,8 @@ from numba import types
 from numba.core.ir_utils import legalize_names
 
 from .lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
+from .lowering.exit_fences import EXIT_FENCE_MARK
+from .lowering.llvm_text import function_blocks, unfenced_returns
 from .lowering.targets import count_asm_streaming
 from .plan import LOOP_NOTE
 
@@ -50,6 +52,7 @@ class StreamReport:
     machine_nt_vector_stores: int
     machine_nt_scalar_stores: int
     unfenced_stores: int = 0  # streamed stores some path leads to a return from without a fence
+    exit_fences: int = 0  # returns fenced because an exception raised in a streamed nest leads there
 
     def __str__(self):
         cols = ("nt_vector_stores", "nt_scalar_stores", "plain_stores", "nt_loads", "plain_loads", "prefetches")
@@ -63,6 +66,8 @@ class StreamReport:
                      f"{self.machine_nt_vector_stores} vector, {self.machine_nt_scalar_stores} scalar")
         if self.unfenced_stores:
             lines.append(f"  {self.unfenced_stores} streamed stores can reach the return without a store fence")
+        if self.exit_fences:
+            lines.append(f"  {self.exit_fences} returns fenced for exceptions raised inside a streamed nest")
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
         return "\n".join(lines)
@@ -75,42 +80,6 @@ def function_body(text, name, opener, closer):
         return ""
     end = text.find(closer, start)
     return text[start:end if end >= 0 else len(text)]
-
-
-_BLOCK_LABEL = re.compile(r'^"?([-\w.$]+)"?:')
-_SUCCESSOR = re.compile(r'label %"?([-\w.$]+)"?')
-_STORE_FENCE = re.compile(r"@llvm\.x86\.sse\.sfence|@llvm\.aarch64\.dmb|^\s*fence\b")
-_RETURN = re.compile(r"^\s*ret\b")
-
-
-def unfenced_streamed_stores(llvm_function):
-    """How many non-temporal stores of one LLVM function can reach a
-    ``ret`` along some path without passing a store fence (0: the fences
-    post-dominate every streamed store, as `fence_placement.py` promises)."""
-    blocks, label = {}, "<entry>"
-    for line in llvm_function.splitlines()[1:]:
-        m = _BLOCK_LABEL.match(line)
-        if m:
-            label = m.group(1)
-        blocks.setdefault(label, []).append(line)
-
-    def escapes(label, start):
-        stack, seen = [(label, start)], set()
-        while stack:
-            label, start = stack.pop()
-            for line in blocks.get(label, [])[start:]:
-                if _STORE_FENCE.search(line):
-                    break
-                if _RETURN.match(line):
-                    return True
-            else:
-                successors = {s for line in blocks.get(label, []) for s in _SUCCESSOR.findall(line)}
-                stack.extend((s, 0) for s in successors - seen)
-                seen |= successors
-        return False
-
-    return sum(escapes(label, k + 1) for label, lines in blocks.items() for k, line in enumerate(lines)
-               if "!nontemporal" in line and _STORE.match(line))
 
 
 def _origin_arrays(pointer, defs, seen=None):
@@ -226,4 +195,5 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     return StreamReport(signature=sig, arrays=reports, fences=fences,
                         peeled_loops=result.peeled_loops,
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar,
-                        unfenced_stores=sum(map(unfenced_streamed_stores, llvm_functions)))
+                        unfenced_stores=sum(unfenced_returns(function_blocks(f))[0] for f in llvm_functions),
+                        exit_fences=llvm_function.count(EXIT_FENCE_MARK))

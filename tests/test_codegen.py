@@ -37,6 +37,20 @@ def test_the_fence_follows_the_aligned_loop_on_every_path_to_the_return(copy_f32
     # the fence goes after both (it once went between them)
     report = K.copy.stream_report(copy_f32)
     assert report.arrays["dst"].nt_vector_stores > 0 and report.unfenced_stores == 0, str(report)
+    assert report.exit_fences == 0, str(report)   # (nothing in the loop raises: the nest's fence is enough)
+
+
+def test_exceptions_raised_inside_a_streamed_nest_leave_through_a_fence():
+    def divide_all(out, a, d):
+        for i in range(a.shape[0]):
+            out[i] = a[i] // d[0]       # ZeroDivisionError from inside the aligned loop
+
+    kernel = sj.stream_kernel(stream_stores=["out"])(divide_all)
+    a = np.arange(1.0, 101.0)
+    with pytest.raises(ZeroDivisionError):
+        kernel(np.empty(100), a, np.zeros(1))
+    report = kernel.stream_report()
+    assert report.exit_fences > 0 and report.unfenced_stores == 0, str(report)
 
 
 @needs_x86_avx
@@ -117,6 +131,13 @@ def test_self_load_stays_ordinary_and_store_is_streamed():
     report = K.accumulate.stream_report(sig)
     out = report.arrays["out"]
     assert out.nt_vector_stores > 0 and out.plain_loads > 0 and out.nt_loads == 0
+
+
+def test_read_modify_write_loops_stay_plain_under_true():
+    a = np.zeros(1000, np.float32)
+    sig = compiled(K.accumulate_aug, a.copy(), a)
+    out = K.accumulate_aug.stream_report(sig).arrays["out"]
+    assert out.nt_vector_stores == 0 and any("only updated in place" in n for n in out.notes)
 
 
 def test_any_layout_note():

@@ -3,7 +3,7 @@ makes Numba use it.
 
 Numba optimizes each function's final LLVM module inside its code library.
 ``StreamCodeLibrary`` lets that happen unchanged, then rewrites the
-optimized module (`nontemporal.py`, `prefetch.py`) before machine code is
+optimized module (`nontemporal.py`, `prefetch.py`, `exit_fences.py`) before machine code is
 generated. It keeps the rewritten text for `stream_report` (Numba's
 `inspect_llvm` shows the module only after the backend has changed it in
 place) and the text before optimization, to compile for other targets
@@ -21,6 +21,7 @@ import llvmlite.binding as llvm
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
+from .exit_fences import fence_exits
 from .keep_scalar import remove_keep_scalar_calls
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_nontemporal import pair_streamed_accesses
@@ -42,8 +43,8 @@ class StreamCodeLibrary(JITCodeLibrary):
         self._unoptimized_module = self._final_module.clone()
         super()._optimize_final_module()
         text = str(self._final_module)
-        rewritten = insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
-            remove_keep_scalar_calls(text))))
+        rewritten = fence_exits(insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
+            remove_keep_scalar_calls(text)))))
         if rewritten is not text:
             module = llvm.parse_assembly(rewritten)
             module.verify()

@@ -452,16 +452,34 @@ FRESH_NOTE = ("allocated by the kernel: not streamed under stream_stores=True (i
 
 
 # Why ``stream_stores=True`` leaves arrays only updated in place plain
-# (``C *= beta``, ``A[1:] += B[:-1]``): the operator reads each element
-# just before writing it, so its line is in cache and a streamed store saves
-# no read-for-ownership; it measured slower (bench/array_expressions.py).
+# (``C *= beta``, ``A[1:] += B[:-1]``, ``a[i] = a[i] * b`` in a loop): each
+# element is read just before it is written, so its line is in cache and a
+# streamed store saves no read-for-ownership; it measured slower
+# (bench/array_expressions.py).
 IN_PLACE_NOTE = ("only updated in place: not streamed under stream_stores=True (each element is read just before it "
-                 "is written, so there is no read to save; streaming measured 0.81-0.94x, bench/array_expressions.py);"
+                 "is written, so there is no read to save; streaming measured 0.75-0.94x, bench/array_expressions.py);"
                  " name it in stream_stores to stream it anyway")
 
 
+def _atom_key(scan, atom):
+    return scan.canonical(atom.name) if isinstance(atom, ir.Var) else atom
+
+
+def _rewrites_what_it_read(scan, store):
+    """Whether an element store writes the element its block read just
+    before (``a[i] = a[i] * b``): an update in place written as a loop."""
+    if store.kind != "element":
+        return False
+    body = scan.func_ir.blocks[store.label].body
+    at = next(k for k, s in enumerate(body) if s is store.stmt)
+    key = [_atom_key(scan, a) for a in store.index]
+    return any(load.label == store.label and load.kind == "element" and any(s is load.stmt for s in body[:at])
+               and [_atom_key(scan, a) for a in load.index] == key for load in scan.loads(store.array))
+
+
 def _only_in_place(scan, name, origin):
-    return all(a.kind == "inplace" or origin.get(id(a.stmt), (None, None))[1] == "inplace" for a in scan.stores(name))
+    return all(a.kind == "inplace" or origin.get(id(a.stmt), (None, None))[1] == "inplace"
+               or _rewrites_what_it_read(scan, a) for a in scan.stores(name))
 
 
 def streamed_store_names(options, scan, origin=None):
