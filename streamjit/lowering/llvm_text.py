@@ -54,23 +54,35 @@ def unfenced_returns(blocks):
     """(how many non-temporal stores can reach a ``ret`` along some path
     that passes no store fence, {(label, line index)} of those ``ret``s)."""
     successors = {label: {s for line in lines for s in _SUCCESSOR.findall(line)} for label, lines in blocks.items()}
+
+    def runs_into(lines, start):
+        """("fence" or "ret", line index) that ends a path entering at ``start``, or (None, None)."""
+        for n, line in enumerate(lines[start:], start):
+            if STORE_FENCE.search(line):
+                return "fence", n
+            if _RETURN.match(line):
+                return "ret", n
+        return None, None
+
+    ends = {label: runs_into(lines, 0) for label, lines in blocks.items()}
+    # the returns reachable unfenced from each block's start: a fixed point over the CFG
+    escapes = {label: {(label, n)} if kind == "ret" else set() for label, (kind, n) in ends.items()}
+    changed = True
+    while changed:
+        changed = False
+        for label, (kind, _) in ends.items():
+            if kind is None:
+                reached = set().union(*(escapes.get(s, set()) for s in successors[label]))
+                if not reached <= escapes[label]:
+                    escapes[label] |= reached
+                    changed = True
     stores, returns = 0, set()
     for label, lines in blocks.items():
         for k, line in enumerate(lines):
-            if not _NT_STORE.match(line):
-                continue
-            reached, stack, seen = set(), [(label, k + 1)], set()
-            while stack:
-                at, start = stack.pop()
-                for n, later in enumerate(blocks.get(at, [])[start:], start):
-                    if STORE_FENCE.search(later):
-                        break
-                    if _RETURN.match(later):
-                        reached.add((at, n))
-                        break
-                else:
-                    stack.extend((s, 0) for s in successors.get(at, ()) - seen)
-                    seen |= successors.get(at, set())
-            stores += bool(reached)
-            returns |= reached
+            if _NT_STORE.match(line):
+                kind, n = runs_into(lines, k + 1)
+                reached = {(label, n)} if kind == "ret" else set() if kind == "fence" else \
+                    set().union(*(escapes.get(s, set()) for s in successors[label]))
+                stores += bool(reached)
+                returns |= reached
     return stores, returns
