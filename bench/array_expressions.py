@@ -10,6 +10,7 @@ and ratios.
 - `C *= beta; C += alpha * A`, float64, N x N, and `A[1:] += c * B[:-1]`, N*N elements, under
   stream_stores=True (which leaves arrays only updated in place plain) and named;
 - `out[:] = a * x + y`, float64, N*N elements;
+- a loop updating in place, `C[i] = C[i] * b`, N*N elements, under stream_stores=True (plain) and named;
 - a fresh output: `r = np.empty_like(x); for i: r[i] = 2x + y; return r`, float64, N*N elements,
   under stream_stores=True (which leaves it plain) and named (``stream_stores=["r"]``);
 - a returned array expression, `return np.minimum(np.maximum(x, 2), 10) * a + y * b + c`, float64,
@@ -56,6 +57,11 @@ def axpy(out, a, x, y):
 
 def shifted_accumulate(A, B, c):
     A[1:] += c * B[:-1]
+
+
+def scale_loop(C, b):
+    for i in range(C.shape[0]):
+        C[i] = C[i] * b
 
 
 def returned_expression(x, y, a, b, c):
@@ -109,6 +115,8 @@ def main(n=5000, m=300, rounds=7):
     compare(f"out[:] = a*x + y {n * n}", axpy, (rng.standard_normal(n * n), 1.5) + vectors, rounds)
     compare(f"A[1:] += c*B[:-1] {n * n}", shifted_accumulate, vectors + (0.5,), rounds)
     compare("  the same, named", shifted_accumulate, vectors + (0.5,), rounds, stream_stores=["A"])
+    compare(f"loop C[i] = C[i]*b {n * n}", scale_loop, (vectors[0], 1.0000001), rounds)
+    compare("  the same, named", scale_loop, (vectors[0], 1.0000001), rounds, stream_stores=["C"])
     compare(f"fresh output {n * n} elems", fresh_output, vectors, rounds)
     compare("  the same, named", fresh_output, vectors, rounds, stream_stores=["r"])
     compare(f"returned expression {n * n}", returned_expression, vectors + (1.5, 2.5, 0.25), rounds)
