@@ -170,7 +170,8 @@ def test_no_reference_leaks_on_error_paths():
     @sj.stream_kernel(stream_stores=["dst"])
     def illegal(dst, src):   # every compile fails
         for i in range(src.shape[0]):
-            dst[0] = src[i]
+            for j in range(2):
+                dst[i] = src[i] + j
 
     def fail_both_ways(times):
         for _ in range(times):

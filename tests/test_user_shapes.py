@@ -215,7 +215,8 @@ generated_smooth = stream_kernel(stream_stores=["out"])(
 ILLEGAL_EXEC_SOURCE = """
 def last_wins(out, a):
     for i in range(a.shape[0]):
-        out[0] = a[i]
+        for j in range(2):
+            out[i] = a[i] + j
 """
 _illegal_namespace = {}
 exec(ILLEGAL_EXEC_SOURCE, _illegal_namespace)
@@ -245,9 +246,9 @@ def test_function_type_kernel_streams():
 
 
 def test_exec_kernel_legality_error_cites_string_line():
-    # `out[0]` in an `i` loop: the same element each iteration. No source
-    # file exists; the error cites Numba's location of the store: <string>:4.
-    expect_legality_error(exec_last_wins, (np.ones(8), np.ones(8)), r"'out'.*'i'|'i'.*'out'", [4],
+    # `out[i]` in a `j` loop: the same element each iteration of it. No source
+    # file exists; the error cites Numba's location of the store: <string>:5.
+    expect_legality_error(exec_last_wins, (np.ones(8), np.ones(8)), r"'out'.*'j'|'j'.*'out'", [5],
                           filename="<string>")
 
 

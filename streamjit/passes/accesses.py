@@ -477,9 +477,20 @@ def _rewrites_what_it_read(scan, store):
                and [_atom_key(scan, a) for a in load.index] == key for load in scan.loads(store.array))
 
 
+def _one_constant_element(scan, store):
+    """``u[0] = 0``, ``u[-1] = v``: a boundary value, a plain store whatever the options."""
+    def constant(atom):
+        value = scan.definition(atom.name) if isinstance(atom, ir.Var) else None
+        return isinstance(atom, int) or isinstance(value, ir.Const) and isinstance(value.value, int)
+    return store.kind == "element" and all(constant(a) for a in store.index)
+
+
 def _only_in_place(scan, name, origin):
-    return all(a.kind == "inplace" or origin.get(id(a.stmt), (None, None))[1] == "inplace"
-               or _rewrites_what_it_read(scan, a) for a in scan.stores(name))
+    """Whether every store to ``name`` updates in place (its boundary
+    values aside)."""
+    stores = [a for a in scan.stores(name) if not _one_constant_element(scan, a)]
+    return bool(stores) and all(a.kind == "inplace" or origin.get(id(a.stmt), (None, None))[1] == "inplace"
+                                or _rewrites_what_it_read(scan, a) for a in stores)
 
 
 def streamed_store_names(options, scan, origin=None):

@@ -79,14 +79,17 @@ def analyze_store(scan, store):
     outer = AffineAnalyzer(scan, store.loops[0] if store.loops else None)
     first = store_dims(scan, store, outer)
     root = nest_root(store, first)
-    if root is None and store.loops and store.kind in ("slice", "row") and all(d is not None for d in first):
-        return None, first  # a whole-array store: a stage of its own, re-run by the loops around it
     if root is None and store.loops:
         if any(d is None for d in first):
             _not_affine(store)
-        loop = store.loops[-1]
-        _fail(store, f"the index does not depend on the loop variable '{loop.var}' (line {loop.line}), "
-              "so every iteration of that loop writes the same element")
+        if store.is_element and any(loop.kind == "prange" for loop in store.loops):
+            loop = store.loops[-1]  # (threads racing on one element: a reduction)
+            _fail(store, f"the index does not depend on the loop variable '{loop.var}' (line {loop.line}), "
+                  "so every iteration of that parallel loop writes the same element")
+        # no loop selects what it writes (a whole-array store, or one element
+        # such as a boundary value `u[0] = 0` in a time loop): a stage of its
+        # own, re-run by the loops around it; an element store stays plain
+        return None, first
     # invariance is judged per execution of the nest, not of the time loops around it
     dims = store_dims(scan, store, AffineAnalyzer(scan, root)) if root is not None else first
     if any(d is None for d in dims):
@@ -179,7 +182,12 @@ def run_pass(state):
     result, scan = state.metadata[METADATA_KEY], state.stream_scan
     state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores), state.stream_store_origin)
     for store in scan.stores():
-        if store.array in result.streamed_stores and index_array_store(scan, store):
+        if store.array not in result.streamed_stores:
+            continue
+        if index_array_store(scan, store):
             result.note(store.array, store.line, "an index-array store (a boolean mask or fancy indexing): "
                         "Numba's own, plain stores")
+        elif store.is_element and store.loops and state.stream_legal[store][0] is None:
+            result.note(store.array, store.line, "one element, whichever the iteration of the loops around it: "
+                        "a stage of its own, plain stores")
     return False
