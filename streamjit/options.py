@@ -65,6 +65,7 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
     params = list(inspect.signature(func).parameters)
     stores = _names("stream_stores", stream_stores, params, func)
     loads = _names("stream_loads", stream_loads, params, func)
+    measured = threshold == "auto"
     threshold = _threshold(threshold)
     unknown = sorted(set(numba_options) - set(FORWARDED_NUMBA_OPTIONS))
     if unknown:
@@ -76,4 +77,4 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
     if not stores and not loads:
         return None, numba_options
     return StreamOptions(stores, loads, _prefetch_distance(prefetch_distance), threshold,
-                         bool(numba_options.get("parallel"))), numba_options
+                         bool(numba_options.get("parallel")), measured), numba_options

@@ -28,10 +28,14 @@ class StreamOptions:
     prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
     threshold: int | None = None  # bytes of streamed arrays above which the aligned loops run
     parallel: bool = False
+    # threshold="auto": what measured slower streamed at every size (arrays
+    # the kernel makes, updates in place) stays plain even when named
+    measured: bool = False
 
     def cache_key(self):
         """What, besides the source, decides the compiled code."""
-        return (__version__, self.stream_stores, self.stream_loads, self.prefetch_distance, self.threshold)
+        return (__version__, self.stream_stores, self.stream_loads, self.prefetch_distance, self.threshold,
+                self.measured)
 
 
 @dataclass

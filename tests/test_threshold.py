@@ -5,6 +5,7 @@ import json
 import os
 import re
 
+import numba
 import numpy as np
 import pytest
 
@@ -136,3 +137,31 @@ def test_calibrate_command(clean_env, capsys):
                 assert th.threshold_for(kind) == (record[key], f"calibration in {th.calibration_file()}")
         if "copy_threshold_bytes" in record:
             assert record["copy_threshold_bytes"] < record["copy_limit_bytes"] <= 2 << 20
+
+
+def _fill_fresh(x):
+    r = np.empty_like(x)
+    for i in range(x.shape[0]):
+        r[i] = x[i] * 2.0
+    return r
+
+
+def _scale_in_place(C, b):
+    C *= b
+
+
+def _copy_slices(out, x):
+    out[:] = x * 2.0
+
+
+@pytest.mark.parametrize("func, name, streamed", [(_fill_fresh, "r", False), (_scale_in_place, "C", False),
+                                                  (_copy_slices, "out", True)])
+def test_auto_threshold_leaves_what_measured_slower_plain_even_when_named(func, name, streamed):
+    kernel = sj.stream_kernel(stream_stores=[name], threshold="auto")(func)
+    args = (np.arange(1001.0),) if func is _fill_fresh else (np.arange(1001.0), 2.0)
+    theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    np.testing.assert_array_equal(kernel(*args), numba.njit(func)(*theirs))
+    np.testing.assert_array_equal(args[0], theirs[0])
+    row = kernel.stream_report().arrays[name]
+    assert (row.nt_vector_stores > 0) == streamed
+    assert any("threshold='auto' leaves it plain" in n for n in row.notes) != streamed

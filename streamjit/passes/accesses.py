@@ -493,15 +493,27 @@ def _only_in_place(scan, name, origin):
                                 or _rewrites_what_it_read(scan, a) for a in stores)
 
 
+# Why threshold="auto" leaves them plain even when named.
+AUTO_NOTE = ("threshold='auto' leaves it plain: streaming {} measured slower at every size tried "
+             "(bench/array_expressions.py); give a byte threshold, or none, to stream it anyway")
+
+
+def _measured_slower(scan, name, origin):
+    """Whether ``name`` is an array the kernel makes or (once `array_stores.py`
+    has made its loops: ``origin``) one only updated in place."""
+    return name in scan.fresh or origin is not None and _only_in_place(scan, name, origin)
+
+
 def streamed_store_names(options, scan, origin=None):
     """The arrays whose stores the options stream: with True, the array
-    parameters stored to, except (once `array_stores.py` has made its loops:
-    ``origin``) those only updated in place; a list names
-    parameters or arrays the kernel makes."""
+    parameters stored to, except those only updated in place; a list names
+    parameters or arrays the kernel makes, and with threshold="auto" it
+    keeps the same exceptions."""
     stored = {a.array for a in scan.stores()}
-    if options.stream_stores is True:
-        return {name for name in stored - scan.fresh if origin is None or not _only_in_place(scan, name, origin)}
-    return set(options.stream_stores or ()) & stored
+    named = stored if options.stream_stores is True else set(options.stream_stores or ()) & stored
+    if options.stream_stores is True or options.measured:
+        return {name for name in named if not _measured_slower(scan, name, origin)}
+    return named
 
 
 def _warn_unused(option, used, option_name, verb, func_name):
@@ -541,6 +553,10 @@ def run_pass(state):
             result.note(name, 0, FRESH_NOTE)
         for name in sorted(stored - scan.fresh - streamed):
             result.note(name, 0, IN_PLACE_NOTE)
+    elif options.measured:
+        for name in sorted(set(options.stream_stores) & (stored | scan.results) - streamed):
+            result.note(name, 0, AUTO_NOTE.format("an array the kernel makes" if name in scan.fresh
+                                                  else "an update in place"))
     for array, line, text in state.stream_store_notes:
         result.note(array, line, text)
     for name in sorted(streamed):  # how the rest of its stores were made
