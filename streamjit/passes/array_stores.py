@@ -2,13 +2,16 @@
 
 Real Numba code writes arrays whole: row stores (``out[i] = x[i]``), slice
 assignments of array expressions (``B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] +
-...)``, ``out[:] = a * x + y``) and in-place operators (``C *= beta``,
-``C += alpha * A``). Numba runs each as a call the stream passes cannot see
-into, computing the right-hand side into temporary arrays first. Where the
-result is exactly an element loop this pass rewrites the store (typed IR):
+...)``, ``out[:] = a * x + y``, through a view ``inner[...] = ...``),
+in-place operators on arrays and slices (``C *= beta``, ``A[1:] += c *
+B[:-1]``) and array expressions whose result is a new array (``r = a * x +
+y``, ``return expr``). Numba runs each as a call the stream passes cannot
+see into, computing the right-hand side into temporary arrays first. Where
+the result is exactly an element loop this pass rewrites the store (typed
+IR):
 
     view = B[1:-1, 1:-1]                       # the destination (B itself for C *= ...)
-    if copies_elementwise(view, A1) & ...:     # every array operand: same shape, and
+    if copies_elementwise(view, A1) & ...:     # every array operand: the same (trailing) shape,
                                                # disjoint memory (or the very same elements)
         for i in range(view.shape[0]):
             for j in range(view.shape[1]):
@@ -16,15 +19,20 @@ result is exactly an element loop this pass rewrites the store (typed IR):
     else:
         <the original statements>              # Numba's own: broadcasting, overlap, errors
 
-The expression is fused when it is built of elementwise arithmetic on
-floating-point arrays of the destination's dimensions and scalars (Numba
-types those array operations with the same loops as the scalar ones, so
-the values are the same); otherwise only a plain copy or fill is turned
-into a loop. With ``parallel=True`` the outer loop is a ``prange``, so the
-expression still runs on all threads, as Numba's parfors would run it. The
-passes after this one align, stream and fence the element loop like one the
-user wrote; the view is registered as a root of its
-array (`accesses.py`). The new statements are typed here, for the scan.
+(for a new array: ``r = np.empty(A1.shape, dtype)`` before the loop, the
+check only of shapes). The expression fused is built of operators and ufunc
+calls on arrays (of the destination's dimensions or fewer, broadcast along
+the leading ones) and scalars, through copies; each element is computed as
+Numba computes an array-expression element, with scalar arithmetic under
+NumPy's error model (`intrinsics.with_numpy_errors`), so the values are
+Numba's. Anything else in it is an operand Numba computes first. With
+``parallel=True`` the outer loop is a ``prange``, so the expression still
+runs on all threads, as Numba's parfors would run it. The passes after this
+one align, stream and fence the element loop like one the user wrote; the
+view is registered as a root of its array (`accesses.py`), and each store
+made or kept is recorded with what it came from (``stream_store_origin``:
+`stream_stores=True` leaves updates in place plain). The new statements are
+typed here, for the scan.
 """
 
 import operator
