@@ -14,9 +14,9 @@ Before type inference (untyped Numba IR, right after Numba inlines
 After type inference and phi removal (typed Numba IR: every variable typed,
 helpers inlined, constants folded), before Numba's rewrites and parfors:
 
-2. ``array_stores``: row stores, slice assignments of array expressions
-   and in-place operators on streamed arrays become (fused) element loops
-   where that is exact (checked at run time);
+2. ``array_stores``: row stores, slice assignments of array expressions,
+   in-place operators and array-expression results of streamed arrays
+   become (fused) element loops where that is exact (checked at run time);
    ``parallel_blocks``: with ``parallel=True``, streamed ``prange`` loops
    become parallel loops over blocks, each a sequential loop (both type
    what they insert right away, for the scan that follows);
@@ -26,14 +26,16 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
 5. ``align_peel``: innermost streamed loops split into a plain head and an
    aligned loop whose stores and loads are the intrinsics of
    ``typing/intrinsics.py``;
-6. ``fence_placement``: a store fence after each streamed nest;
+6. ``fence_placement``: a store fence after each streamed nest (and its
+   aligned loops);
 7. ``size_check``: with a threshold, one size test at entry gates every
    aligned loop;
 8. ``stream_loads``: the remaining loads of streamed sources are tagged;
 9. ``retype``: Numba's type inference over the inserted statements.
 
 Numba then lowers and optimizes as usual; ``lowering/library.py`` rewrites
-the optimized LLVM module (non-temporal tags, prefetches, AArch64 pairs).
+the optimized LLVM module (non-temporal tags, prefetches, AArch64 pairs,
+fences on the returns exceptions take out of a streamed nest).
 
 ``STREAMJIT_DUMP_AFTER=<pass name>`` (or ``all``) prints the IR after that
 pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes.
@@ -49,8 +51,8 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.typed_passes import InlineOverloads
 from numba.core.untyped_passes import InlineInlinables
 
-from .passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, legality, parallel_blocks, retype,
-                     array_stores, size_check, stream_loads)
+from .passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, legality, parallel_blocks,
+                     retype, size_check, stream_loads)
 
 UNTYPED_PASSES = (canonical_loops,)
 TYPED_PASSES = (array_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check, stream_loads,
