@@ -472,9 +472,14 @@ def _byte_span(context, builder, aryty, ary_value):
     return low, builder.add(high, intp(as_dtype(aryty.dtype).itemsize))
 
 
-def _trailing_shape_matches(context, builder, arr, arr_value, value, value_value):
-    """Whether ``value``'s shape is the last ``value.ndim`` extents of
-    ``arr``'s: NumPy broadcasts it over the leading ones, element for element."""
+def _operand_fits(context, builder, arr, arr_value, value, value_value):
+    """Whether ``value`` can be read element for element where ``arr`` is
+    written: a scalar, or an array whose shape is the last ``value.ndim``
+    extents of ``arr``'s (NumPy broadcasts it over the leading ones)."""
+    if not isinstance(value, types.Array):
+        return cgutils.true_bit
+    if not 1 <= value.ndim <= arr.ndim:
+        return cgutils.false_bit
     ok = cgutils.true_bit
     arr_shape = _shape(context, builder, arr, arr_value)[arr.ndim - value.ndim:]
     for a, b in zip(arr_shape, _shape(context, builder, value, value_value)):
@@ -493,11 +498,9 @@ def copies_elementwise(typingctx, row, value):
         return None
 
     def codegen(context, builder, sig, args):
-        if not isinstance(value, types.Array):
-            return cgutils.true_bit
-        if not 1 <= value.ndim <= row.ndim:
-            return cgutils.false_bit
-        ok = _trailing_shape_matches(context, builder, row, args[0], value, args[1])
+        ok = _operand_fits(context, builder, row, args[0], value, args[1])
+        if not isinstance(value, types.Array) or not 1 <= value.ndim <= row.ndim:
+            return ok
         row_low, row_high = _byte_span(context, builder, row, args[0])
         value_low, value_high = _byte_span(context, builder, value, args[1])
         apart = builder.or_(builder.icmp_unsigned("<=", row_high, value_low),
@@ -527,11 +530,7 @@ def same_shape(typingctx, arr, value):
         return None
 
     def codegen(context, builder, sig, args):
-        if not isinstance(value, types.Array):
-            return cgutils.true_bit
-        if not 1 <= value.ndim <= arr.ndim:
-            return cgutils.false_bit
-        return _trailing_shape_matches(context, builder, arr, args[0], value, args[1])
+        return _operand_fits(context, builder, arr, args[0], value, args[1])
 
     return types.boolean(arr, value), codegen
 
