@@ -45,7 +45,7 @@ def run_bench(args):
 
 
 def info(args):
-    from .machine import machine_info
+    from .calibration import machine_info
 
     for key, value in machine_info().items():
         print(f"{key + ':':20s}{value}")
@@ -70,8 +70,12 @@ def envelopes(sizes, rounds, out):
 
 
 def calibrate(args):
+    from .calibration import measure_load_stages, save_load_stages
     from .threshold import save_calibration
 
+    print(f"how loads are lowered: every candidate timed on this machine\n{bench.host_description()}")
+    stages = measure_load_stages(mib=args.profile_mib, rounds=args.rounds)
+    print(f"profile saved to {save_load_stages(*stages)}\n")
     sizes = bench.sweep_sizes(args.max_mib << 20, 1 << 20)
     print(f"copy and stencil sweeps, streamed vs not, {sizes[0] >> 20}-{sizes[-1] >> 20} MiB per array\n"
           f"{bench.host_description()}")
@@ -112,10 +116,13 @@ def main(argv=None):
     p.set_defaults(run=run_bench)
     p = commands.add_parser("info", help="CPU, vector ISA, streaming instructions, caches, threshold, versions")
     p.set_defaults(run=info)
-    p = commands.add_parser("calibrate", help="measure where streaming starts to pay (copy and stencil "
-                                              "sweeps) and save it for copyto and threshold='auto'")
+    p = commands.add_parser("calibrate", help="measure how loads are best lowered here (the machine profile) and "
+                                              "where streaming starts to pay (copy and stencil sweeps, for copyto "
+                                              "and threshold='auto'), and save them")
     p.add_argument("--max-mib", type=int, default=256, help="largest size per array (default 256)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
+    p.add_argument("--profile-mib", type=int, default=64,
+                   help="MiB per array for choosing how loads are lowered (default 64)")
     p.set_defaults(run=calibrate)
     args = parser.parse_args(argv)
     return args.run(args) or 0

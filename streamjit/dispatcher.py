@@ -151,13 +151,13 @@ class StreamDispatcher(CPUDispatcher):
 
 
 def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
-                    sigs=None, **numba_options):
+                    prefetch_hint=None, sigs=None, **numba_options):
     """A `StreamDispatcher` for ``func``, compiled for ``sigs`` (eager, as
     ``numba.njit(sigs)``: no other signature is compiled later)."""
     stream_options, forwarded = validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance,
-                                                 numba_options)
+                                                 prefetch_hint, numba_options)
     options = dict(stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
-                   prefetch_distance=prefetch_distance, **numba_options)
+                   prefetch_distance=prefetch_distance, prefetch_hint=prefetch_hint, **numba_options)
     dispatcher = StreamDispatcher(func, stream_options, forwarded, options, sigs)
     for sig in sigs or ():
         dispatcher.compile(sig)
@@ -167,20 +167,29 @@ def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=
 
 
 def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
-                  **numba_options):
+                  prefetch_hint=None, **numba_options):
     """Compile a NumPy loop function with streamed (non-temporal) stores.
 
     Used bare (``@stream_kernel``), with options (``@stream_kernel(stream_stores=["dst"])``)
     or with eager signatures first, as ``numba.njit``.
+    ``target="cuda"`` compiles the same function for an NVIDIA GPU (its prange
+    nest becomes the grid; see ``streamjit/cuda``).
     """
     sigs = None
     if args and not callable(args[0]):
         sigs, args = args[0], args[1:]
         sigs = sigs if isinstance(sigs, list) else [sigs]
 
+    target = numba_options.pop("target", "cpu")
+
     def decorate(func):
+        if target != "cpu":  # a GPU kernel: only now is numba.cuda imported
+            from .cuda.dispatcher import make_kernel
+            return make_kernel(func, target=target, stream_stores=stream_stores, stream_loads=stream_loads,
+                               threshold=threshold, prefetch_distance=prefetch_distance, sigs=sigs, **numba_options)
         return make_dispatcher(func, stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
-                               prefetch_distance=prefetch_distance, sigs=sigs, **numba_options)
+                               prefetch_distance=prefetch_distance, prefetch_hint=prefetch_hint, sigs=sigs,
+                               **numba_options)
 
     if args:
         return decorate(args[0])

@@ -1,17 +1,51 @@
-"""Facts about this machine that decide and explain streaming: CPU, vector
-instruction set, caches, the threshold in use, and whether this CPU's build
-really emits vector non-temporal stores and a store fence (checked by
-compiling a tiny streamed copy and reading its machine code)."""
+"""Facts about this machine, and its profile: how streaming is lowered here.
 
+The bottom floor of the package: it compiles nothing and imports nothing of
+streamjit. Two kinds of content:
+
+- facts read off the machine: CPU name, vendor and family, the vector
+  instruction set, cache sizes;
+- the machine profile (FFTW's "wisdom", ATLAS's install-time search): each
+  lowering choice that depends on the microarchitecture. A streamed load
+  (``stream_loads``) is lowered as plain loads, or with a software prefetch
+  of hint T0/T1/T2/NTA some bytes ahead, and/or as non-temporal loads where
+  aligned; the sources of a loop whose stores stream (``stream_stores``
+  alone) may be prefetched too, the asynchronous load stage of TVM's
+  pipeline model. What wins differs by CPU: ``prefetchnta`` fills L1 and
+  skips L2 on Intel server cores, so each line holds a fill buffer for the
+  whole memory latency and one core's stream is capped near 8 GB/s (a
+  streamed triad ran 0.32x with it on our Intel Xeon VM), while AMD Zen
+  marks such lines for early eviction instead and gained with it.
+
+``python -m streamjit calibrate`` (`calibration.py`) measures the choices
+and stores the winners in the profile file, with the size crossovers of
+`threshold.py`. A machine never calibrated gets the defaults for its
+vendor and family below, chosen from the measurements in bench/README.md,
+never a choice measured to lose on that kind of CPU.
+
+The profile file is JSON in the user cache directory; writers merge into it
+under a lock and replace it atomically, so two calibrations never lose each
+other's values.
+"""
+
+import contextlib
+import fcntl
 import glob
+import json
 import os
 import platform
-import re
+import tempfile
+from dataclasses import dataclass, field
 
-import llvmlite
 import llvmlite.binding as llvm
-import numba
-import numpy as np
+import platformdirs
+
+# Prefetch hints, as `llvm.prefetch`'s locality argument: NTA is 0 (no
+# temporal locality), T2 1, T1 2, T0 3. "none": no software prefetch.
+PREFETCH_HINTS = {"nta": 0, "t2": 1, "t1": 2, "t0": 3, "none": None}
+# Bytes ahead for a hint a kernel asks for (``prefetch_hint=``) where the
+# profile prefetches nothing (the middle of the distances calibrate tries).
+HINT_DISTANCE = 2048
 
 
 def cpu_name():
@@ -23,6 +57,26 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def cpu_identity():
+    """``(vendor, family)`` from /proc/cpuinfo (``("GenuineIntel", 6)``,
+    ``("AuthenticAMD", 26)``); the architecture and None elsewhere."""
+    vendor, family = platform.machine(), None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "vendor_id":
+                    vendor = value
+                elif key == "cpu family":
+                    family = int(value)
+                elif not key and vendor != platform.machine():
+                    break  # the end of the first processor's block
+    except (OSError, ValueError):
+        pass
+    return vendor, family
 
 
 def vector_isa():
@@ -56,43 +110,154 @@ def cache_sizes():
     return sizes
 
 
-def streaming_instructions():
-    """Which NT store and fence instructions a streamed copy uses here."""
-    from .dispatcher import stream_kernel
+# ---- the profile file ------------------------------------------------------
 
-    def probe(dst, src):
-        for i in range(dst.shape[0]):
-            dst[i] = src[i]
-
-    kernel = stream_kernel(stream_stores=["dst"])(probe)
-    a = np.zeros(256, np.float32)
-    kernel(a, a.copy())
-    asm = kernel.inspect_asm(kernel.signatures[0])
-    stores = sorted(set(re.findall(r"^\s*(v?movnt(?:ps|pd|dq)\s+%[xyz]mm|stnp\s+q|stnt1\w)", asm, re.M)))
-    fences = sorted(set(re.findall(r"^\s*(sfence|dmb\s+ishst)\b", asm, re.M)))
-    return [re.sub(r"\s+", " ", s) for s in stores], [re.sub(r"\s+", " ", f) for f in fences]
+def profile_file():
+    return os.path.join(platformdirs.user_cache_dir("streamjit"), "calibration.json")
 
 
-def _threshold_line(threshold, source):
-    return f"{threshold} bytes ({threshold / (1 << 20):.3g} MiB), from {source}"
+def read_profile_file():
+    """The stored profile as a dict ({} when there is none or it is unreadable)."""
+    try:
+        with open(profile_file()) as f:
+            record = json.load(f)
+        return record if isinstance(record, dict) else {}
+    except (OSError, ValueError):
+        return {}
 
 
-def machine_info():
-    """Everything ``python -m streamjit info`` prints, as a dict."""
-    from .dropins import PARALLEL_BYTES
-    from .threshold import copy_threshold, default_threshold   # threshold reads this module's cache sizes
+@contextlib.contextmanager
+def _locked(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
-    stores, fences = streaming_instructions()
-    return {
-        "CPU": f"{cpu_name()} ({os.cpu_count()} CPUs, LLVM CPU {llvm.get_host_cpu_name()})",
-        "target": llvm.get_process_triple(),
-        "vector ISA": vector_isa(),
-        "vector NT stores": ", ".join(stores) or "none: streamed stores are plain on this CPU",
-        "store fence": ", ".join(fences) or "none",
-        "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
-        "threshold (auto)": _threshold_line(*default_threshold()),
-        "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads from "
-                          f"{PARALLEL_BYTES / (1 << 20):.4g} MiB",
-        "versions": f"numba {numba.__version__}, llvmlite {llvmlite.__version__}, numpy {np.__version__}, "
-                    f"python {platform.python_version()}",
-    }
+
+def update_profile_file(values, measurements=None):
+    """Merge ``values`` (and ``measurements``, merged per key) into the
+    profile file, under a lock, replacing it atomically; return its path.
+    Keys not given keep what an earlier calibration stored."""
+    path = profile_file()
+    with _locked(path):
+        record = read_profile_file()
+        record.update(values)
+        if measurements:
+            record["measurements"] = {**record.get("measurements", {}), **measurements}
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".calibration-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=1)
+        os.replace(temporary, path)
+    return path
+
+
+# ---- the profile -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class LoadStage:
+    """How one kind of load is lowered: a software prefetch with ``hint``
+    (a key of `PREFETCH_HINTS`; "none": plain loads, left to the hardware
+    prefetcher) ``distance`` bytes ahead, and whether vector loads proven
+    aligned become non-temporal loads (``vmovntdqa``)."""
+    hint: str = "none"
+    distance: int = 0
+    nt_loads: bool = False
+
+    def prefetches(self):
+        return self.hint != "none" and self.distance > 0
+
+    def describe(self):
+        what = f"prefetch{self.hint} {self.distance} bytes ahead" if self.prefetches() else "no software prefetch"
+        return what + (", non-temporal loads where aligned" if self.nt_loads else "")
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    """The lowering choices in force on this machine. ``stream_loads``: the
+    loads the user streams; ``sources``: the unit-stride sources of a loop
+    whose stores stream, when their arrays are not streamed themselves.
+    ``origin`` says where the choices come from, ``reasons`` why (per field)."""
+    stream_loads: LoadStage
+    sources: LoadStage
+    origin: str
+    reasons: dict = field(default_factory=dict, compare=False)
+
+
+# Defaults for machines never calibrated, per vendor, from measurements
+# (bench/README.md, 256 MiB float32, ratios to the same kernel with
+# stream_stores alone). Unmeasured kinds of CPU get plain loads: a choice
+# never measured is never a default.
+_INTEL = (
+    LoadStage("t1", 4096),
+    LoadStage("t1", 4096),
+    "measured on an Intel Xeon VM (AVX-512, LLVM rocketlake), 64 MiB float32: prefetchnta capped the stream "
+    "(2 KiB ahead: copy 0.47x, triad 0.31x, stencil 0.68x), non-temporal loads cost up to 17%, prefetcht1 "
+    "4 KiB ahead of the sources of streamed stores: copy 1.14x, 5-point stencil 1.18x, triad 0.99x, gather "
+    "1.23x (8 MiB table), 0.97x (1 MiB table, in L2); as streamed loads no lowering gained over that",
+)
+_AMD = (
+    LoadStage("nta", 2048),
+    LoadStage(),
+    "AMD EPYC Zen 5: prefetchnta 2 KiB ahead, copy 1.04x, triad 1.02x, gather 1.15x; "
+    "source prefetch for stores alone not measured there, so none",
+)
+_UNMEASURED = (LoadStage(), LoadStage(), "no measurement of this kind of CPU: plain loads")
+
+
+def default_profile(vendor, family):
+    """The profile of an uncalibrated CPU of this vendor and family."""
+    if vendor == "GenuineIntel" and family == 6:
+        loads, sources, why = _INTEL
+    elif vendor == "AuthenticAMD" and family is not None and family >= 0x17:  # Zen
+        loads, sources, why = _AMD
+    else:
+        loads, sources, why = _UNMEASURED
+    name = f"{vendor} family {family}" if family is not None else vendor
+    return MachineProfile(loads, sources, f"default for {name} (not calibrated)",
+                          {"stream_loads": why, "sources": why})
+
+
+def _stage(record):
+    hint, distance = record.get("hint"), record.get("distance")
+    if hint not in PREFETCH_HINTS or isinstance(distance, bool) or not isinstance(distance, int) \
+            or not 0 <= distance <= 1 << 20:
+        raise ValueError(f"bad load stage {record!r}")
+    return LoadStage(hint, distance, bool(record.get("nt_loads", False)))
+
+
+def stage_record(stage):
+    return {"hint": stage.hint, "distance": stage.distance, "nt_loads": stage.nt_loads}
+
+
+_cached = {}
+
+
+def machine_profile():
+    """The `MachineProfile` in force: the calibrated choices stored in the
+    profile file (each one that is there and valid), else this CPU's defaults."""
+    path = profile_file()
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        stamp = None
+    key = (path, stamp)
+    if key not in _cached:
+        default = default_profile(*cpu_identity())
+        record = read_profile_file().get("profile", {})
+        stages, reasons = {}, dict(default.reasons)
+        for name in ("stream_loads", "sources"):
+            try:
+                stages[name] = _stage(record[name])
+                reasons[name] = record.get("reasons", {}).get(name, "calibrated")
+            except (KeyError, TypeError, ValueError):
+                stages[name] = getattr(default, name)
+        calibrated = [n for n in stages if stages[n] is not getattr(default, n)]
+        origin = f"calibrated in {path}" if calibrated else default.origin
+        if calibrated and len(calibrated) < len(stages):
+            origin += f" ({', '.join(calibrated)} only; the rest: {default.origin})"
+        _cached.clear()
+        _cached[key] = MachineProfile(stages["stream_loads"], stages["sources"], origin, reasons)
+    return _cached[key]

@@ -5,11 +5,13 @@ offending value named: a name that is not a parameter, a value of the wrong
 type, a Numba option streamjit does not forward.
 """
 
+import dataclasses
 import inspect
 
 from .errors import StreamConfigError
-from .plan import DEFAULT_PREFETCH_DISTANCE, StreamOptions
-from .threshold import default_threshold
+from .machine import HINT_DISTANCE, PREFETCH_HINTS, machine_profile
+from .plan import StreamOptions
+from .threshold import MAX_BYTES, default_threshold
 
 # Numba options passed through unchanged to the nopython compiler
 # (``nopython=True`` is what stream_kernel always does; it is accepted).
@@ -35,12 +37,32 @@ def _names(option_name, value, params, func):
     return tuple(dict.fromkeys(value))
 
 
-def _prefetch_distance(value):
-    if value is None:
-        return DEFAULT_PREFETCH_DISTANCE
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise StreamConfigError(f"prefetch_distance must be None or a number of bytes >= 0, got {value!r}")
-    return value
+def _load_stages(prefetch_distance, prefetch_hint):
+    """``(loads, sources, profile description)``: the machine profile's
+    lowering of streamed loads and of the sources of streamed stores, with
+    the kernel's ``prefetch_distance`` / ``prefetch_hint`` in place of the
+    profile's for both."""
+    if prefetch_distance is not None and (isinstance(prefetch_distance, bool) or not isinstance(prefetch_distance, int)
+                                          or not 0 <= prefetch_distance <= 1 << 20):
+        raise StreamConfigError(f"prefetch_distance must be None or a number of bytes from 0 to 1 MiB, "
+                                f"got {prefetch_distance!r}")
+    if prefetch_hint is not None and prefetch_hint not in PREFETCH_HINTS:
+        raise StreamConfigError(f"prefetch_hint must be None or one of {', '.join(map(repr, PREFETCH_HINTS))}, "
+                                f"got {prefetch_hint!r}")
+    profile = machine_profile()
+    stages = []
+    for stage in (profile.stream_loads, profile.sources):
+        if prefetch_hint is not None:
+            # (a hint asked for where the profile prefetches nothing needs a distance)
+            stage = dataclasses.replace(stage, hint=prefetch_hint, distance=stage.distance or HINT_DISTANCE)
+        if prefetch_distance is not None:
+            stage = dataclasses.replace(stage, distance=prefetch_distance)
+        stages.append(stage)
+    overridden = ", ".join(f"{n}={v!r}" for n, v in (("prefetch_distance", prefetch_distance),
+                                                     ("prefetch_hint", prefetch_hint)) if v is not None)
+    where = profile.origin + (f"; {overridden} from the kernel" if overridden else "")
+    return (*stages, f"streamed loads: {stages[0].describe()}; sources of streamed stores: {stages[1].describe()} "
+                     f"({where})")
 
 
 def _threshold(value):
@@ -52,12 +74,13 @@ def _threshold(value):
             return default_threshold()[0]
         except ValueError as exc:
             raise StreamConfigError(str(exc)) from None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise StreamConfigError(f"threshold must be None, 'auto' or a number of bytes >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BYTES:
+        raise StreamConfigError(f"threshold must be None, 'auto' or a number of bytes from 0 to 2**63-1, "
+                                f"got {value!r}")
     return value
 
 
-def validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, numba_options):
+def validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, prefetch_hint, numba_options):
     """Return ``(StreamOptions or None, numba_options)`` checked against
     ``func``; None when nothing is streamed (the kernel is ``numba.njit``)."""
     if not callable(func) or not hasattr(func, "__code__"):
@@ -70,11 +93,12 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
     unknown = sorted(set(numba_options) - set(FORWARDED_NUMBA_OPTIONS))
     if unknown:
         raise StreamConfigError(
-            f"unknown option {unknown[0]!r}; stream_kernel accepts stream_stores, stream_loads, threshold "
-            f"and the Numba options {', '.join(FORWARDED_NUMBA_OPTIONS)}")
+            f"unknown option {unknown[0]!r}; stream_kernel accepts stream_stores, stream_loads, threshold, "
+            f"prefetch_distance, prefetch_hint and the Numba options {', '.join(FORWARDED_NUMBA_OPTIONS)}")
     if numba_options.get("nopython", True) is not True:
         raise StreamConfigError("stream_kernel compiles in nopython mode only: nopython must be True")
+    loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
     if not stores and not loads:
         return None, numba_options
-    return StreamOptions(stores, loads, _prefetch_distance(prefetch_distance), threshold,
-                         bool(numba_options.get("parallel")), measured), numba_options
+    return StreamOptions(stores, loads, loads_stage, sources_stage, threshold, bool(numba_options.get("parallel")),
+                         measured, profile), numba_options

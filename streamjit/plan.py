@@ -11,10 +11,8 @@ reads it.
 from dataclasses import dataclass, field
 
 from . import __version__
+from .machine import LoadStage
 
-# Bytes ahead that streamed loads are prefetched when the user does not say
-# (measured: bench/stream_loads.py, see bench/README.md).
-DEFAULT_PREFETCH_DISTANCE = 2048
 METADATA_KEY = "streamjit"
 # The note on a streamed array stored by the kernel's own loops (how its
 # stores were made: not a reason for anything).
@@ -25,16 +23,21 @@ LOOP_NOTE = "stored in a loop"
 class StreamOptions:
     stream_stores: object = False  # True, or a tuple of names
     stream_loads: object = False
-    prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
+    # how streamed loads, and the sources of streamed stores, are lowered:
+    # the machine profile's choices with the kernel's own overrides
+    loads: LoadStage = LoadStage()
+    sources: LoadStage = LoadStage()
     threshold: int | None = None  # bytes of streamed arrays above which the aligned loops run
     parallel: bool = False
     # threshold="auto": what measured slower streamed at every size (arrays
     # the kernel makes, updates in place) stays plain even when named
     measured: bool = False
+    # where `loads` and `sources` came from, for the report
+    profile: str = field(default="", compare=False)
 
     def cache_key(self):
         """What, besides the source, decides the compiled code."""
-        return (__version__, self.stream_stores, self.stream_loads, self.prefetch_distance, self.threshold,
+        return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.threshold,
                 self.measured)
 
 

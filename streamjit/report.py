@@ -53,6 +53,7 @@ class StreamReport:
     machine_nt_scalar_stores: int
     unfenced_stores: int = 0  # streamed stores some path leads to a return from without a fence
     exit_fences: int = 0  # returns fenced because an exception raised in a streamed nest leads there
+    loads: str = ""  # how loads were lowered: the machine profile used (calibrated or default) and its choices
 
     def __str__(self):
         cols = ("nt_vector_stores", "nt_scalar_stores", "plain_stores", "nt_loads", "plain_loads", "prefetches")
@@ -68,6 +69,8 @@ class StreamReport:
             lines.append(f"  {self.unfenced_stores} streamed stores can reach the return without a store fence")
         if self.exit_fences:
             lines.append(f"  {self.exit_fences} returns fenced for exceptions raised inside a streamed nest")
+        if self.loads:
+            lines.append(f"loads: {self.loads}")
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
         return "\n".join(lines)
@@ -196,4 +199,5 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
                         peeled_loops=result.peeled_loops,
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar,
                         unfenced_stores=sum(unfenced_returns(function_blocks(f))[0] for f in llvm_functions),
-                        exit_fences=llvm_function.count(EXIT_FENCE_MARK))
+                        exit_fences=llvm_function.count(EXIT_FENCE_MARK),
+                        loads=dispatcher.stream_options.profile if dispatcher.stream_options else "")

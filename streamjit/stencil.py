@@ -53,7 +53,7 @@ from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
 
-STREAM_OPTIONS = ("stream_stores", "stream_loads", "threshold", "prefetch_distance", "parallel")
+STREAM_OPTIONS = ("stream_stores", "stream_loads", "threshold", "prefetch_distance", "prefetch_hint", "parallel")
 
 
 def stencil(func_or_mode="constant", **options):
@@ -61,7 +61,7 @@ def stencil(func_or_mode="constant", **options):
 
     Extra options: ``stream_stores`` (default True: the output is streamed),
     ``stream_loads`` (True or names of input arrays), ``threshold`` (default
-    ``"auto"``), ``prefetch_distance``, ``parallel`` (the outermost loop
+    ``"auto"``), ``prefetch_distance``, ``prefetch_hint``, ``parallel`` (the outermost loop
     runs on Numba's worker threads).
     """
     if isinstance(func_or_mode, str):
@@ -91,7 +91,7 @@ class StreamStencil:
         self.options = dict(options)  # as given, to rebuild the stencil when unpickled
         stencil_options = {k: v for k, v in options.items() if k not in STREAM_OPTIONS}
         stream = {"stream_stores": True, "stream_loads": False, "threshold": "auto", "prefetch_distance": None,
-                  "parallel": False, **{k: v for k, v in options.items() if k in STREAM_OPTIONS}}
+                  "prefetch_hint": None, "parallel": False, **{k: v for k, v in options.items() if k in STREAM_OPTIONS}}
         # numba.stencil checks the mode and its options, and builds the kernel's IR
         self._numba = numba.stencil(mode, **stencil_options)(func)
         self._parallel = bool(stream.pop("parallel"))
@@ -208,7 +208,8 @@ class StreamStencil:
         sig = nest.cres.signature.args
         result = nest.cres.metadata.get(METADATA_KEY) or StreamResult()
         # what build_report reads of a dispatcher, for this one compile
-        compiled = SimpleNamespace(overloads={sig: nest.cres}, py_func=nest.py_func, stream_result=lambda _: result)
+        compiled = SimpleNamespace(overloads={sig: nest.cres}, py_func=nest.py_func, stream_result=lambda _: result,
+                                   stream_options=self._pipeline.stream_options)
         return build_report(compiled, sig, self.inspect_llvm(sig), nest.cres.library.get_asm_str())
 
 

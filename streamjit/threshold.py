@@ -19,12 +19,9 @@ host's whole cache: ours claims 480 MiB of L3 for 2 CPUs, yet the measured
 crossovers are 16-24 MiB (stencil) and 32-48 MiB (copy) per array.
 """
 
-import json
 import os
 
-import platformdirs
-
-from .machine import cache_sizes
+from .machine import cache_sizes, profile_file, read_profile_file, update_profile_file
 
 # kind -> (environment variable, key in the calibration file, share of the
 # last-level cache, fallback bytes). The shares are the crossovers measured
@@ -65,17 +62,16 @@ def usable_cache_bytes():
     return plausible_cache_bytes(last_level_cache_bytes(), os.cpu_count())
 
 
-def calibration_file():
-    return os.path.join(platformdirs.user_cache_dir("streamjit"), "calibration.json")
+# Sizes are compared with the arrays' bytes in the kernel, as int64.
+MAX_BYTES = (1 << 63) - 1
+calibration_file = profile_file
 
 
 def _calibrated(key):
-    try:
-        with open(calibration_file()) as f:
-            value = int(json.load(f)[key])
-        return value if value >= 0 else None
-    except (OSError, ValueError, KeyError, TypeError):
+    value = read_profile_file().get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_BYTES:
         return None
+    return int(value)
 
 
 def threshold_for(kind):
@@ -87,8 +83,8 @@ def threshold_for(kind):
             value = int(env)
         except ValueError:
             value = -1
-        if value < 0:
-            raise ValueError(f"{env_var} must be a number of bytes >= 0, got {env!r}")
+        if not 0 <= value <= MAX_BYTES:
+            raise ValueError(f"{env_var} must be a number of bytes from 0 to 2**63-1, got {env!r}")
         return value, f"environment variable {env_var}"
     calibrated = _calibrated(key)
     if calibrated is not None:
@@ -129,12 +125,9 @@ def copy_threshold():
 
 def save_calibration(thresholds, measurements, copy_limit=None):
     """Store measured thresholds (``{kind: bytes}``) where `threshold_for`
-    finds them, and ``copy_limit`` for `numpy_streaming_bytes`."""
-    path = calibration_file()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    finds them, and ``copy_limit`` for `numpy_streaming_bytes`, merged into
+    the profile file (what is not given keeps its stored value)."""
     record = {KINDS[kind][1]: int(value) for kind, value in thresholds.items()}
     if copy_limit is not None:
         record["copy_limit_bytes"] = int(copy_limit)
-    with open(path, "w") as f:
-        json.dump({**record, "measurements": measurements}, f, indent=1)
-    return path
+    return update_profile_file(record, measurements)

@@ -7,10 +7,12 @@ and since no instruction lists our scopes in `!noalias`, the marks change no
 aliasing decision. After optimization, `nontemporal.py` and `prefetch.py`
 find the marked instructions by their scope names.
 
-A load's scope name carries its prefetch distance in bytes
-(`streamjit.stream_load:1024`; 0 means no prefetch), so the rewrite after
-optimization needs no state from the compiler; a store's carries the name
-of the array it writes (`streamjit.stream_store:out`).
+A load's scope name carries how it is lowered (`load_marker`: the prefetch
+hint, the distance in bytes, 0 for none, and ``nt`` where it may become a
+non-temporal load: `streamjit.stream_load:t1:4096`,
+`streamjit.stream_load:nta:2048:nt`), so the rewrite after optimization
+needs no state from the compiler; a store's carries the name of the array
+it writes (`streamjit.stream_store:out`).
 """
 
 import re
@@ -39,9 +41,22 @@ def mark_streamed_store(builder, instruction, array):
     _mark(builder, instruction, f"{STREAM_STORE_SCOPE}:{array}")
 
 
-def mark_streamed_load(builder, instruction, prefetch_distance):
-    """Tag a load as streamed, to be prefetched ``prefetch_distance`` bytes ahead."""
-    _mark(builder, instruction, f"{STREAM_LOAD_SCOPE}:{int(prefetch_distance)}")
+def load_marker(stage, prefetched=True):
+    """How a load is lowered, as its scope suffix: ``stage`` (a
+    `machine.LoadStage`), its prefetch dropped unless ``prefetched``."""
+    distance = stage.distance if prefetched and stage.prefetches() else 0
+    return f"{stage.hint}:{distance}" + (":nt" if stage.nt_loads else "")
+
+
+def parse_load_marker(marker):
+    """``(hint, distance, non-temporal)`` of a `load_marker` suffix."""
+    hint, distance, *nt = marker.split(":")
+    return hint, int(distance), nt == ["nt"]
+
+
+def mark_streamed_load(builder, instruction, marker):
+    """Tag a load to be lowered as ``marker`` (`load_marker`) says."""
+    _mark(builder, instruction, f"{STREAM_LOAD_SCOPE}:{marker}")
 
 
 def metadata_ids(llvm_text):

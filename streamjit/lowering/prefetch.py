@@ -22,8 +22,9 @@ in its own library, then linked into the kernel's module) is left as it is.
 
 import re
 
+from ..machine import PREFETCH_HINTS
 from .llvm_text import constant_offsets
-from .markers import STREAM_LOAD_SCOPE, marked_scope_lists
+from .markers import STREAM_LOAD_SCOPE, marked_scope_lists, parse_load_marker
 
 _LINE_BYTES = 64
 _LOAD = re.compile(r"^\s*%[\w.\-]+ = load [^\n]*?, ptr (%[\w.\-]+)[^\n]*!alias\.scope !(\d+)")
@@ -34,8 +35,9 @@ PREFETCH_DECLARATION = "declare void @llvm.prefetch.p0(ptr nocapture readonly, i
 
 def insert_stream_prefetches(llvm_text):
     """Return ``llvm_text`` with prefetches ahead of marked, prefetchable loads."""
-    distances = {i: int(d) for i, d in marked_scope_lists(llvm_text, STREAM_LOAD_SCOPE).items() if d.isdigit()}
-    if not any(distances.values()):
+    plans = {i: parse_load_marker(m) for i, m in marked_scope_lists(llvm_text, STREAM_LOAD_SCOPE).items()}
+    prefetched = {i: (d, PREFETCH_HINTS[h]) for i, (h, d, _) in plans.items() if d and PREFETCH_HINTS.get(h) is not None}
+    if not prefetched:
         return llvm_text
     lines = llvm_text.split("\n")
     offsets = constant_offsets(lines)
@@ -47,16 +49,16 @@ def insert_stream_prefetches(llvm_text):
         if _LABEL.match(line) or line.startswith("define "):
             seen = set()
         m = None if done else _LOAD.match(line)
-        distance = distances.get(int(m.group(2)), 0) if m else 0
+        distance, locality = prefetched.get(int(m.group(2)), (0, None)) if m else (0, None)
         if distance:
             base, offset = offsets.get(m.group(1), (m.group(1), 0))
-            line_key = (base, (offset + distance) // _LINE_BYTES)
+            line_key = (base, (offset + distance) // _LINE_BYTES, locality)
             if line_key not in seen:
                 seen.add(line_key)
                 name = f"%{_PREFETCHED}{count}"
                 count += 1
                 out.append(f"  {name} = getelementptr i8, ptr {m.group(1)}, i64 {distance}")
-                out.append(f"  call void @llvm.prefetch.p0(ptr {name}, i32 0, i32 0, i32 1)")
+                out.append(f"  call void @llvm.prefetch.p0(ptr {name}, i32 0, i32 {locality}, i32 1)")
         out.append(line)
     if not count:
         return llvm_text

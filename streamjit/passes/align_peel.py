@@ -22,7 +22,8 @@ so every vector store derives from the aligned pointer) and affine loads are
 made exact, so LLVM sees consecutive addresses and vectorizes. When streamed
 loads (``stream_loads``) read unit-stride streams of their own, a second
 copy, taken when those sources are aligned at ``sv`` too, reads them
-through aligned pointers (non-temporal vector loads). LLVM's vectorizer ends
+through aligned pointers (non-temporal vector loads), where the machine
+profile lowers streamed loads as non-temporal loads. LLVM's vectorizer ends
 each aligned loop with its own remainder loop. When the check fails (an
 index out of range, a non-contiguous or unaligned array, a short loop), the
 head loop runs the whole range exactly as Numba would.
@@ -44,7 +45,7 @@ from ..typing import intrinsics
 from .affine import AffineAnalyzer, emit_affine
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import copy_types
-from .stream_loads import prefetch_distance
+from .stream_loads import marker_of, why_not_prefetched
 
 SIZE_GATE = "$streamjit_large"
 
@@ -91,8 +92,10 @@ def _why_not_peelable(scan, loop):
     return None
 
 
-def plan_peels(scan, legal, streamed, streamed_loads, result, origin):
-    """Choose the loops to split; note why other streamed stores stay plain."""
+def plan_peels(scan, legal, streamed, aligned_loads, result, origin):
+    """Choose the loops to split; note why other streamed stores stay plain.
+    ``aligned_loads``: the streamed arrays whose loads may be read through
+    aligned pointers (as non-temporal loads)."""
     plans = []
     for loop in scan.loops:
         # (in-place operators and index-array stores are Numba's own: not analyzed)
@@ -129,7 +132,7 @@ def plan_peels(scan, legal, streamed, streamed_loads, result, origin):
                 if all(d is not None for d in dims):
                     loads.append((a, dims))
         plan = PeelPlan(loop, root, aligned, loads)
-        plan.sources = _alignable_stream_loads(plan, loop, streamed_loads, scan)
+        plan.sources = _alignable_stream_loads(plan, loop, aligned_loads, scan)
         plans.append(plan)
     return plans
 
@@ -143,7 +146,7 @@ def _alignable_stream_loads(plan, loop, streamed_loads, scan):
     for access, _ in plan.loads:
         counts[access.array] = counts.get(access.array, 0) + 1
     return [(a, d) for a, d in plan.loads
-            if a.array in streamed_loads and prefetch_distance(scan, a, 1) and counts[a.array] == 1
+            if a.array in streamed_loads and not why_not_prefetched(scan, a) and counts[a.array] == 1
             and d[-1].coeffs == {loop: 1} and all(loop not in x.coeffs for x in d[:-1])]
 
 
@@ -208,7 +211,7 @@ def _position(blocks, access):
     return access.label, next(i for i, s in enumerate(blocks[access.label].body) if s is access.stmt)
 
 
-def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, streamed_loads, distance):
+def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result):
     """Turn the planned accesses of one loop copy into intrinsic calls."""
     edits = {}  # (new label, position) -> replacement statements builder
     for (access, _), pointer in zip(plan.stores, pointers):
@@ -238,13 +241,13 @@ def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_point
                 emit.call(intrinsics.stream_store, arr, index, value, pointer, offset_of(emit),
                                emit.const(access.array))
                 continue
-            d = prefetch_distance(scan, access, distance) if access.array in streamed_loads else None
+            marker = marker_of(scan, access, options, result)
             if pointer is not None:
-                emit.call(intrinsics.load_at, pointer, offset_of(emit), emit.const(d), target=stmt.target)
-            elif d is None:
+                emit.call(intrinsics.load_at, pointer, offset_of(emit), emit.const(marker), target=stmt.target)
+            elif marker is None:
                 emit.call(intrinsics.direct_load, arr, index, target=stmt.target)
             else:
-                emit.call(intrinsics.direct_stream_load, arr, index, emit.const(d), target=stmt.target)
+                emit.call(intrinsics.direct_stream_load, arr, index, emit.const(marker), target=stmt.target)
         block.body = body
 
 
@@ -258,7 +261,7 @@ def _access_index(emit, access, stmt):
     return emit.index(access.index)
 
 
-def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
+def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     """Version ``plan.loop`` into head and aligned loops (see module doc)."""
     blocks, loop = scan.func_ir.blocks, plan.loop
     existing = set(blocks)
@@ -302,7 +305,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
         iterator = emit.temp("aligned_iter").name
         emit.range_iterator(range, [start, hi], target=iterator)
         head, mapping = _clone_loop(state, loop, iterator)
-        _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, streamed_loads, distance)
+        _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
         emit.stmts.append(ir.Jump(head, loc))
         return new_block(blocks, scope, loc, emit.stmts)
 
@@ -331,7 +334,9 @@ def apply_peel(state, scan, plan, gate, scalar_head, streamed_loads, distance):
 
 def run_pass(state):
     scan, result, options = state.stream_scan, state.metadata[METADATA_KEY], state.stream_options
-    plans = plan_peels(scan, state.stream_legal, result.streamed_stores, result.streamed_loads, result,
+    # a second, aligned-source loop only where loads may become non-temporal (the machine profile)
+    plans = plan_peels(scan, state.stream_legal, result.streamed_stores,
+                       result.streamed_loads if options.loads.nt_loads else frozenset(), result,
                        state.stream_store_origin)
     # a loop that holds another split loop is not split itself (its blocks
     # changed under it); its own stores stay plain
@@ -346,7 +351,6 @@ def run_pass(state):
     for plan in plans:
         # below a threshold the head loop is the whole plain path and must
         # vectorize; without one it only peels (or takes rare fallbacks)
-        apply_peel(state, scan, plan, options.threshold is not None, options.threshold is None, result.streamed_loads,
-                   options.prefetch_distance)
+        apply_peel(state, scan, plan, options.threshold is not None, options.threshold is None, options, result)
     result.peeled_loops = len(plans)
     return bool(plans)

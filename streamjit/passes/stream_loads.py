@@ -2,16 +2,21 @@
 
 Every element load of a streamed array becomes a tagged load
 (``stream_load``; inside an aligned loop `align_peel.py` already made it
-``direct_stream_load`` or ``load_at``) so the LLVM rewrite can give it a
-non-temporal hint and a software prefetch. The prefetch needs an address
-stream that advances: it is issued only for loads whose index is affine in
-the innermost enclosing ``range`` loop's variable. A broadcast (``a[i]``
-inside a ``j`` loop), a gather (``a[idx[k]]``) or a load outside every loop
-keeps only the hint; the report says why.
+``direct_stream_load`` or ``load_at``) whose marker says how the LLVM
+rewrite lowers it: the machine profile's choice for streamed loads
+(`machine.py`: a prefetch hint and distance, non-temporal loads or not),
+which on some CPUs is plain loads. In the aligned loops of streamed stores,
+the unit-stride sources that are not streamed may be prefetched too (the
+profile's ``sources`` stage; `marker_of` decides for both). The prefetch
+needs an address stream that advances: it is issued only for loads whose
+index is affine in the innermost enclosing ``range`` loop's variable. A
+broadcast (``a[i]`` inside a ``j`` loop), a gather (``a[idx[k]]``) or a
+load outside every loop is not prefetched; the report says why.
 """
 
 from numba.core import ir
 
+from ..lowering.markers import load_marker
 from ..plan import METADATA_KEY
 from ..typing import intrinsics
 from .affine import AffineAnalyzer
@@ -35,22 +40,32 @@ def why_not_prefetched(scan, access):
     return None
 
 
-def prefetch_distance(scan, access, distance):
-    """Bytes ahead to prefetch a streamed load (0: not prefetched)."""
-    return 0 if not distance or why_not_prefetched(scan, access) else distance
+def marker_of(scan, access, options, result):
+    """How a load inside an aligned loop of streamed stores is lowered
+    (`markers.load_marker`), or None for a plain load: streamed loads take
+    the profile's ``loads`` stage; prefetchable sources that are neither
+    streamed nor stored as streamed take its ``sources`` stage."""
+    if access.array in result.streamed_loads:
+        stage = options.loads
+    elif options.sources.prefetches() and access.array not in result.streamed_stores \
+            and not why_not_prefetched(scan, access):
+        return load_marker(options.sources)
+    else:
+        return None
+    return load_marker(stage, prefetched=stage.prefetches() and not why_not_prefetched(scan, access))
 
 
 def run_pass(state):
     """Tag the streamed loads still in the IR (the head loops and every
     loop that was not split)."""
     scan, result = state.stream_scan, state.metadata[METADATA_KEY]
-    distance = state.stream_options.prefetch_distance
+    stage = state.stream_options.loads
     blocks = state.func_ir.blocks
     changed = False
     for access in scan.loads():
         if access.array not in result.streamed_loads or access.kind == "inplace":
             continue
-        reason = why_not_prefetched(scan, access) if distance else None
+        reason = why_not_prefetched(scan, access) if stage.prefetches() else None
         if reason:
             result.note(access.array, access.line, f"{reason}: not prefetched")
         if not access.is_element:
@@ -59,7 +74,7 @@ def run_pass(state):
         at = next(i for i, s in enumerate(block.body) if s is access.stmt)
         emit = Emitter(block.scope, access.loc)
         emit.call(intrinsics.stream_load, ir.Var(block.scope, access.array_var, access.loc), emit.index(access.index),
-                  emit.const(0 if reason else distance), target=access.stmt.target)
+                  emit.const(load_marker(stage, prefetched=not reason)), target=access.stmt.target)
         block.body[at:at + 1] = emit.stmts
         changed = True
     return changed

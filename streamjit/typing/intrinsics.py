@@ -6,7 +6,8 @@ function to compile, link and inline (that kept first-call compile time
 near plain ``numba.njit``).
 
 - ``stream_load``: an element load with Numba's semantics, tagged as
-  streamed (``stream_loads``) with its prefetch distance, for
+  streamed (``stream_loads``) with how it is lowered (prefetch hint and
+  distance, non-temporal or not: the machine profile's choice), for
   ``lowering/nontemporal.py`` and ``lowering/prefetch.py``.
 - ``stream_store`` / ``direct_load`` / ``direct_stream_load``: array element
   access *without* Python's
@@ -148,12 +149,12 @@ def _call_numba_operation(context, builder, op, sig, actual_types, args):
     return impl(builder, cast)
 
 
-def _load_element(context, builder, aryty, ptr, prefetch_distance):
-    """Load one element; tag it as a streamed load unless the distance is None."""
+def _load_element(context, builder, aryty, ptr, marker):
+    """Load one element; tag it with its lowering (`markers.load_marker`) unless None."""
     dtype = aryty.dtype
     raw = builder.load(ptr, align=None if aryty.aligned else 1)
-    if prefetch_distance is not None:
-        mark_streamed_load(builder, raw, prefetch_distance)
+    if marker is not None:
+        mark_streamed_load(builder, raw, marker)
     return context.data_model_manager[dtype].from_data(builder, raw)
 
 
@@ -172,18 +173,19 @@ def _typed_load(typingctx, arr, index, element_codegen):
     return plain.return_type(arr, index), codegen_plain
 
 
-def _typed_stream_load(typingctx, arr, index, distance, element_codegen):
-    """`_typed_load` for a load taking a literal prefetch ``distance`` too;
-    ``element_codegen(context, builder, sig, args, distance)``."""
-    if not isinstance(distance, types.IntegerLiteral):
+def _typed_stream_load(typingctx, arr, index, marker, element_codegen):
+    """`_typed_load` for a load taking a literal ``marker`` too (how it is
+    lowered, `markers.load_marker`); ``element_codegen(context, builder,
+    sig, args, marker)``."""
+    if not isinstance(marker, types.StringLiteral):
         return None
-    d = distance.literal_value
+    m = marker.literal_value
 
     def codegen(context, builder, sig, args):
-        return element_codegen(context, builder, sig, args, d)
+        return element_codegen(context, builder, sig, args, m)
 
     typed = _typed_load(typingctx, arr, index, codegen)
-    return typed and (typed[0].return_type(arr, index, distance), typed[1])
+    return typed and (typed[0].return_type(arr, index, marker), typed[1])
 
 
 @intrinsic
@@ -198,29 +200,30 @@ def direct_load(typingctx, arr, index):
 
 
 @intrinsic(prefer_literal=True)
-def direct_stream_load(typingctx, arr, index, distance):
-    """``direct_load`` of a streamed array, prefetched ``distance`` bytes ahead."""
-    def codegen(context, builder, sig, args, d):
+def direct_stream_load(typingctx, arr, index, marker):
+    """``direct_load`` tagged with its lowering ``marker`` (a streamed load,
+    or the prefetched source of a streamed store)."""
+    def codegen(context, builder, sig, args, m):
         ptr = _contiguous_row_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-        return _load_element(context, builder, sig.args[0], ptr, d)
+        return _load_element(context, builder, sig.args[0], ptr, m)
 
-    return _typed_stream_load(typingctx, arr, index, distance, codegen)
+    return _typed_stream_load(typingctx, arr, index, marker, codegen)
 
 
 @intrinsic(prefer_literal=True)
-def stream_load(typingctx, arr, index, distance):
+def stream_load(typingctx, arr, index, marker):
     """``arr[index]`` with Numba's semantics (negative indices wrap, bounds
     checked when ``boundscheck`` is on), tagged as a streamed load."""
-    def codegen(context, builder, sig, args, d):
+    def codegen(context, builder, sig, args, m):
         aryty, idxty = sig.args[:2]
         parts = _integer_indices(idxty)
         values = cgutils.unpack_tuple(builder, args[1], len(parts)) if isinstance(idxty, types.BaseTuple) else [args[1]]
         shape = _shape(context, builder, aryty, args[0])
         inds = [fix_integer_index(context, builder, t, v, n) for t, v, n in zip(parts, values, shape)]
         ptr = _item_pointer(context, builder, aryty, args[0], inds, boundscheck=context.enable_boundscheck)
-        return _load_element(context, builder, aryty, ptr, d)
+        return _load_element(context, builder, aryty, ptr, m)
 
-    return _typed_stream_load(typingctx, arr, index, distance, codegen)
+    return _typed_stream_load(typingctx, arr, index, marker, codegen)
 
 
 @intrinsic(prefer_literal=True)
@@ -352,20 +355,20 @@ def is_stream_aligned(typingctx, arr, index):
 
 
 @intrinsic(prefer_literal=True)
-def load_at(typingctx, base, offset, distance):
+def load_at(typingctx, base, offset, marker):
     """``base[offset]`` through an aligned pointer, tagged as a streamed load
-    prefetched ``distance`` bytes ahead."""
-    if not isinstance(base, types.CPointer) or not isinstance(distance, types.IntegerLiteral):
+    lowered as ``marker`` says."""
+    if not isinstance(base, types.CPointer) or not isinstance(marker, types.StringLiteral):
         return None
-    d = distance.literal_value
+    m = marker.literal_value
 
     def codegen(context, builder, sig, args):
         ptr = cgutils.gep(builder, args[0], context.cast(builder, args[1], sig.args[1], types.intp))
         raw = builder.load(ptr)
-        mark_streamed_load(builder, raw, d)
+        mark_streamed_load(builder, raw, m)
         return context.data_model_manager[sig.args[0].dtype].from_data(builder, raw)
 
-    return base.dtype(base, offset, distance), codegen
+    return base.dtype(base, offset, marker), codegen
 
 
 @intrinsic

@@ -1,0 +1,185 @@
+"""Measuring this machine: the machine profile's load lowering, and `info`.
+
+Sits above the dispatcher (it compiles and runs kernels); `machine.py`
+below it only stores and reads what is measured here.
+
+`measure_load_stages` decides, as FFTW's planner does, by timing the
+candidates on this machine: each way to lower loads (no software prefetch;
+``prefetch{nta,t0,t1,t2}`` at several distances; non-temporal loads) runs
+on sequential streams (STREAM copy and triad, a 5-point stencil) and on
+cache-sensitive workloads (a gather from a table that stays in L2, and from
+one that does not, while a large input streams past), interleaved, medians.
+
+- ``sources``: the loads of a loop whose stores stream (``stream_stores``
+  alone), against no software prefetch;
+- ``stream_loads``: the loads the user streams (``stream_loads=True``),
+  against the same kernel with ``stream_stores`` alone (which runs with
+  the ``sources`` choice just made): a streamed load may cost nothing.
+
+A candidate wins only where it is at least `NO_LOSS` of the baseline on
+every workload and its geometric mean beats the baseline's by `GAIN`
+(more than the run-to-run spread); otherwise the baseline stays.
+"""
+
+import dataclasses
+import math
+import os
+import platform
+import re
+
+import llvmlite
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+
+from . import bench
+from .dispatcher import StreamDispatcher, stream_kernel
+from .machine import LoadStage, cache_sizes, cpu_name, machine_profile, stage_record, update_profile_file, vector_isa
+from .options import validate_options
+
+NO_LOSS = 0.97
+GAIN = 1.02
+SOURCE_CANDIDATES = (LoadStage(),) + tuple(LoadStage(h, d) for h, d in (
+    ("nta", 512), ("nta", 2048), ("t0", 512), ("t0", 4096), ("t1", 512), ("t1", 1024), ("t1", 4096),
+    ("t2", 4096)))
+LOAD_CANDIDATES = SOURCE_CANDIDATES + (LoadStage(nt_loads=True), LoadStage("nta", 2048, True),
+                                       LoadStage("t1", 4096, True))
+
+
+def jacobi5_f32(out, g):
+    for r in range(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = np.float32(0.2) * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
+
+
+def workloads(mib, rng):
+    """``{name: (function, arguments, streamed output)}``: float32 arrays of
+    ``mib`` MiB, destinations misaligned by one element."""
+    n = mib * bench.MIB // 4
+    a, b, c = (rng.random(n + 1, dtype=np.float32)[1:] for _ in range(3))
+    width = 4096
+    g = rng.random(n // width * width, dtype=np.float32).reshape(-1, width)
+    out = np.empty((g.shape[0], width + 1), np.float32)[:, 1:]
+    l2 = cache_sizes().get("L2", 1 << 20)
+    found = {"copy": (bench.stream_copy, (a, b), "a"), "triad": (bench.stream_triad, (a, b, c, np.float32(3)), "a"),
+             "5-point stencil": (jacobi5_f32, (out, g), "out")}
+    for label, table_bytes in (("L2", l2 // 2), ("4xL2", 4 * l2)):
+        lut = rng.random(table_bytes // 4, dtype=np.float32)
+        key = rng.integers(0, lut.shape[0], n, dtype=np.int32)
+        found[f"gather, {table_bytes >> 10} KiB table ({label})"] = (bench.gather, (a, lut, key, b), "out")
+    return found
+
+
+def _build(function, output, stream_loads, loads, sources):
+    """A kernel streaming stores to ``output`` (and its loads, if
+    ``stream_loads``) with its loads lowered as the two stages say."""
+    options, forwarded = validate_options(function, [output], stream_loads, None, None, None, {})
+    return StreamDispatcher(function, dataclasses.replace(options, loads=loads, sources=sources), forwarded, {})
+
+
+def _compare(builds, baseline, cases, rounds):
+    """``{build: {workload: speed relative to the baseline build}}``;
+    ``builds``: ``{key: (stream_loads, loads stage, sources stage)}``."""
+    table = {}
+    for name, (function, args, output) in cases.items():
+        kernels = {key: _build(function, output, *how) for key, how in builds.items()}
+        for kernel in kernels.values():
+            kernel(*args)
+        medians = bench.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
+        for key in kernels:
+            table.setdefault(key, {})[name] = medians[baseline] / medians[key]
+    return table
+
+
+def choose(table, baseline):
+    """The winning key of a `_compare` table (see the module doc)."""
+    def geomean(ratios):
+        return math.exp(sum(map(math.log, ratios.values())) / len(ratios))
+
+    fair = {s: r for s, r in table.items() if s != baseline and min(r.values()) >= NO_LOSS}
+    best = max(fair, key=lambda s: geomean(fair[s]), default=None)
+    if best is None or geomean(fair[best]) < GAIN * geomean(table[baseline]):
+        return baseline
+    return best
+
+
+def _describe(stage, ratios):
+    return f"{stage.describe()}: " + ", ".join(f"{w} {r:.2f}x" for w, r in ratios.items())
+
+
+def measure_load_stages(mib=64, rounds=5, report=print):
+    """Measure both load stages; return ``(sources, stream_loads, reasons, table rows)``."""
+    cases = workloads(mib, np.random.default_rng(0))
+    none = LoadStage()
+    sources_table = _compare({stage: (False, none, stage) for stage in SOURCE_CANDIDATES}, none, cases, rounds)
+    sources = choose(sources_table, none)
+    report(f"sources of streamed stores, speed relative to no software prefetch ({mib} MiB float32 per array):")
+    for stage, ratios in sources_table.items():
+        report(("  * " if stage == sources else "    ") + _describe(stage, ratios))
+    # candidates for stream_loads, against stream_stores alone (which lowers its sources as just chosen)
+    alone = "stream_stores alone"
+    loads_table = _compare({alone: (False, none, sources),
+                            **{stage: (True, stage, sources) for stage in LOAD_CANDIDATES}}, alone, cases, rounds)
+    del loads_table[alone]
+    loads = choose(loads_table, sources)
+    report("streamed loads (stream_loads=True), speed relative to stream_stores alone:")
+    for stage, ratios in loads_table.items():
+        report(("  * " if stage == loads else "    ") + _describe(stage, ratios))
+    reasons = {
+        "sources": f"calibrated on {cpu_name()}: " + _describe(sources, sources_table[sources]),
+        "stream_loads": f"calibrated on {cpu_name()}: " + _describe(loads, loads_table[loads])
+        + ("" if loads != sources else " (the same as stream_stores alone: no other lowering gained here)"),
+    }
+    rows = [{"stage": kind, "choice": s.describe(), **r} for kind, tbl in (("sources", sources_table),
+                                                                           ("stream_loads", loads_table))
+            for s, r in tbl.items()]
+    return sources, loads, reasons, rows
+
+
+def save_load_stages(sources, loads, reasons, rows):
+    return update_profile_file({"profile": {"sources": stage_record(sources), "stream_loads": stage_record(loads),
+                                            "reasons": reasons}}, {"profile": rows})
+
+
+def streaming_instructions():
+    """Which NT store and fence instructions a streamed copy uses here."""
+    def probe(dst, src):
+        for i in range(dst.shape[0]):
+            dst[i] = src[i]
+
+    kernel = stream_kernel(stream_stores=["dst"])(probe)
+    a = np.zeros(256, np.float32)
+    kernel(a, a.copy())
+    asm = kernel.inspect_asm(kernel.signatures[0])
+    stores = sorted(set(re.findall(r"^\s*(v?movnt(?:ps|pd|dq)\s+%[xyz]mm|stnp\s+q|stnt1\w)", asm, re.M)))
+    fences = sorted(set(re.findall(r"^\s*(sfence|dmb\s+ishst)\b", asm, re.M)))
+    return [re.sub(r"\s+", " ", s) for s in stores], [re.sub(r"\s+", " ", f) for f in fences]
+
+
+def _threshold_line(threshold, source):
+    return f"{threshold} bytes ({threshold / (1 << 20):.3g} MiB), from {source}"
+
+
+def machine_info():
+    """Everything ``python -m streamjit info`` prints, as a dict."""
+    from .dropins import PARALLEL_BYTES
+    from .threshold import copy_threshold, default_threshold
+
+    stores, fences = streaming_instructions()
+    profile = machine_profile()
+    return {
+        "CPU": f"{cpu_name()} ({os.cpu_count()} CPUs, LLVM CPU {llvm.get_host_cpu_name()})",
+        "target": llvm.get_process_triple(),
+        "vector ISA": vector_isa(),
+        "vector NT stores": ", ".join(stores) or "none: streamed stores are plain on this CPU",
+        "store fence": ", ".join(fences) or "none",
+        "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
+        "profile": profile.origin,
+        "streamed loads": f"{profile.stream_loads.describe()} ({profile.reasons.get('stream_loads', '')})",
+        "sources of stores": f"{profile.sources.describe()} ({profile.reasons.get('sources', '')})",
+        "threshold (auto)": _threshold_line(*default_threshold()),
+        "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads from "
+                          f"{PARALLEL_BYTES / (1 << 20):.4g} MiB",
+        "versions": f"numba {numba.__version__}, llvmlite {llvmlite.__version__}, numpy {np.__version__}, "
+                    f"python {platform.python_version()}",
+    }

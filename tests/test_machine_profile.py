@@ -1,0 +1,175 @@
+"""The machine profile: per-CPU defaults, the calibrated file, each lowering
+it can choose, and what users see of it (report, info, calibrate)."""
+
+import json
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import streamjit as sj
+from streamjit import bench, calibration, machine
+from streamjit.machine import LoadStage
+from test_codegen import needs_x86_avx
+
+
+@pytest.fixture
+def profile_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_defaults_per_vendor_never_use_a_hint_measured_to_lose():
+    intel = machine.default_profile("GenuineIntel", 6)
+    # prefetchnta capped one core's stream on the Intel Xeon; NT loads cost 20% there
+    for stage in (intel.stream_loads, intel.sources):
+        assert stage.hint != "nta" and not stage.nt_loads
+    assert "not calibrated" in intel.origin
+    amd = machine.default_profile("AuthenticAMD", 26)
+    assert amd.stream_loads.hint == "nta" and not amd.sources.prefetches()
+    other = machine.default_profile("aarch64", None)
+    assert not other.stream_loads.prefetches() and not other.sources.prefetches()
+
+
+def test_uncalibrated_machine_gets_its_cpu_default(profile_dir):
+    assert machine.machine_profile() == machine.default_profile(*machine.cpu_identity())
+
+
+def test_calibrated_file_is_read_and_bad_entries_fall_back(profile_dir):
+    machine.update_profile_file({"profile": {"sources": machine.stage_record(LoadStage("t2", 1024)),
+                                             "stream_loads": {"hint": "bogus", "distance": 64}}})
+    profile = machine.machine_profile()
+    default = machine.default_profile(*machine.cpu_identity())
+    assert profile.sources == LoadStage("t2", 1024)
+    assert profile.stream_loads == default.stream_loads            # the invalid entry is skipped
+    assert profile.origin.startswith("calibrated in") and "sources only" in profile.origin
+
+
+def test_profile_writes_merge_under_a_lock(profile_dir):
+    from streamjit import threshold as th
+    th.save_calibration({"kernel": 777}, {"kernel": [1]})
+    calibration.save_load_stages(LoadStage("t1", 512), LoadStage(), {"sources": "why"}, [])
+    threads = [threading.Thread(target=machine.update_profile_file, args=({f"key{k}": k},)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with open(machine.profile_file()) as f:
+        record = json.load(f)
+    assert record["threshold_bytes"] == 777 and record["measurements"]["kernel"] == [1]
+    assert record["profile"]["sources"]["hint"] == "t1"
+    assert all(record[f"key{k}"] == k for k in range(8))           # no writer lost another's value
+    assert th.default_threshold()[0] == 777
+
+
+def test_choose_never_takes_a_loss_or_noise():
+    base, good, lossy, noise = LoadStage(), LoadStage("t1", 4096), LoadStage("nta", 2048), LoadStage("t0", 512)
+    table = {base: {"copy": 1.0, "triad": 1.0}, good: {"copy": 1.2, "triad": 1.0},
+             lossy: {"copy": 1.5, "triad": 0.9}, noise: {"copy": 1.01, "triad": 1.0}}
+    assert calibration.choose(table, base) == good
+    del table[good]
+    assert calibration.choose(table, base) == base                 # the rest lose somewhere or gain only noise
+
+
+def triad(a, b, c, q):
+    for i in range(a.shape[0]):
+        a[i] = b[i] + q * c[i]
+
+
+def _prefetches(kernel):
+    return sorted(set(re.findall(r"^\s*(prefetch\w+)\s", kernel.inspect_asm(kernel.signatures[0]), re.M)))
+
+
+@pytest.fixture(scope="module")
+def triad_args():
+    rng = np.random.default_rng(3)
+    b, c = rng.standard_normal(5001), rng.standard_normal(5001)
+    return b, c, b[1:] + 2.5 * c[1:]
+
+
+@needs_x86_avx
+@pytest.mark.parametrize("hint", ["nta", "t0", "t1", "t2"])
+def test_prefetch_hint_is_the_instruction(hint, triad_args):
+    b, c, expected = triad_args
+    kernel = sj.stream_kernel(stream_stores=["a"], stream_loads=True, prefetch_hint=hint)(triad)
+    out = np.empty(5001)
+    kernel(out[1:], b[1:], c[1:], 2.5)
+    np.testing.assert_array_equal(out[1:], expected)
+    assert _prefetches(kernel) == [f"prefetch{hint}"]
+    assert f"prefetch{hint}" in str(kernel.stream_report())
+
+
+def test_hint_none_and_distance_zero_prefetch_nothing(triad_args):
+    b, c, expected = triad_args
+    for options in ({"prefetch_hint": "none"}, {"prefetch_distance": 0}):
+        kernel = sj.stream_kernel(stream_stores=["a"], stream_loads=True, **options)(triad)
+        out = np.empty(5000)
+        kernel(out, b[1:], c[1:], 2.5)
+        np.testing.assert_array_equal(out, expected)
+        report = kernel.stream_report()
+        assert report.arrays["b"].prefetches == report.arrays["c"].prefetches == 0
+
+
+def test_hint_and_distance_are_validated_and_in_the_cache_key():
+    for bad in ({"prefetch_hint": "t3"}, {"prefetch_hint": 1}, {"prefetch_distance": -1},
+                {"prefetch_distance": 1 << 30}):
+        with pytest.raises(sj.StreamConfigError, match=next(iter(bad))):
+            sj.stream_kernel(stream_stores=["a"], **bad)(triad)
+    keys = {sj.stream_kernel(stream_stores=["a"], prefetch_hint=h)(triad).stream_options.cache_key()
+            for h in ("nta", "t1", "none")}
+    assert len(keys) == 3
+
+
+@needs_x86_avx
+def test_sources_of_stores_alone_are_prefetched_as_the_profile_says(triad_args):
+    """The asynchronous load stage of a stores-only loop: its unit-stride
+    sources prefetched, as plain (never non-temporal) loads."""
+    b, c, expected = triad_args
+    kernel = calibration._build(triad, "a", False, LoadStage(), LoadStage("t1", 4096))
+    out = np.empty(5001)
+    kernel(out[1:], b[1:], c[1:], 2.5)
+    np.testing.assert_array_equal(out[1:], expected)
+    assert _prefetches(kernel) == ["prefetcht1"]
+    assert re.search(r"getelementptr i8, ptr %[\w.\-]+, i64 4096", kernel.inspect_llvm(kernel.signatures[0]))
+    report = kernel.stream_report()
+    assert report.arrays["b"].prefetches > 0 and report.arrays["b"].nt_loads == 0
+    assert report.arrays["a"].prefetches == 0                     # the streamed destination is not
+
+
+def test_non_temporal_loads_only_where_the_profile_says(triad_args):
+    b, c, expected = triad_args
+    lowered = {}
+    for nt in (False, True):
+        kernel = calibration._build(triad, "a", True, LoadStage("nta", 2048, nt), LoadStage())
+        out = np.zeros(5008)
+        kernel(out[8:], b[1:5001], c[1:5001], 2.5)          # co-aligned: the aligned-source loop runs
+        np.testing.assert_array_equal(out[8:], expected[:5000])
+        lowered[nt] = kernel.stream_report().arrays["b"].nt_loads
+    assert lowered[False] == 0
+    assert lowered[True] > 0
+
+
+def test_report_and_info_name_the_profile(profile_dir):
+    kernel = sj.stream_kernel(stream_stores=["a"])(triad)
+    kernel(np.empty(100), np.ones(100), np.ones(100), 1.0)
+    text = str(kernel.stream_report())
+    profile = machine.machine_profile()
+    assert f"loads: streamed loads: {profile.stream_loads.describe()}; sources of streamed stores: " \
+        f"{profile.sources.describe()} ({profile.origin})" in text
+    info = calibration.machine_info()
+    assert info["profile"] == profile.origin
+    assert info["streamed loads"].startswith(profile.stream_loads.describe())
+
+
+def test_calibrate_profile_measures_and_saves_every_choice(profile_dir):
+    printed = []
+    sources, loads, reasons, rows = calibration.measure_load_stages(mib=1, rounds=1, report=printed.append)
+    assert sources in calibration.SOURCE_CANDIDATES and loads in calibration.LOAD_CANDIDATES
+    # every candidate is shown with its ratio on every workload, the winners starred
+    assert len(rows) == len(calibration.SOURCE_CANDIDATES) + len(calibration.LOAD_CANDIDATES)
+    assert sum(line.startswith("  * ") for line in printed) == 2
+    calibration.save_load_stages(sources, loads, reasons, rows)
+    profile = machine.machine_profile()
+    assert (profile.sources, profile.stream_loads) == (sources, loads)
+    assert profile.reasons["sources"].startswith("calibrated on")
