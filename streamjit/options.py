@@ -61,8 +61,9 @@ def _load_stages(prefetch_distance, prefetch_hint):
     overridden = ", ".join(f"{n}={v!r}" for n, v in (("prefetch_distance", prefetch_distance),
                                                      ("prefetch_hint", prefetch_hint)) if v is not None)
     where = profile.origin + (f"; {overridden} from the kernel" if overridden else "")
-    return (*stages, f"streamed loads: {stages[0].describe()}; sources of streamed stores: {stages[1].describe()} "
-                     f"({where})")
+    loads = stages[0].describe() if stages[0] != stages[1] else \
+        "as the sources of streamed stores (no other lowering measured faster on this CPU)"
+    return (*stages, f"streamed loads: {loads}; sources of streamed stores: {stages[1].describe()} ({where})")
 
 
 def _threshold(value):

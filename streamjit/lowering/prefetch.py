@@ -16,8 +16,11 @@ addresses are constant offsets of one pointer within the same 64-byte line
 vector) share one prefetch. A prefetch never faults, even past the end of
 the array, on x86 and AArch64 (and LLVM drops it on targets without one).
 
-A function that already has its prefetches (a ``prange`` worker rewritten
-in its own library, then linked into the kernel's module) is left as it is.
+A function that already has prefetches (a ``prange`` worker rewritten in
+its own library, then linked into the kernel's module and optimized again,
+which renames them) is left as it is: Numba emits no prefetch of its own,
+so any prefetch there is ours. (Checking for our instruction names instead
+let every optimization round add another copy: four prefetches per line.)
 """
 
 import re
@@ -29,7 +32,7 @@ from .markers import STREAM_LOAD_SCOPE, marked_scope_lists, parse_load_marker
 _LINE_BYTES = 64
 _LOAD = re.compile(r"^\s*%[\w.\-]+ = load [^\n]*?, ptr (%[\w.\-]+)[^\n]*!alias\.scope !(\d+)")
 _LABEL = re.compile(r"^[\w.\-]+:")
-_PREFETCHED = "streamjit.prefetch."
+_PREFETCH_NAME = "streamjit.prefetch."
 PREFETCH_DECLARATION = "declare void @llvm.prefetch.p0(ptr nocapture readonly, i32 immarg, i32 immarg, i32 immarg)"
 
 
@@ -45,7 +48,7 @@ def insert_stream_prefetches(llvm_text):
     for n, line in enumerate(lines):
         if line.startswith("define "):
             end = next((k for k in range(n, len(lines)) if lines[k] == "}"), len(lines))
-            done = any(_PREFETCHED in body for body in lines[n:end])
+            done = any("@llvm.prefetch." in body for body in lines[n:end])
         if _LABEL.match(line) or line.startswith("define "):
             seen = set()
         m = None if done else _LOAD.match(line)
@@ -55,7 +58,7 @@ def insert_stream_prefetches(llvm_text):
             line_key = (base, (offset + distance) // _LINE_BYTES, locality)
             if line_key not in seen:
                 seen.add(line_key)
-                name = f"%{_PREFETCHED}{count}"
+                name = f"%{_PREFETCH_NAME}{count}"
                 count += 1
                 out.append(f"  {name} = getelementptr i8, ptr {m.group(1)}, i64 {distance}")
                 out.append(f"  call void @llvm.prefetch.p0(ptr {name}, i32 0, i32 {locality}, i32 1)")

@@ -1,0 +1,158 @@
+"""The machine profile against the best hand-written C on this machine.
+
+Side by side in one process, interleaved, medians (float32, 256 MiB per
+array by default, destinations misaligned by one element as in
+limits.c's own runs):
+
+- STREAM copy and triad: streamjit with `stream_stores` alone and with
+  `stream_loads=True`, both lowered as this machine's profile says, and as
+  before the profile (no source prefetch; streamed loads `prefetchnta`
+  2 KiB ahead, non-temporal where aligned), against `numba.njit`,
+  `np.copyto`, and the C kernels of `shared/anchors/limits.c`: plain NT,
+  NT with the source prefetched into L2 4 KiB ahead, four pages
+  interleaved;
+- the 5-point Jacobi stencil (8192 columns): the `streamjit.stencil`
+  drop-in and the loop, against the C NT stencil;
+- gathers `out[i] = lut[key[i]] * x[i]` from a table that stays in L2 and
+  from one four times larger: `stream_loads` against `stream_stores` alone.
+
+Run: python bench/machine_profile.py [MiB] [path to limits.c]
+(default 256 and ../shared/anchors/limits.c beside the repository; the C
+columns need gcc and are left out without them).
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+
+import numba
+import numpy as np
+
+import streamjit as sj
+from streamjit import bench, calibration
+from streamjit.machine import LoadStage, cache_sizes, machine_profile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BEFORE_LOADS = LoadStage("nta", 2048, True)   # the lowering of streamed loads before the profile
+
+
+def c_reference(path):
+    """limits.c built as a shared library (None without gcc or the file)."""
+    if not os.path.exists(path):
+        print(f"(no {path}: C columns left out)")
+        return None
+    library = os.path.join(tempfile.mkdtemp(), "liblimits.so")
+    try:
+        subprocess.run(["gcc", "-O3", "-march=native", "-shared", "-fPIC", "-o", library, path], check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"(cannot build {path}: {exc}; C columns left out)")
+        return None
+    lib = ctypes.CDLL(library)
+    pointer, size = ctypes.c_void_p, ctypes.c_size_t
+    for name in ("copy_nt", "copy_nt_pf", "copy_nt4"):
+        getattr(lib, name).argtypes = [pointer, pointer, size]
+    for name in ("triad_nt", "triad_nt_pf"):
+        getattr(lib, name).argtypes = [pointer, pointer, pointer, ctypes.c_float, size]
+    lib.jac_nt.argtypes = [pointer, pointer, size, size]
+    return lib
+
+
+def ptr(array):
+    return array.ctypes.data
+
+
+def compare(title, impls, moved, reference, rounds):
+    """Time ``{name: callable}`` interleaved; print GB/s and the ratio to ``reference``."""
+    for run in impls.values():
+        run()
+    medians = bench.interleaved_medians(impls, rounds)
+    print(f"\n{title} (ratio to {reference})")
+    for name, seconds in medians.items():
+        print(f"  {name:42s} {moved / seconds / 1e9:6.1f} GB/s  {medians[reference] / seconds:5.2f}x")
+    return medians
+
+
+def streamjit_builds(function, output, loads):
+    """The streamjit variants of one kernel: as the profile says, and as before it."""
+    profile = machine_profile()
+    none = LoadStage()
+    builds = {"streamjit stores only": (False, none, profile.sources),
+              "streamjit stream_loads=True": (True, profile.stream_loads, profile.sources),
+              "before the profile: stores only": (False, none, none),
+              "before the profile: stream_loads=True": (True, BEFORE_LOADS, none)}
+    return {name: calibration._build(function, output, loads if streams else False, loads_stage, sources)
+            for name, (streams, loads_stage, sources) in builds.items()}
+
+
+def main(mib, limits_path, rounds=9):
+    print(bench.host_description())
+    print(f"profile: {machine_profile().origin}\n  streamed loads: {machine_profile().stream_loads.describe()}\n"
+          f"  sources of streamed stores: {machine_profile().sources.describe()}")
+    lib = c_reference(limits_path)
+    rng = np.random.default_rng(0)
+    n = mib * bench.MIB // 4
+    buffers = [rng.random(n + 16, dtype=np.float32) for _ in range(3)]
+    a, b, c = buffers[0][1:n + 1], buffers[1][:n], buffers[2][:n]     # destination misaligned by one
+    q = np.float32(3)
+
+    plain_copy = numba.njit(bench.stream_copy)
+    copies = {"numba.njit": lambda: plain_copy(a, b), "np.copyto": lambda: np.copyto(a, b)}
+    for name, kernel in streamjit_builds(bench.stream_copy, "a", True).items():
+        copies[name] = lambda kernel=kernel: kernel(a, b)
+    if lib:
+        copies.update({"C NT": lambda: lib.copy_nt(ptr(a), ptr(b), n), "C NT + L2 prefetch":
+                       lambda: lib.copy_nt_pf(ptr(a), ptr(b), n), "C NT, 4 pages": lambda: lib.copy_nt4(ptr(a), ptr(b), n)})
+    medians = compare(f"copy, {mib} MiB float32", copies, 2 * n * 4, "streamjit stores only", rounds)
+    assert np.array_equal(a, b)
+    if lib:
+        best = min(medians[k] for k in ("C NT", "C NT + L2 prefetch", "C NT, 4 pages"))
+        print(f"  streamjit stores only / best C: {best / medians['streamjit stores only']:.3f}x; "
+              f"/ np.copyto: {medians['np.copyto'] / medians['streamjit stores only']:.3f}x")
+
+    plain_triad = numba.njit(bench.stream_triad)
+    triads = {"numba.njit": lambda: plain_triad(a, b, c, q)}
+    for name, kernel in streamjit_builds(bench.stream_triad, "a", True).items():
+        triads[name] = lambda kernel=kernel: kernel(a, b, c, q)
+    if lib:
+        triads.update({"C NT": lambda: lib.triad_nt(ptr(a), ptr(b), ptr(c), 3.0, n),
+                       "C NT + L2 prefetch": lambda: lib.triad_nt_pf(ptr(a), ptr(b), ptr(c), 3.0, n)})
+    medians = compare(f"triad, {mib} MiB float32", triads, 3 * n * 4, "streamjit stores only", rounds)
+    np.testing.assert_allclose(a, b + q * c, rtol=1e-6)
+    if lib:
+        best = min(medians[k] for k in ("C NT", "C NT + L2 prefetch"))
+        print(f"  streamjit stores only / best C: {best / medians['streamjit stores only']:.3f}x")
+
+    width = 8192
+    rows = n // width
+    g = buffers[1][:rows * width].reshape(rows, width)
+    out = buffers[0][:rows * width].reshape(rows, width)
+    drop_in = sj.stencil(jacobi5_f32_stencil)
+    stencils = {"streamjit.stencil": lambda: drop_in(g, out=out)}
+    for name, kernel in streamjit_builds(calibration.jacobi5_f32, "out", True).items():
+        stencils[name] = lambda kernel=kernel: kernel(out, g)
+    if lib:
+        stencils["C NT"] = lambda: lib.jac_nt(ptr(out), ptr(g), rows, width)
+    compare(f"5-point stencil, {rows}x{width} float32", stencils, 2 * rows * width * 4,
+            "C NT" if lib else "streamjit stores only", rounds)
+
+    l2 = cache_sizes().get("L2", 1 << 20)
+    for label, table_bytes in (("in L2", l2 // 2), ("4x L2", 4 * l2)):
+        lut = rng.random(table_bytes // 4, dtype=np.float32)
+        key = rng.integers(0, lut.shape[0], n, dtype=np.int32)
+        gathers = {name: (lambda kernel=kernel: kernel(a, lut, key, b))
+                   for name, kernel in streamjit_builds(bench.gather, "out", ["key", "x"]).items()}
+        compare(f"gather, {table_bytes >> 10} KiB table ({label}), {mib} MiB key and x", gathers, 3 * n * 4,
+                "streamjit stores only", rounds)
+        np.testing.assert_array_equal(a, lut[key] * b)
+
+
+def jacobi5_f32_stencil(g):
+    """limits.c's 5-point stencil, as a stencil kernel."""
+    return np.float32(0.2) * (g[0, 0] + g[0, -1] + g[0, 1] + g[-1, 0] + g[1, 0])
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 256,
+         sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "..", "..", "shared", "anchors", "limits.c"))
