@@ -8,7 +8,8 @@ the same loop under numba.njit:
    matrix's values and column indices streamed (>= 256 MiB together);
 3. STREAM copy and triad with stream_loads=True added.
 Variants: numba.njit, streamjit with stream_stores only, and with
-stream_loads at several prefetch distances (bytes ahead; 0 = hint only).
+stream_loads as this machine's profile lowers it, then at several prefetch
+distances (bytes ahead, with the profile's hint; 0 = no prefetch).
 
 Run: python bench/stream_loads.py [MiB]   (default 256)
 """
@@ -21,12 +22,14 @@ import numpy as np
 import streamjit as sj
 from streamjit import bench
 from streamjit.bench import gather, spmv
+from streamjit.machine import machine_profile
 
 DISTANCES = (0, 256, 512, 1024, 2048, 4096)
 
 
 def variants(func, stores, loads):
-    built = {"numba.njit": numba.njit(func), "stores only": sj.stream_kernel(stream_stores=stores)(func)}
+    built = {"numba.njit": numba.njit(func), "stores only": sj.stream_kernel(stream_stores=stores)(func),
+             "loads (profile)": sj.stream_kernel(stream_stores=stores, stream_loads=loads)(func)}
     for d in DISTANCES:
         built[f"loads D={d}"] = sj.stream_kernel(stream_stores=stores, stream_loads=loads, prefetch_distance=d)(func)
     return built
@@ -89,6 +92,7 @@ def run_stream(mib, rng, name):
 
 def main(mib):
     print(bench.host_description())
+    print(f"profile: {machine_profile().origin}; streamed loads: {machine_profile().stream_loads.describe()}")
     rng = np.random.default_rng(0)
     run_gather(mib, rng)
     run_spmv(mib, rng)
