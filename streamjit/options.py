@@ -38,7 +38,7 @@ def _names(option_name, value, params, func):
 
 
 def _load_stages(prefetch_distance, prefetch_hint):
-    """``(loads, sources, profile description)``: the machine profile's
+    """``(loads, sources, where they come from)``: the machine profile's
     lowering of streamed loads and of the sources of streamed stores, with
     the kernel's ``prefetch_distance`` / ``prefetch_hint`` in place of the
     profile's for both."""
@@ -60,10 +60,7 @@ def _load_stages(prefetch_distance, prefetch_hint):
         stages.append(stage)
     overridden = ", ".join(f"{n}={v!r}" for n, v in (("prefetch_distance", prefetch_distance),
                                                      ("prefetch_hint", prefetch_hint)) if v is not None)
-    where = profile.origin + (f"; {overridden} from the kernel" if overridden else "")
-    loads = stages[0].describe() if stages[0] != stages[1] else \
-        "as the sources of streamed stores (no other lowering measured faster on this CPU)"
-    return (*stages, f"streamed loads: {loads}; sources of streamed stores: {stages[1].describe()} ({where})")
+    return (*stages, profile.origin + (f"; {overridden} from the kernel" if overridden else ""))
 
 
 def _threshold(value):

@@ -32,7 +32,7 @@ class StreamOptions:
     # threshold="auto": what measured slower streamed at every size (arrays
     # the kernel makes, updates in place) stays plain even when named
     measured: bool = False
-    # where `loads` and `sources` came from, for the report
+    # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
     profile: str = field(default="", compare=False)
 
     def cache_key(self):

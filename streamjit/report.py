@@ -169,6 +169,15 @@ def _signature_notes(result, name, aryty, rep):
     return notes
 
 
+def _loads_line(options):
+    """How this kernel's loads were lowered, and by whose choice."""
+    parts = [f"sources of streamed stores: {options.sources.describe()}"]
+    if options.stream_loads:
+        parts.insert(0, "streamed loads: " + (options.loads.describe() if options.loads != options.sources else
+                                              "as the sources (no other lowering measured faster on this CPU)"))
+    return f"{'; '.join(parts)} ({options.profile})"
+
+
 def build_report(dispatcher, sig, llvm_text, asm_text):
     """The report of one signature from its final LLVM IR and assembly."""
     # The kernel, and the worker functions Numba generated for its prange
@@ -200,4 +209,4 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar,
                         unfenced_stores=sum(unfenced_returns(function_blocks(f))[0] for f in llvm_functions),
                         exit_fences=llvm_function.count(EXIT_FENCE_MARK),
-                        loads=dispatcher.stream_options.profile if dispatcher.stream_options else "")
+                        loads=_loads_line(dispatcher.stream_options) if dispatcher.stream_options else "")
