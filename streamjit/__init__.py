@@ -7,6 +7,8 @@ non-temporal stores, followed by a store fence (see README.md).
 
 __version__ = "0.1.0"  # before the submodules: the cache key reads it
 
+import importlib  # noqa: E402
+
 from numba import prange  # noqa: E402
 
 from .dispatcher import StreamDispatcher, stream_kernel
@@ -14,6 +16,15 @@ from .dropins import copyto, memcpy
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
 from .stencil import stencil
+
+
+def __getattr__(name):
+    """``sj.cuda`` (GPU kernels, `streamjit/cuda`), loaded on first use;
+    numba.cuda itself only when a GPU kernel is compiled or launched."""
+    if name == "cuda":
+        return importlib.import_module(".cuda", __name__)
+    raise AttributeError(f"module 'streamjit' has no attribute {name!r}")
+
 
 __all__ = [
     "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "stencil",

@@ -1,0 +1,222 @@
+"""Typing and PTX lowering of the GPU stream intrinsics, and their Python
+fallbacks for numba-cuda's simulator.
+
+NVVM drops LLVM's ``!nontemporal`` metadata, so every hint is inline PTX
+(``llvmlite.ir.InlineAsm``) in an ``@intrinsic``:
+
+- ``store(name)``: ``st.global.cs.b32|b64`` (evict-first: SASS ``STG.E.EF``);
+- ``store_vector(name, width)``: ``st.global.cs.v4.b32`` / ``.v2.b64``, one
+  16-byte store of a tuple of ``width`` consecutive elements (``STG.E.EF.128``); the
+  callers (`vector.py`) prove the address 16-byte aligned before they call it;
+- ``load(name)``: ``ld.global.cs`` (``LDG.E.EF``), not the ``.nc`` read-only
+  path: two parameters may alias, and ``.nc`` is undefined on memory the
+  kernel also writes;
+- ``copy_async(name)``, ``commit()``, ``wait(n)``: ``cp.async.ca.shared.global``
+  (``LDGSTS``), ``cp.async.commit_group`` (``LDGDEPBAR``) and
+  ``cp.async.wait_group n`` (``DEPBAR.LE SB0, n``; ``n`` must be a literal in
+  PTX, so each ``n`` is an intrinsic of its own);
+- ``address()``: the address of an element (alignment tests).
+
+Each PTX instruction carries a comment ``// sj:<kind>:<array>``, which is
+how `ptx.py` counts hinted instructions per array. All asm has a memory
+clobber: a ring slot must not be read before its ``wait`` nor rewritten
+before it was read. The simulator runs no inline asm, so `device_globals`
+hands it plain Python functions with the same meaning instead.
+"""
+
+import functools
+
+import numpy as np
+
+# Numbers the hints apply to: 32- and 64-bit integers and floats.
+HINTED_BITS = (32, 64)
+VECTOR_BYTES = 16
+
+
+def hinted_dtype(dtype):
+    """Whether loads and stores of this Numba dtype get PTX hints."""
+    from numba.core import types
+    return isinstance(dtype, (types.Integer, types.Float)) and dtype.bitwidth in HINTED_BITS
+
+
+@functools.cache
+def _device():
+    """The intrinsic factories, built on first use (they import numba.cuda)."""
+    from llvmlite import ir
+    from numba.core import types
+    from numba.core.errors import TypingError
+    from numba.cuda import cgutils
+    from numba.cuda.extending import intrinsic
+
+    def check_index(array, index, what):
+        if not isinstance(array, types.Array) or not hinted_dtype(array.dtype):
+            raise TypingError(f"{what}: needs an array of 32- or 64-bit numbers, got {array}")
+        count = len(index) if isinstance(index, types.BaseTuple) else 1
+        items = index.types if isinstance(index, types.BaseTuple) else (index,)
+        if count != array.ndim or not all(isinstance(t, types.Integer) for t in items):
+            raise TypingError(f"{what}: needs {array.ndim} integer indices, got {index}")
+
+    def element_pointer(context, builder, array_type, array, index_type, index):
+        items = cgutils.unpack_tuple(builder, index) if isinstance(index_type, types.BaseTuple) else [index]
+        item_types = index_type.types if isinstance(index_type, types.BaseTuple) else (index_type,)
+        items = [context.cast(builder, v, t, types.intp) for v, t in zip(items, item_types)]
+        ary = context.make_array(array_type)(context, builder, array)
+        return cgutils.get_item_pointer(context, builder, array_type, ary, items, wraparound=True)
+
+    def bits_of(dtype):
+        return ir.IntType(dtype.bitwidth)
+
+    def asm(builder, result, operands, text, constraints):
+        fnty = ir.FunctionType(result, [op.type for op in operands])
+        clobbered = ",".join(filter(None, [constraints, "~{memory}"]))
+        return builder.call(ir.InlineAsm(fnty, text, clobbered, side_effect=True), operands)
+
+    def as_bits(context, builder, value, from_type, dtype):
+        return builder.bitcast(context.cast(builder, value, from_type, dtype), bits_of(dtype))
+
+    def reg(dtype):
+        return "l" if dtype.bitwidth == 64 else "r"
+
+    def store(name):
+        @intrinsic
+        def sj_store(typingctx, array, index, value):
+            check_index(array, index, "a streamed store")
+
+            def codegen(context, builder, sig, args):
+                ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+                dtype = sig.args[0].dtype
+                bits = as_bits(context, builder, args[2], sig.args[2], dtype)
+                asm(builder, ir.VoidType(), [ptr, bits], f"st.global.cs.b{dtype.bitwidth} [$0], $1; // sj:st:{name}",
+                    f"l,{reg(dtype)}")
+                return context.get_dummy_value()
+            return types.void(array, index, value), codegen
+        return sj_store
+
+    def store_vector(name, width):
+        @intrinsic
+        def sj_store_vector(typingctx, array, index, values):
+            check_index(array, index, "a streamed vector store")
+            if not isinstance(values, types.BaseTuple) or len(values) != width \
+                    or array.dtype.bitwidth * width != VECTOR_BYTES * 8:
+                raise TypingError(f"a streamed vector store writes {VECTOR_BYTES} bytes from a tuple of {width}")
+
+            def codegen(context, builder, sig, args):
+                ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+                dtype = sig.args[0].dtype
+                bits = [as_bits(context, builder, v, t, dtype)
+                        for v, t in zip(cgutils.unpack_tuple(builder, args[2]), sig.args[2].types)]
+                regs = ", ".join(f"${k + 1}" for k in range(width))
+                asm(builder, ir.VoidType(), [ptr] + bits,
+                    f"st.global.cs.v{width}.b{dtype.bitwidth} [$0], {{{regs}}}; // sj:st{width}:{name}",
+                    ",".join(["l"] + [reg(dtype)] * width))
+                return context.get_dummy_value()
+            return types.void(array, index, values), codegen
+        return sj_store_vector
+
+    def load(name):
+        @intrinsic
+        def sj_load(typingctx, array, index):
+            check_index(array, index, "a streamed load")
+
+            def codegen(context, builder, sig, args):
+                ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+                dtype = sig.args[0].dtype
+                bits = asm(builder, bits_of(dtype), [ptr], f"ld.global.cs.b{dtype.bitwidth} $0, [$1]; // sj:ld:{name}",
+                           f"={reg(dtype)},l")
+                return builder.bitcast(bits, context.get_value_type(dtype))
+            return array.dtype(array, index), codegen
+        return sj_load
+
+    def copy_async(name):
+        @intrinsic
+        def sj_copy_async(typingctx, ring, slot, lane, array, index):
+            check_index(array, index, "an asynchronous load")
+            if not isinstance(ring, types.Array) or ring.ndim != 2 or ring.dtype != array.dtype:
+                raise TypingError(f"an asynchronous load needs a 2-D ring of {array.dtype}")
+
+            def codegen(context, builder, sig, args):
+                dst = element_pointer(context, builder, sig.args[0], args[0], types.UniTuple(types.intp, 2),
+                                      context.make_tuple(builder, types.UniTuple(types.intp, 2), [
+                                          context.cast(builder, args[1], sig.args[1], types.intp),
+                                          context.cast(builder, args[2], sig.args[2], types.intp)]))
+                src = element_pointer(context, builder, sig.args[3], args[3], sig.args[4], args[4])
+                size = sig.args[3].dtype.bitwidth // 8
+                # the ring is a generic pointer to shared memory; cp.async wants its shared address
+                asm(builder, ir.VoidType(), [dst, src],
+                    "{ .reg .u64 sjg; .reg .u32 sjs; cvta.to.shared.u64 sjg, $0; cvt.u32.u64 sjs, sjg; "
+                    f"cp.async.ca.shared.global [sjs], [$1], {size}; }} // sj:cp:{name}", "l,l")
+                return context.get_dummy_value()
+            return types.void(ring, slot, lane, array, index), codegen
+        return sj_copy_async
+
+    @intrinsic
+    def commit(typingctx):
+        def codegen(context, builder, sig, args):
+            asm(builder, ir.VoidType(), [], "cp.async.commit_group; // sj:commit:", "")
+            return context.get_dummy_value()
+        return types.void(), codegen
+
+    def wait(pending):
+        @intrinsic
+        def sj_wait(typingctx):
+            def codegen(context, builder, sig, args):
+                asm(builder, ir.VoidType(), [], f"cp.async.wait_group {pending}; // sj:wait:", "")
+                return context.get_dummy_value()
+            return types.void(), codegen
+        return sj_wait
+
+    @intrinsic
+    def address(typingctx, array, index):
+        if not isinstance(array, types.Array):
+            raise TypingError(f"an element address needs an array, got {array}")
+
+        def codegen(context, builder, sig, args):
+            ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            return builder.ptrtoint(ptr, context.get_value_type(types.uintp))
+        return types.uintp(array, index), codegen
+
+    return dict(store=store, store_vector=store_vector, load=load, copy_async=copy_async, commit=lambda: commit,
+                wait=wait, address=lambda: address)
+
+
+def _simulated():
+    """The same operations on the simulator's arrays (NumPy underneath)."""
+    def element(array, index):
+        return index if isinstance(index, tuple) else (index,)
+
+    def store(name):
+        def sj_store(array, index, value):
+            array[element(array, index)] = value
+        return sj_store
+
+    def store_vector(name, width):
+        def sj_store_vector(array, index, values):
+            *head, last = element(array, index)
+            for k, value in enumerate(values):
+                array[(*head, last + k)] = value
+        return sj_store_vector
+
+    def load(name):
+        def sj_load(array, index):
+            return array[element(array, index)]
+        return sj_load
+
+    def copy_async(name):
+        def sj_copy_async(ring, slot, lane, array, index):
+            ring[slot, lane] = array[element(array, index)]
+        return sj_copy_async
+
+    def address():
+        def sj_address(array, index):
+            base = np.asarray(getattr(array, "_ary", array))
+            index = [i + n if i < 0 else i for i, n in zip(element(array, index), base.shape)]
+            return base.__array_interface__["data"][0] + sum(i * s for i, s in zip(index, base.strides))
+        return sj_address
+
+    return dict(store=store, store_vector=store_vector, load=load, copy_async=copy_async,
+                commit=lambda: lambda: None, wait=lambda pending: lambda: None, address=address)
+
+
+def factories(simulated):
+    """{kind: factory} of the intrinsics, for the device or the simulator."""
+    return _simulated() if simulated else _device()

@@ -1,0 +1,74 @@
+"""The CPU front end's decision for a GPU kernel: which arrays stream, and
+whether streaming them is legal.
+
+`target="cuda"` applies the same rule with the same errors as the CPU
+path, so this module does not re-derive it: it runs Numba's CPU nopython
+front end on the loop function, with the stream passes that decide
+(``canonical_loops``, ``array_stores``, ``accesses``, ``legality``, in
+``pipeline.py``'s order), and stops before lowering. What it returns is the
+`StreamResult` those passes build (streamed stores and loads, notes); a
+store that may not stream raises the same `StreamLegalityError`, naming
+the same line. numba-cuda types NumPy arrays with the same
+``numba.types.Array``, so one signature serves both front ends.
+"""
+
+from dataclasses import replace
+
+from numba.core import compiler
+from numba.core.compiler_machinery import FunctionPass, register_pass
+from numba.core.registry import cpu_target
+
+from .. import pipeline
+from ..plan import METADATA_KEY, StreamResult
+
+# The deciding passes, in the pipeline's order; the rest (peeling, fences,
+# size checks, load tags) rewrite for the CPU's lowering, which never runs.
+_DECIDING = ("canonical_loops", "array_stores", "accesses", "legality")
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class _StopAfterLegality(FunctionPass):
+    _name = "streamjit_cuda_stop"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        raise compiler._EarlyPipelineCompletion(state.metadata.get(METADATA_KEY) or StreamResult())
+
+
+def _passes(kind):
+    modules = pipeline.UNTYPED_PASSES if kind == "untyped" else pipeline.TYPED_PASSES
+    classes = pipeline._UNTYPED if kind == "untyped" else pipeline._TYPED
+    return [cls for module, cls in zip(modules, classes) if pipeline._pass_name(module) in _DECIDING]
+
+
+class _DecidingCompiler(pipeline.StreamCompiler):
+    def define_pipelines(self):
+        self.state.stream_options = self.stream_options
+        pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
+        previous = pipeline.InlineInlinables
+        for cls in _passes("untyped"):
+            pm.add_pass_after(cls, previous)
+            previous = cls
+        previous = pipeline.InlineOverloads
+        for cls in _passes("typed") + [_StopAfterLegality]:
+            pm.add_pass_after(cls, previous)
+            previous = cls
+        pm.finalize()
+        return [pm]
+
+
+def analyze(py_func, argtypes, options):
+    """The `StreamResult` of ``py_func`` for ``argtypes`` under ``options``
+    (a `StreamOptions`); raises `StreamLegalityError` as the CPU path does.
+    ``prange`` loops are analysed as parallel loops (a reduction into a
+    streamed array is rejected), whatever ``options.parallel`` says."""
+    flags = compiler.Flags()
+    flags.nrt = True
+    flags.no_cpython_wrapper = True
+    flags.no_cfunc_wrapper = True
+    pipeline_class = type("CudaDecidingCompiler", (_DecidingCompiler,),
+                          {"stream_options": replace(options, parallel=True)})
+    return compiler.compile_extra(cpu_target.typing_context, cpu_target.target_context, py_func, tuple(argtypes),
+                                  None, flags, {}, pipeline_class=pipeline_class)

@@ -1,0 +1,133 @@
+"""Innermost loops whose streamed stores are contiguous -> 16-byte vector
+stores (``st.global.cs.v4.b32`` / ``.v2.b64``), peeled to alignment.
+
+A loop qualifies when each thread's elements are contiguous in every
+array it streams: the loop has step 1 (a grid-stride loop over a step-1
+``prange``, or a per-thread ``range``), its body runs straight through,
+and every store to a streamed array is an unconditional statement of the
+body, ``a[..., v] = expr``, whose last index is the loop variable ``v``,
+whose other indices the body does not change, into a C-contiguous array of
+32- or 64-bit numbers that the body does not read (the stores are
+deferred to the end of a group of iterations). The arrays must share one
+element size. Then each thread runs groups of ``W = 16 / itemsize``
+consecutive iterations:
+
+    a0 = address(a, (..., lo))                     # where the loop starts
+    h = hi                                         # unproven: every iteration scalar
+    if a0 % itemsize == 0 and (address(b, ...) - a0) % 16 == 0 ...:
+        h = min(hi, lo + (-a0 % 16) // itemsize)   # the first 16-byte aligned iteration
+    for v in range(lo + t, h, n): body             # head, scalar stores
+    for j in range(t, (hi - h) // W, n):           # aligned groups
+        v = h + W*j;     body, stores -> x0 = expr
+        ...
+        v = h + W*j+W-1; body, stores -> xW-1 = expr
+        store_vector_a(a, (..., h + W*j), (x0, ..., xW-1))
+    for v in range(h + W*nv + t, hi, n): body      # tail, scalar stores
+
+The run-time test is the alignment proof: a vector store is only reached
+at an address it has shown to be a multiple of 16 (numba-cuda's device
+allocations are; views may not be, and then every store stays scalar).
+The CPU path peels the same way (`passes/align_peel.py`).
+"""
+
+import ast
+import copy
+
+from .intrinsics import VECTOR_BYTES
+from .source import (assigned_names, call, element, index_node, innermost_loops, loop_over, loop_shape, name,
+                     replace, statement, store_to, straight_line, used_names)
+
+
+def _vector_stores(kernel, loop, shape):
+    """{statement index: (array, prefix indices)} of the body's streamed
+    stores when the loop qualifies, else None."""
+    body = loop.body
+    changed = assigned_names(body)
+    if not straight_line(body) or shape.var in changed:
+        return None
+    found = {}
+    for at, stmt in enumerate(body):
+        for node in ast.walk(stmt):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AugAssign) else []
+            hits = [hit for hit in (element(t, kernel) for t in targets) if hit and hit[0] in kernel.stores]
+            if not hits:
+                continue
+            array, indices = hits[0]
+            last = indices[-1]
+            if not (node is stmt and isinstance(node, ast.Assign) and len(targets) == 1
+                    and isinstance(last, ast.Name) and last.id == shape.var and kernel.hinted(array)
+                    and kernel.types[array].layout == "C"
+                    and not any(used_names(i) & (changed | {shape.var}) for i in indices[:-1])):
+                return None
+            found[at] = (array, indices[:-1])
+    arrays = {array for array, _ in found.values()}
+    if not found or len({kernel.types[a].dtype.bitwidth for a in arrays}) != 1 \
+            or any(_reads(stmt, arrays, stmt.targets[0] if at in found else None) for at, stmt in enumerate(body)):
+        return None
+    return found
+
+
+def _reads(stmt, arrays, own_target):
+    """Whether the statement reads one of ``arrays`` (its own store target aside)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in arrays \
+                and not _inside(own_target, node):
+            return True
+    return False
+
+
+def _inside(outer, node):
+    return outer is not None and any(n is node for n in ast.walk(outer))
+
+
+def _rewrite(kernel, loop, shape, stores):
+    width = VECTOR_BYTES * 8 // kernel.types[next(iter(stores.values()))[0]].dtype.bitwidth
+    itemsize = VECTOR_BYTES // width
+    lo, hi, head, groups, base = (kernel.fresh(s) for s in ("lo", "hi", "h", "nv", "b"))
+    out = [ast.Assign(targets=[store_to(lo)], value=shape.start), ast.Assign(targets=[store_to(hi)], value=shape.stop),
+           ast.Assign(targets=[store_to(head)], value=name(hi))]
+    address = kernel.intrinsic("address")
+    starts = []  # where each streamed store's row starts: all must share their alignment
+    for array, prefix in stores.values():
+        starts.append(kernel.fresh("a"))
+        out.append(ast.Assign(targets=[store_to(starts[-1])],
+                              value=call(address, name(array), index_node([*copy.deepcopy(prefix), name(lo)]))))
+    anchor = starts[0]
+    tests = [f"{anchor} % {itemsize} == 0"] + [f"({v} - {anchor}) % {VECTOR_BYTES} == 0" for v in starts[1:]]
+    aligned = statement(f"if {' and '.join(tests)}:\n"
+                        f"    {head} = min({hi}, {lo} + (({VECTOR_BYTES} - {anchor} % {VECTOR_BYTES}) % "
+                        f"{VECTOR_BYTES}) // {itemsize})")
+    out += [aligned, statement(f"{groups} = max(0, ({hi} - {head}) // {width})"),
+            loop_over(shape, copy.deepcopy(loop.body), name(lo), name(head))]
+    group = kernel.fresh("j")
+    group_body = [statement(f"{base} = {head} + {width} * {group}")]
+    lanes = {}
+    for lane in range(width):
+        group_body.append(statement(f"{shape.var} = {base} + {lane}"))
+        for at, stmt in enumerate(copy.deepcopy(loop.body)):
+            if at in stores:
+                lanes.setdefault(at, []).append(kernel.fresh("x"))
+                stmt = ast.Assign(targets=[store_to(lanes[at][-1])], value=stmt.value)
+            group_body.append(stmt)
+    for at, (array, prefix) in stores.items():
+        group_body.append(ast.Expr(call(kernel.intrinsic("store_vector", array, width), name(array),
+                                        index_node([*copy.deepcopy(prefix), name(base)]),
+                                        ast.Tuple(elts=list(map(name, lanes[at])), ctx=ast.Load()))))
+    out.append(ast.For(target=store_to(group), iter=call("range", copy.deepcopy(shape.thread), name(groups),
+                                                         copy.deepcopy(shape.stride)),
+                       body=group_body, orelse=[]))
+    tail_start = ast.BinOp(left=name(head), op=ast.Add(),
+                           right=ast.BinOp(left=ast.Constant(width), op=ast.Mult(), right=name(groups)))
+    out.append(loop_over(shape, copy.deepcopy(loop.body), tail_start, name(hi)))
+    return out
+
+
+def run_pass(kernel):
+    """Vectorize the qualifying innermost loops of ``kernel.tree``."""
+    for loop in innermost_loops(kernel.tree):
+        shape = loop_shape(kernel, loop) if id(loop) not in kernel.pipelined and not loop.orelse else None
+        stores = _vector_stores(kernel, loop, shape) if shape else None
+        if stores is None:
+            continue
+        replace(kernel.tree, loop, _rewrite(kernel, loop, shape, stores))

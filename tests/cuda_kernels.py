@@ -1,0 +1,94 @@
+"""Loop functions the GPU tests compile for target="cuda" (and check
+against numba.njit under numba-cuda's simulator, `cuda_simulated.py`):
+the prange shapes of the CPU tests (test_parallel.py, test_user_shapes.py)
+and a few the GPU passes treat specially."""
+
+from numba import cuda
+from numba import prange as pr  # `prange` under another name
+
+import streamjit as sj
+
+
+def triad(a, b, c, q):
+    for i in sj.prange(a.shape[0]):
+        a[i] = b[i] + q * c[i]
+
+
+def jacobi(out, g):
+    for r in sj.prange(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = 0.2 * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
+
+
+def fill(out, value):
+    for i in sj.prange(out.shape[0]):
+        out[i] = value
+
+
+def renamed_prange(out, a, b):
+    for i in pr(a.shape[0]):
+        out[i] = a[i] * b[i]
+
+
+def chained_store(arr, img):
+    for y in sj.prange(img.shape[0]):
+        for x in range(img.shape[1]):
+            arr[y][x] = img[y, x] + 1.0
+
+
+def prange_rows(out, a):
+    for i in sj.prange(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[i, j] = 3.0 * a[i, j] + 1.0
+
+
+def grid_2d(out, a):
+    for i in sj.prange(a.shape[0]):
+        for j in sj.prange(a.shape[1]):
+            out[i, j] = 2.0 * a[i, j] - 1.0
+
+
+def stepped(out, a):
+    for i in sj.prange(1, a.shape[0], 3):
+        out[i] = a[i] + 1.0
+
+
+def branchy(out, a):
+    for i in sj.prange(a.shape[0]):
+        if a[i] > 0.5:
+            out[i] = a[i]
+        else:
+            out[i] = -a[i]
+
+
+def update_rows(out, a):
+    # reads what it streams (out[r, c]): no vector stores, whose lanes are
+    # written at the end of a group of iterations
+    for r in sj.prange(a.shape[0]):
+        for c in range(a.shape[1]):
+            out[r, c] = 0.5 * out[r, c] + a[r, c]
+
+
+def reduce_into(out, a):
+    for i in sj.prange(a.shape[0]):
+        out[0] += a[i]
+
+
+def two_nests(out, a):
+    for i in sj.prange(a.shape[0]):
+        out[i] = a[i]
+    for i in sj.prange(a.shape[0]):
+        out[i] += 1.0
+
+
+def returns_value(out, a):
+    for i in sj.prange(a.shape[0]):
+        out[i] = a[i]
+    return out
+
+
+def axpy_numba_cuda(out, x, y, alpha):
+    # a kernel written for numba-cuda, hinted by sj.cuda.jit
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = alpha * x[i] + y[i]

@@ -1,0 +1,186 @@
+"""target="cuda" and sj.cuda.jit without a GPU: the kernels compile to PTX
+(numba-cuda) and machine code (ptxas + nvdisasm, sm_80 and sm_90), and the
+hints are there: STG.E.EF for streamed stores (.128 where vectorized),
+LDG.E.EF for streamed loads, LDGSTS + LDGDEPBAR + DEPBAR.LE SB0, k-1 for
+prefetch_distance=k. The same legality errors as on the CPU. Results are
+checked under the simulator (test_cuda_simulator.py)."""
+
+import functools
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import cuda
+from numba import types as T
+
+import cuda_kernels as K
+import streamjit as sj
+
+F32, F64, I32 = T.float32[::1], T.float64[::1], T.int32[::1]
+F32_A = T.float32[:]  # a strided view: nothing proves its elements contiguous
+F64_2D = T.float64[:, ::1]
+TRIAD = (F32, F32, F32, T.float32)
+CCS = [(8, 0), (9, 0)]
+PLAIN_STORE = re.compile(r"\bSTG\.E(?:\.(?:32|64|128))?\s")
+
+
+@functools.cache
+def kernel(func, **options):
+    return sj.stream_kernel(getattr(K, func), target="cuda", **options)
+
+
+@functools.cache
+def sass(func, sig, cc, **options):
+    return kernel(func, **options).inspect_sass(sig, cc=cc)
+
+
+@functools.cache
+def report(func, sig, **options):
+    return kernel(func, **options).stream_report(sig)
+
+
+@pytest.mark.parametrize("cc", CCS, ids=lambda cc: f"sm_{cc[0]}{cc[1]}")
+def test_triad_streams_vector_and_scalar_stores_and_loads(cc):
+    code = sass("triad", TRIAD, cc, stream_stores=("a",), stream_loads=("b", "c"))
+    assert "STG.E.EF.128" in code  # the aligned groups
+    assert re.search(r"\bSTG\.E\.EF\s", code)  # the peeled head and tail
+    assert re.search(r"\bLDG\.E\.EF\s", code)
+    assert not PLAIN_STORE.search(code)
+
+
+@pytest.mark.parametrize("cc", CCS, ids=lambda cc: f"sm_{cc[0]}{cc[1]}")
+def test_jacobi_rows_of_doubles_stream_16_byte_stores(cc):
+    code = sass("jacobi", (F64_2D, F64_2D), cc, stream_stores=("out",), stream_loads=("g",))
+    assert "STG.E.EF.128" in code and re.search(r"\bLDG\.E\.EF\.64\s", code)
+    assert not PLAIN_STORE.search(code)
+
+
+def test_report_counts_hinted_ptx_per_array():
+    r = report("triad", TRIAD, stream_stores=("a",), stream_loads=("b",))
+    assert r.arrays["a"].vector_stores >= 1 and r.arrays["a"].scalar_stores >= 1
+    assert r.arrays["b"].loads >= 1 and r.arrays["c"].loads == 0  # c is not named
+    assert r.machine["STG.E.EF.128"] >= 1 and r.machine["LDG.E.EF"] >= 1
+    assert "st.cs vec" in str(r)
+
+
+@pytest.mark.parametrize("func,sig", [("triad", (F32_A, F32, F32, T.float32)),
+                                      ("update_rows", (F64_2D, F64_2D)),
+                                      ("branchy", (F64, F64)),
+                                      ("stepped", (F64, F64))], ids=["strided", "reads-own", "branches", "step"])
+def test_unproven_contiguity_keeps_scalar_streamed_stores(func, sig):
+    r = report(func, sig, stream_stores=("out" if func != "triad" else "a",))
+    stored = r.arrays["out" if func != "triad" else "a"]
+    assert stored.vector_stores == 0 and stored.scalar_stores >= 1
+    assert r.machine["STG.E.EF.128"] == 0 and r.machine["STG.E.EF"] >= 1
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4])
+@pytest.mark.parametrize("cc", CCS, ids=lambda cc: f"sm_{cc[0]}{cc[1]}")
+def test_prefetch_distance_is_an_asynchronous_load_stage(depth, cc):
+    k = kernel("triad", stream_stores=("a",), stream_loads=("b", "c"), prefetch_distance=depth)
+    assert f"cp.async.wait_group {depth - 1};" in k.inspect_ptx(TRIAD, cc=cc)
+    code = sass("triad", TRIAD, cc, stream_stores=("a",), stream_loads=("b", "c"), prefetch_distance=depth)
+    assert "LDGSTS" in code and "LDGDEPBAR" in code
+    assert re.search(rf"DEPBAR\.LE SB0, 0x{depth - 1}\b", code)
+    assert not re.search(r"\bLDG\.E", code)  # every load of b and c goes through the ring
+    r = report("triad", TRIAD, stream_stores=("a",), stream_loads=("b", "c"), prefetch_distance=depth)
+    assert r.arrays["b"].async_copies >= 1 and r.arrays["b"].loads == 0 and r.commits >= 1 and r.waits >= 1
+
+
+def test_stencil_rings_per_neighbour():
+    r = report("jacobi", (F64_2D, F64_2D), stream_stores=("out",), stream_loads=("g",), prefetch_distance=3)
+    assert r.arrays["g"].async_copies >= 5 and r.arrays["g"].loads == 0
+    assert r.machine["LDGSTS"] >= 5 and r.machine["DEPBAR.LE"] >= 1
+
+
+def test_prefetch_needs_sm_80():
+    k = kernel("triad", stream_stores=("a",), stream_loads=("b",), prefetch_distance=2)
+    with pytest.raises(sj.StreamError, match="sm_80"):
+        k.inspect_ptx(TRIAD, cc=(7, 5))
+
+
+def test_rings_that_do_not_fit_in_shared_memory_are_an_error():
+    k = kernel("jacobi", stream_stores=("out",), stream_loads=("g",), prefetch_distance=8)
+    with pytest.raises(sj.StreamError, match="shared memory"):
+        k.inspect_ptx((F64_2D, F64_2D), threads_per_block=1024)
+
+
+@pytest.mark.parametrize("func,sig,array", [
+    ("fill", (F64, T.float64), "out"), ("fill", (I32, T.int32), "out"),
+    ("renamed_prange", (F64, F64, F64), "out"), ("chained_store", (F64_2D, F64_2D), "arr"),
+    ("prange_rows", (F64_2D, F64_2D), "out"), ("grid_2d", (F64_2D, F64_2D), "out"),
+    ("stepped", (F64, F64), "out")], ids=lambda v: v if isinstance(v, str) else None)
+def test_cpu_tested_prange_shapes_compile_and_stream(func, sig, array):
+    r = report(func, sig, stream_stores=True)
+    assert r.arrays[array].vector_stores + r.arrays[array].scalar_stores >= 1
+    assert r.machine["STG.E.EF"] + r.machine["STG.E.EF.128"] >= 1
+
+
+def test_a_perfect_prange_nest_is_a_2d_grid():
+    source = kernel("grid_2d", stream_stores=True).inspect_source((F64_2D, F64_2D))
+    assert ".grid(2)" in source and ".gridsize(2)" in source and "prange" not in source
+
+
+def test_other_dtypes_stay_plain_and_say_so():
+    r = report("fill", (T.int8[::1], T.int8), stream_stores=True)
+    assert r.arrays["out"].scalar_stores == 0 and r.machine["STG.E.EF"] == 0
+    assert any("no PTX cache hint" in note for note in r.arrays["out"].notes)
+
+
+def test_same_legality_error_as_on_the_cpu():
+    cpu = sj.stream_kernel(stream_stores=["out"], parallel=True)(K.reduce_into)
+    with pytest.raises(sj.StreamLegalityError) as on_cpu:
+        cpu(np.zeros(1), np.ones(10))
+    gpu = sj.stream_kernel(K.reduce_into, target="cuda", stream_stores=["out"])
+    with pytest.raises(sj.StreamLegalityError) as on_gpu:
+        gpu.inspect_ptx((F64, F64))
+    assert str(on_gpu.value) == str(on_cpu.value)
+    assert "does not depend on the loop variable 'i'" in str(on_gpu.value)
+
+
+@pytest.mark.parametrize("func,message", [("two_nests", "grid-wide barrier"), ("returns_value", "returns nothing")])
+def test_what_the_grid_cannot_run_is_an_error(func, message):
+    with pytest.raises(sj.StreamError, match=message):
+        sj.stream_kernel(getattr(K, func), target="cuda", stream_stores=["out"]).inspect_ptx((F64, F64))
+
+
+@pytest.mark.parametrize("options,message", [
+    (dict(prefetch_distance=9), "pipeline stages"), (dict(threshold=1 << 20), "no threshold"),
+    (dict(target="tpu"), "target must be"), (dict(stream_stores=["nope"]), "not a parameter"),
+    (dict(cache=True), "does not take the option")])
+def test_bad_gpu_options_are_config_errors(options, message):
+    with pytest.raises(sj.StreamConfigError, match=message):
+        sj.stream_kernel(K.triad, **{"target": "cuda", **options})
+
+
+@pytest.mark.skipif(cuda.is_available(), reason="a GPU is here")
+def test_launch_without_a_gpu_says_what_is_missing():
+    k = kernel("triad", stream_stores=("a",))
+    a = np.ones(8, np.float32)
+    with pytest.raises(sj.StreamError, match="no CUDA GPU"):
+        k(a, a.copy(), a.copy(), np.float32(1))
+
+
+def test_numba_cuda_kernel_gets_the_hints_without_changing_its_body():
+    sig = (F64, F64, F64, T.float64)
+    hinted = sj.cuda.jit(K.axpy_numba_cuda, stream_stores=["out"], stream_loads=["x"])
+    r = hinted.stream_report(sig)
+    assert r.arrays["out"].scalar_stores == 1 and r.arrays["x"].loads == 1 and r.arrays["y"].loads == 0
+    assert r.machine["STG.E.EF"] == 1 and r.machine["LDG.E.EF"] == 1
+    assert "cuda.grid(1)" in hinted.inspect_source(sig)
+    plain = sj.cuda.jit(K.axpy_numba_cuda).stream_report(sig)
+    assert plain.machine["STG.E.EF"] == 0 and plain.machine["LDG.E.EF"] == 0  # the control
+
+
+def test_the_cpu_path_never_imports_numba_cuda():
+    code = ("import sys, numpy as np, streamjit as sj\n"
+            "k = sj.stream_kernel(stream_stores=['a'])(lambda a: None)\n"
+            "@sj.stream_kernel(stream_stores=['a'])\n"
+            "def f(a):\n    for i in range(a.shape[0]):\n        a[i] = 1.0\n"
+            "f(np.zeros(5)); sj.cuda.jit\n"
+            "g = sj.stream_kernel(target='cuda', stream_stores=['a'])(f.py_func)\n"
+            "assert 'numba.cuda' not in sys.modules, 'numba.cuda imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
