@@ -28,12 +28,13 @@ def data(shape, dtype=np.float64):
     return (RNG.random(shape) * 2.0 + 0.25).astype(dtype)
 
 
-def same(kernel, func, args, launch=None):
-    """Run the GPU kernel on ``args`` and on copies numba.njit (a numba-cuda
-    kernel, launched with ``launch``: plain numba.cuda.jit); compare every array."""
+def same(kernel, func, args, launch=None, reference=None):
+    """Run the GPU kernel on ``args`` (launched with ``launch`` if given) and
+    on copies ``reference`` (by default numba.njit of ``func``); compare
+    every array."""
     expected = [a.base.copy()[tuple(_view_of(a))] if isinstance(a, np.ndarray) and a.base is not None else
                 (a.copy() if isinstance(a, np.ndarray) else a) for a in args]
-    (cuda.jit(func)[launch] if launch else numba.njit(func))(*expected)
+    (reference or numba.njit(func))(*expected)
     (kernel[launch] if launch else kernel)(*args)
     for got, want in zip(args, expected):
         if isinstance(got, np.ndarray) and not np.array_equal(got, want):
@@ -90,8 +91,33 @@ def cases():
     yield "update-rows", lambda: same(update, K.update_rows, (data((4, 29)), data((4, 29))))
     axpy = sj.cuda.jit(K.axpy_numba_cuda, stream_stores=["out"], stream_loads=["x"])
     for n in (0, 7, 1001):
-        yield f"numba-cuda-axpy-{n}", lambda n=n: same(axpy, K.axpy_numba_cuda, (data(n), data(n), data(n), 2.5),
-                                                      launch=(max(1, math.ceil(n / 64)), 64))
+        launch = (max(1, math.ceil(n / 64)), 64)
+        yield f"numba-cuda-axpy-{n}", lambda n=n, launch=launch: same(
+            axpy, K.axpy_numba_cuda, (data(n), data(n), data(n), 2.5), launch,
+            reference=cuda.jit(K.axpy_numba_cuda)[launch])
+    nc = sj.cuda.jit(K.axpy_numba_cuda, stream_stores=["out"], stream_loads=True, load_cache="nc")
+    yield "numba-cuda-axpy-nc", lambda: same(nc, K.axpy_numba_cuda, (data(99), data(99), data(99), 0.5), (2, 64),
+                                             reference=cuda.jit(K.axpy_numba_cuda)[2, 64])
+    # the launch given by the caller: grid-stride loops cover any grid
+    for launch in ((1, 32), (3, 64), (5, 128)):
+        yield f"triad-launch-{launch[0]}x{launch[1]}", lambda launch=launch: same(
+            triad, K.triad, (data(1001, np.float32), data(1001, np.float32), data(1001, np.float32), np.float32(2)),
+            launch)
+    ringed = sj.stream_kernel(K.triad, target="cuda", stream_stores=["a"], stream_loads=["b", "c"],
+                              prefetch_distance=3, threads_per_block=64)
+    yield "triad-prefetch3-64-threads", lambda: same(ringed, K.triad, (data(777, np.float32), data(777, np.float32),
+                                                                       data(777, np.float32), np.float32(2)))
+    yield "device-arrays-in-place", lambda: _in_place(sj.stream_kernel(K.jacobi, target="cuda", stream_stores=["out"],
+                                                                       stream_loads=["g"]))
+
+
+def _in_place(kernel):
+    out, g = data((17, 29)), data((17, 29))
+    expected = out.copy()
+    numba.njit(K.jacobi)(expected, g)
+    device_out = cuda.to_device(out)
+    kernel(device_out, cuda.to_device(g))
+    np.testing.assert_array_equal(device_out.copy_to_host(), expected)
 
 
 def main():

@@ -57,6 +57,20 @@ def test_jacobi_rows_of_doubles_stream_16_byte_stores(cc):
     assert not PLAIN_STORE.search(code)
 
 
+@pytest.mark.parametrize("cc", CCS, ids=lambda cc: f"sm_{cc[0]}{cc[1]}")
+def test_load_cache_nc_takes_the_read_only_path(cc):
+    code = sass("triad", TRIAD, cc, stream_stores=("a",), stream_loads=("b", "c"), load_cache="nc")
+    assert re.search(r"\bLDG\.E\.NA(?:\.\w+)*\.CONSTANT\b", code) and not re.search(r"\bLDG\.E\.EF\b", code)
+    assert "STG.E.EF.128" in code
+
+
+def test_eager_signature_compiles_at_decoration():
+    k = sj.stream_kernel("void(float32[::1], float32[::1], float32[::1], float32)", target="cuda",
+                         stream_stores=["a"])(K.triad)
+    assert k.signatures == [TRIAD]
+    assert k.stream_report().arrays["a"].vector_stores >= 1  # the eager signature is the default
+
+
 def test_report_counts_hinted_ptx_per_array():
     r = report("triad", TRIAD, stream_stores=("a",), stream_loads=("b",))
     assert r.arrays["a"].vector_stores >= 1 and r.arrays["a"].scalar_stores >= 1
@@ -149,7 +163,7 @@ def test_what_the_grid_cannot_run_is_an_error(func, message):
 @pytest.mark.parametrize("options,message", [
     (dict(prefetch_distance=9), "pipeline stages"), (dict(threshold=1 << 20), "no threshold"),
     (dict(target="tpu"), "target must be"), (dict(stream_stores=["nope"]), "not a parameter"),
-    (dict(cache=True), "does not take the option")])
+    (dict(cache=True), "does not take the option"), (dict(load_cache="ca"), "load_cache must be")])
 def test_bad_gpu_options_are_config_errors(options, message):
     with pytest.raises(sj.StreamConfigError, match=message):
         sj.stream_kernel(K.triad, **{"target": "cuda", **options})

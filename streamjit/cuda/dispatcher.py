@@ -32,6 +32,7 @@ from ..errors import StreamConfigError, StreamError
 from ..options import _names
 from ..plan import StreamOptions, StreamResult
 from . import async_loads, grid, hints, ptx, vector
+from .intrinsics import LOAD_CACHE
 from .source import Kernel, build, element, parse
 
 DEFAULT_CC = (9, 0)
@@ -84,9 +85,13 @@ class CudaKernel:
     """A streamed GPU kernel: ``grid=True`` for a loop function (its prange
     nest is the grid), False for a numba-cuda kernel (its own indexing)."""
 
-    def __init__(self, py_func, stores, loads, *, grid, prefetch=0, threads_per_block=None, blocks=None,
-                 cuda_options=None):
+    def __init__(self, py_func, stores, loads, *, grid, prefetch=0, load_cache="cs", threads_per_block=None,
+                 blocks=None, cuda_options=None):
+        if load_cache not in LOAD_CACHE:
+            raise StreamConfigError(f"load_cache must be one of {', '.join(map(repr, LOAD_CACHE))}, "
+                                    f"got {load_cache!r}")
         self.py_func = py_func
+        self.load_cache = load_cache
         self.stores, self.loads = stores, loads
         self.grid = grid
         self.prefetch = prefetch
@@ -126,22 +131,19 @@ class CudaKernel:
         if len(argtypes) != len(self._params):
             raise StreamError(f"{self.py_func.__qualname__} takes {len(self._params)} arguments, "
                               f"got {len(argtypes)}")
-        tree = parse(self.py_func)
-        types = dict(zip(self._params, argtypes))
+        kernel = Kernel(self.py_func, parse(self.py_func), dict(zip(self._params, argtypes)), frozenset(),
+                        frozenset(), sim, numba_cuda(), threads_per_block=threads, load_cache=self.load_cache)
         if self.grid:
             from . import legality
             result = legality.analyze(self.py_func, argtypes, self._options()) \
                 if (self.stores or self.loads) else StreamResult()
-            kernel = Kernel(self.py_func, tree, types, result.streamed_stores, result.streamed_loads, sim,
-                            numba_cuda(), threads_per_block=threads)
+            kernel.stores, kernel.loads = result.streamed_stores, result.streamed_loads
             grid.run_pass(kernel)
             if self.prefetch:
                 async_loads.run_pass(kernel, self.prefetch)
             vector.run_pass(kernel)
         else:
             result = StreamResult()
-            kernel = Kernel(self.py_func, tree, types, frozenset(), frozenset(), sim, numba_cuda(),
-                            threads_per_block=threads)
             kernel.stores = self._named(kernel, self.stores, True)
             kernel.loads = self._named(kernel, self.loads, False)
         hints.run_pass(kernel)
@@ -274,7 +276,8 @@ def _block_shape(threads, dims):
 
 
 def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False, threshold=None,
-                prefetch_distance=None, threads_per_block=None, blocks=None, sigs=None, **options):
+                prefetch_distance=None, load_cache="cs", threads_per_block=None, blocks=None, sigs=None,
+                **options):
     """``stream_kernel(target="cuda", ...)``: a `CudaKernel` for a loop function."""
     if target != "cuda":
         raise StreamConfigError(f"target must be 'cpu' or 'cuda', got {target!r}")
@@ -285,11 +288,12 @@ def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False,
     unknown = sorted(set(options) - {"fastmath", "parallel", "nopython"})
     if unknown:
         raise StreamConfigError(f"target='cuda' does not take the option {unknown[0]!r}; it takes stream_stores, "
-                                "stream_loads, prefetch_distance (pipeline stages), threads_per_block, blocks "
-                                "and fastmath")
+                                "stream_loads, prefetch_distance (pipeline stages), load_cache, threads_per_block, "
+                                "blocks and fastmath")
     kernel = CudaKernel(func, _names("stream_stores", stream_stores, params, func),
                         _names("stream_loads", stream_loads, params, func), grid=True,
-                        prefetch=_prefetch_stages(prefetch_distance), threads_per_block=threads_per_block,
+                        prefetch=_prefetch_stages(prefetch_distance), load_cache=load_cache,
+                        threads_per_block=threads_per_block,
                         blocks=blocks, cuda_options={"fastmath": options.get("fastmath", False)})
     for sig in ([sigs] if isinstance(sigs, str) else sigs or ()):
         kernel.inspect_source(sig)  # eager, as numba.njit(sigs): the checks run now
@@ -297,7 +301,7 @@ def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False,
     return kernel
 
 
-def jit(func=None, *, stream_stores=False, stream_loads=False, **cuda_options):
+def jit(func=None, *, stream_stores=False, stream_loads=False, load_cache="cs", **cuda_options):
     """``numba.cuda.jit`` with ``stream_stores`` / ``stream_loads``: the named
     arrays' element stores and loads get the PTX hints, with no change to
     the kernel body (``cuda.grid``, ``cuda.shared.array`` and the rest stay
@@ -306,5 +310,6 @@ def jit(func=None, *, stream_stores=False, stream_loads=False, **cuda_options):
     def decorate(f):
         params = list(inspect.signature(f).parameters)
         return CudaKernel(f, _names("stream_stores", stream_stores, params, f),
-                          _names("stream_loads", stream_loads, params, f), grid=False, cuda_options=cuda_options)
+                          _names("stream_loads", stream_loads, params, f), grid=False, load_cache=load_cache,
+                          cuda_options=cuda_options)
     return decorate(func) if func is not None else decorate

@@ -4,7 +4,7 @@ Every remaining ``a[i] = v`` / ``a[i, j] = v`` / ``a[i][j] = v`` to an array
 that streams its stores becomes ``store_a(a, (i, j), v)``
 (``st.global.cs``), ``a[i] += v`` the same with the plain self-load, and
 every element read ``b[i, j]`` of an array that streams its loads becomes
-``load_b(b, (i, j))`` (``ld.global.cs``), wherever they are in the body,
+``load_b(b, (i, j))`` (``ld.global.cs``, or ``.nc.L1::no_allocate``), wherever they are in the body,
 so the hint needs no change to the kernel body. Runs last: `vector.py` and
 `async_loads.py` have already taken the accesses they turn into wider or
 asynchronous ones. A row or slice access stays numba-cuda's own (plain),
@@ -55,7 +55,7 @@ class _Hints(ast.NodeTransformer):
             return self.generic_visit(node)
         array, indices = found
         indices = [self.visit(i) for i in indices]
-        return ast.copy_location(call(self.kernel.intrinsic("load", array), ast.Name(array, ast.Load()),
+        return ast.copy_location(call(self.kernel.intrinsic("load", array, self.kernel.load_cache), ast.Name(array, ast.Load()),
                                       index_node(indices)), node)
 
 

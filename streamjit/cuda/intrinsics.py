@@ -8,9 +8,11 @@ NVVM drops LLVM's ``!nontemporal`` metadata, so every hint is inline PTX
 - ``store_vector(name, width)``: ``st.global.cs.v4.b32`` / ``.v2.b64``, one
   16-byte store of a tuple of ``width`` consecutive elements (``STG.E.EF.128``); the
   callers (`vector.py`) prove the address 16-byte aligned before they call it;
-- ``load(name)``: ``ld.global.cs`` (``LDG.E.EF``), not the ``.nc`` read-only
-  path: two parameters may alias, and ``.nc`` is undefined on memory the
-  kernel also writes;
+- ``load(name, cache)``: ``ld.global.cs`` (``LDG.E.EF``) by default, or
+  ``ld.global.nc.L1::no_allocate`` (``LDG.E.NA...CONSTANT``: the read-only
+  path, not kept in L1) when asked for: which is faster is for
+  ``bench/gpu.py`` to measure, and ``.nc`` is only correct when no
+  parameter the kernel writes aliases the array;
 - ``copy_async(name)``, ``commit()``, ``wait(n)``: ``cp.async.ca.shared.global``
   (``LDGSTS``), ``cp.async.commit_group`` (``LDGDEPBAR``) and
   ``cp.async.wait_group n`` (``DEPBAR.LE SB0, n``; ``n`` must be a literal in
@@ -31,6 +33,8 @@ import numpy as np
 # Numbers the hints apply to: 32- and 64-bit integers and floats.
 HINTED_BITS = (32, 64)
 VECTOR_BYTES = 16
+# load_cache option -> the PTX cache operator of a streamed load
+LOAD_CACHE = {"cs": "cs", "nc": "nc.L1::no_allocate"}
 
 
 def hinted_dtype(dtype):
@@ -113,7 +117,7 @@ def _device():
             return types.void(array, index, values), codegen
         return sj_store_vector
 
-    def load(name):
+    def load(name, cache):
         @intrinsic
         def sj_load(typingctx, array, index):
             check_index(array, index, "a streamed load")
@@ -121,7 +125,7 @@ def _device():
             def codegen(context, builder, sig, args):
                 ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
                 dtype = sig.args[0].dtype
-                bits = asm(builder, bits_of(dtype), [ptr], f"ld.global.cs.b{dtype.bitwidth} $0, [$1]; // sj:ld:{name}",
+                bits = asm(builder, bits_of(dtype), [ptr], f"ld.global.{LOAD_CACHE[cache]}.b{dtype.bitwidth} $0, [$1]; // sj:ld:{name}",
                            f"={reg(dtype)},l")
                 return builder.bitcast(bits, context.get_value_type(dtype))
             return array.dtype(array, index), codegen
@@ -196,7 +200,7 @@ def _simulated():
                 array[(*head, last + k)] = value
         return sj_store_vector
 
-    def load(name):
+    def load(name, cache):
         def sj_load(array, index):
             return array[element(array, index)]
         return sj_load

@@ -3,7 +3,8 @@
 No GPU is needed: numba-cuda compiles to PTX without a device, and
 ptxas + nvdisasm (the ``nvidia-cuda-nvcc`` and ``nvidia-cuda-nvdisasm``
 wheels, or a CUDA toolkit on ``PATH``) turn it into SASS, where the hints
-show as ``STG.E.EF`` (``.128`` for a vector store), ``LDG.E.EF``,
+show as ``STG.E.EF`` (``.128`` for a vector store), ``LDG.E.EF`` (or
+``LDG.E.NA...CONSTANT`` for ``load_cache="nc"``),
 ``LDGSTS`` / ``LDGDEPBAR`` / ``DEPBAR.LE SB0, n``. The report counts the
 hinted PTX instructions per array from the comment each intrinsic puts
 after its instruction (``// sj:<kind>:<array>``, `intrinsics.py`).
@@ -26,6 +27,7 @@ SASS_HINTS = {
     "STG.E.EF": re.compile(r"\bSTG\.E\.EF(?:\.(?:32|64))?\s"),
     "STG.E.EF.128": re.compile(r"\bSTG\.E\.EF\.128\b"),
     "LDG.E.EF": re.compile(r"\bLDG\.E\.EF(?:\.(?:32|64))?\s"),
+    "LDG.E.NA": re.compile(r"\bLDG\.E\.NA\b"),
     "LDGSTS": re.compile(r"\bLDGSTS\b"),
     "LDGDEPBAR": re.compile(r"\bLDGDEPBAR\b"),
     "DEPBAR.LE": re.compile(r"\bDEPBAR\.LE\b"),
@@ -67,7 +69,7 @@ def sass(ptx, cc):
 class ArrayCounts:
     vector_stores: int = 0  # st.global.cs.v4.b32 / .v2.b64
     scalar_stores: int = 0  # st.global.cs
-    loads: int = 0  # ld.global.cs
+    loads: int = 0  # ld.global.cs or ld.global.nc.L1::no_allocate
     async_copies: int = 0  # cp.async into a ring
     notes: list = field(default_factory=list)
 
@@ -83,7 +85,7 @@ class CudaStreamReport:
 
     def __str__(self):
         lines = [f"GPU stream report for {self.signature} (sm_{self.cc[0]}{self.cc[1]}, counted in PTX)",
-                 f"{'array':>10}{'st.cs vec':>12}{'st.cs':>12}{'ld.cs':>12}{'cp.async':>12}"]
+                 f"{'array':>10}{'st.cs vec':>12}{'st.cs':>12}{'ld hinted':>12}{'cp.async':>12}"]
         for name, c in sorted(self.arrays.items()):
             lines.append(f"{name:>10}{c.vector_stores:>12}{c.scalar_stores:>12}{c.loads:>12}{c.async_copies:>12}")
         lines.append(f"commit_group: {self.commits}   wait_group: {self.waits}   SASS: "

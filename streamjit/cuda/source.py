@@ -36,6 +36,7 @@ class Kernel:
     simulated: bool
     cuda: object  # the numba.cuda module (the simulator's, when simulated)
     threads_per_block: int = 256  # the launch's block size (rings are sized by it)
+    load_cache: str = "cs"  # the cache operator of streamed loads (`intrinsics.LOAD_CACHE`)
     grid_loops: dict = field(default_factory=dict)  # id(For) -> LoopShape of a grid-stride loop (`grid.py`)
     grid_dims: int = 1  # dimensions of the grid the prange nest became
     pipelined: set = field(default_factory=set)  # id(For) of the loops `async_loads.py` made
