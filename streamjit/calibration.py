@@ -160,10 +160,13 @@ def _threshold_line(threshold, source):
     return f"{threshold} bytes ({threshold / (1 << 20):.3g} MiB), from {source}"
 
 
+def _parallel_line(parallel, source):
+    return "never" if parallel is None else f"from {parallel / (1 << 20):.4g} MiB ({source})"
+
+
 def machine_info():
     """Everything ``python -m streamjit info`` prints, as a dict."""
-    from .dropins import PARALLEL_BYTES
-    from .threshold import copy_threshold, default_threshold
+    from .threshold import copy_threshold, default_threshold, parallel_copy_bytes
 
     stores, fences = streaming_instructions()
     profile = machine_profile()
@@ -178,8 +181,8 @@ def machine_info():
         "streamed loads": f"{profile.stream_loads.describe()} ({profile.reasons.get('stream_loads', '')})",
         "sources of stores": f"{profile.sources.describe()} ({profile.reasons.get('sources', '')})",
         "threshold (auto)": _threshold_line(*default_threshold()),
-        "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads from "
-                          f"{PARALLEL_BYTES / (1 << 20):.4g} MiB",
+        "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "
+                          + _parallel_line(*parallel_copy_bytes()),
         "versions": f"numba {numba.__version__}, llvmlite {llvmlite.__version__}, numpy {np.__version__}, "
                     f"python {platform.python_version()}",
     }

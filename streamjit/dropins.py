@@ -11,14 +11,12 @@ all of Numba's threads, or, with one thread, NumPy's copy again. Everything
 else goes to `numpy.copyto`.
 """
 
-import os
-
 import numba
 import numpy as np
 from numba import prange
 
 from .dispatcher import stream_kernel
-from .threshold import copy_threshold, numpy_streaming_bytes
+from .threshold import copy_threshold, parallel_copy_bytes
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")
 
@@ -61,10 +59,21 @@ def _copy_elements_parallel(dst, src):
 # ours only reaches 0.9x of it) they use all of Numba's threads: 1.62x
 # np.copyto at 256 MiB with two (bench/README.md); with one thread, copies
 # that large go back to np.copyto. STREAMJIT_PARALLEL_BYTES moves where the
-# threads start. Both are read at import, like threshold="auto" kernels.
-STREAM_BYTES = copy_threshold()[0]
-PARALLEL_BYTES = (int(os.environ["STREAMJIT_PARALLEL_BYTES"]) if "STREAMJIT_PARALLEL_BYTES" in os.environ
-                  else numpy_streaming_bytes()[0]) or float("inf")
+# threads start. Both are read on the first call (`copy_bands`), not at
+# import: a bad environment variable breaks copyto only, and names itself.
+# Until then STREAM_BYTES is -1, so that the first call of any size reads them.
+STREAM_BYTES = -1
+PARALLEL_BYTES = float("inf")
+
+
+def copy_bands():
+    """``(STREAM_BYTES, PARALLEL_BYTES)``, read from the environment, the
+    calibration or the cache size the first time they are needed."""
+    global STREAM_BYTES, PARALLEL_BYTES
+    if STREAM_BYTES < 0:
+        parallel = parallel_copy_bytes()[0]
+        STREAM_BYTES, PARALLEL_BYTES = copy_threshold()[0], float("inf") if parallel is None else parallel
+    return STREAM_BYTES, PARALLEL_BYTES
 
 
 def stream_copy(dst, src):
@@ -82,11 +91,15 @@ def copyto(dst, src, casting="same_kind", where=True):
     # comparisons cost 40 ns less than `np.ndarray` and a chained comparison
     if where is True and type(dst) is _ndarray and type(src) is _ndarray:
         # (small copies stop at the first comparison: no call on their path)
-        if (dst.nbytes > STREAM_BYTES and (dst.nbytes < PARALLEL_BYTES or numba.get_num_threads() > 1)
-                and dst.shape == src.shape
-                and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
-                and src.flags.c_contiguous):
-            return stream_copy(dst.reshape(-1), src.reshape(-1))
+        if dst.nbytes > STREAM_BYTES:
+            if STREAM_BYTES < 0:
+                copy_bands()
+                return copyto(dst, src, casting)
+            if ((dst.nbytes < PARALLEL_BYTES or numba.get_num_threads() > 1)
+                    and dst.shape == src.shape
+                    and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
+                    and src.flags.c_contiguous):
+                return stream_copy(dst.reshape(-1), src.reshape(-1))
         return _numpy_copyto(dst, src, casting)
     np.copyto(dst, src, casting=casting, where=where)
 

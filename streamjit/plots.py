@@ -58,9 +58,10 @@ def _envelope(rows, switches, what, path):
 
 def copy_envelope(rows, path=None):
     """`bench.copy_envelope`, with the band where `copyto` streams marked."""
-    from .dropins import PARALLEL_BYTES, STREAM_BYTES
+    from .dropins import copy_bands
 
-    return _envelope(rows, {"copyto streams above": STREAM_BYTES, "on all threads from": PARALLEL_BYTES}, "copy",
+    streams_above, threads_from = copy_bands()
+    return _envelope(rows, {"copyto streams above": streams_above, "on all threads from": threads_from}, "copy",
                      path)
 
 

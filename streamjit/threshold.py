@@ -32,6 +32,7 @@ KINDS = {
     "copy": ("STREAMJIT_COPY_THRESHOLD", "copy_threshold_bytes", 1 / 2, 32 << 20),
 }
 ENV_VAR = KINDS["kernel"][0]
+PARALLEL_ENV_VAR = "STREAMJIT_PARALLEL_BYTES"
 
 # No CPU has more last-level cache than this per hardware thread (large-L3
 # parts such as AMD's X3D have about 6 MiB); more means the reading is not
@@ -74,17 +75,27 @@ def _calibrated(key):
     return int(value)
 
 
+def environment_bytes(env_var):
+    """The number of bytes the environment variable ``env_var`` holds, None
+    when it is unset. Read where the value is used, never at import, so a
+    bad value breaks only what uses it, with the variable named."""
+    env = os.environ.get(env_var)
+    if env is None:
+        return None
+    try:
+        value = int(env)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_BYTES:
+        raise ValueError(f"environment variable {env_var} must be a number of bytes from 0 to 2**63-1, got {env!r}")
+    return value
+
+
 def threshold_for(kind):
     """``(bytes, where it came from)`` for ``kind`` ("kernel" or "copy")."""
     env_var, key, share, fallback = KINDS[kind]
-    env = os.environ.get(env_var)
-    if env is not None:
-        try:
-            value = int(env)
-        except ValueError:
-            value = -1
-        if not 0 <= value <= MAX_BYTES:
-            raise ValueError(f"{env_var} must be a number of bytes from 0 to 2**63-1, got {env!r}")
+    value = environment_bytes(env_var)
+    if value is not None:
         return value, f"environment variable {env_var}"
     calibrated = _calibrated(key)
     if calibrated is not None:
@@ -95,6 +106,16 @@ def threshold_for(kind):
     reported = last_level_cache_bytes()
     why = "unknown" if reported is None else f"implausible ({reported >> 20} MiB for {os.cpu_count()} CPUs)"
     return fallback, f"fallback: cache size {why}; run `python -m streamjit calibrate`"
+
+
+def parallel_copy_bytes():
+    """``(bytes, where it came from)`` from which `copyto` runs on all of
+    Numba's threads: ``STREAMJIT_PARALLEL_BYTES``, else where glibc streams
+    by itself (`numpy_streaming_bytes`). None: never."""
+    value = environment_bytes(PARALLEL_ENV_VAR)
+    if value is not None:
+        return value or None, f"environment variable {PARALLEL_ENV_VAR}"
+    return numpy_streaming_bytes()
 
 
 def numpy_streaming_bytes():

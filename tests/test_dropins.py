@@ -1,6 +1,8 @@
 """streamjit.copyto / memcpy against NumPy: the same results and the same
 exceptions, on the streamed path and on the plain one."""
 
+import os
+
 import numba
 import numpy as np
 import pytest
@@ -189,3 +191,24 @@ def test_streamed_path_is_the_streamed_kernel():
     np.testing.assert_array_equal(dst, src)
     report = dropins._copy_elements.stream_report()
     assert report.machine_nt_vector_stores > 0 and report.fences == 1
+
+
+@pytest.mark.parametrize("env_var", ["STREAMJIT_PARALLEL_BYTES", "STREAMJIT_COPY_THRESHOLD", "STREAMJIT_THRESHOLD"])
+def test_bad_environment_variables_never_break_the_import(env_var):
+    """Issue 21, defect 6: `STREAMJIT_PARALLEL_BYTES=abc` made `import
+    streamjit` raise a bare ValueError. Now the import works, and the first
+    use of the variable raises naming it."""
+    import subprocess
+    import sys
+
+    script = ("import numpy as np, streamjit as sj\n"
+              "def copy(dst, src):\n"
+              "    for i in range(src.shape[0]):\n"
+              "        dst[i] = src[i]\n"
+              "use = {'STREAMJIT_THRESHOLD': lambda: sj.stream_kernel(copy, stream_stores=['dst'], threshold='auto')}\n"
+              f"use.get({env_var!r}, lambda: sj.copyto(np.zeros(3), np.ones(3)))()\n")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, env_var: "abc"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert f"environment variable {env_var} must be a number of bytes" in done.stderr
+    assert 'File "<string>", line 1,' not in done.stderr and 'File "<string>", line 6,' in done.stderr  # not the import
