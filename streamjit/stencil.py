@@ -43,6 +43,7 @@ from numba.core import compiler, ir, ir_utils, types
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.cpu import ParallelOptions
 from numba.core.errors import NumbaValueError
+from numba.core.serialize import ReduceMixin
 from numba.np.numpy_support import as_dtype
 from numba.stencils.stencil import StencilFunc
 
@@ -81,7 +82,7 @@ class LoopNest:
     neighborhood: tuple
 
 
-class StreamStencil:
+class StreamStencil(ReduceMixin):
     """A stencil kernel; call it as ``kernel(*arrays, out=None, neighborhood=None)``
     (``neighborhood`` at call time is a streamjit extension)."""
 
@@ -178,11 +179,18 @@ class StreamStencil:
         _, _, dtype, neighborhood = self._generate(samples, None, _as_neighborhood(neighborhood))
         return stencil_on_dask(self, args, neighborhood, dtype)
 
-    def __reduce__(self):
-        """Pickled as the kernel function (by value where it cannot be
-        imported, as cloudpickle does) and the options; compiled again on
-        first use (Dask workers)."""
-        return StreamStencil, (self.py_func, self.mode, self.options)
+    def _reduce_states(self):
+        """Pickled as the kernel function and the options, with Numba's
+        pickler whatever pickler is used (the standard one too): the function
+        by value where it cannot be imported under its own name, which is
+        always the case when the decorator rebinds that name to the stencil
+        (``@sj.stencil def st``, in ``__main__`` or a module); compiled again
+        on first use (Dask workers, ``multiprocessing`` processes)."""
+        return dict(py_func=self.py_func, mode=self.mode, options=self.options)
+
+    @classmethod
+    def _rebuild(cls, py_func, mode, options):
+        return cls(py_func, mode, options)
 
     def _compiled(self, signature):
         """The latest loop nest, or the one whose argument types (the

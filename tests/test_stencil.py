@@ -191,3 +191,36 @@ def test_pickled_with_its_options():
     big = random_array(rng, (40, 4099), np.float32)
     np.testing.assert_array_equal(rebuilt(big), numba.stencil(S.jacobi_f32, cval=1.0)(big))
     assert out_report(rebuilt)[1].nt_vector_stores > 0
+
+
+STENCIL_MODULE = """
+import streamjit as sj
+
+@sj.stencil(cval=-1.0)
+def st(a):
+    return a[0, 1] - a[-1, 0]
+"""
+
+
+def test_pickles_with_the_standard_pickle_from_main_and_from_a_module(tmp_path):
+    """Issue 21, defect 3: `pickle.dumps(st)` of an ``@sj.stencil`` raised
+    "it's not the same object as __main__.st" (the decorator rebinds the
+    function's name), from ``__main__`` and from an importable module, so
+    ``multiprocessing.Pool`` failed. Both pickle now, and load in another
+    process where neither the script nor the module is importable."""
+    import subprocess
+    import sys
+
+    (tmp_path / "stencil_module.py").write_text(STENCIL_MODULE)
+    script = STENCIL_MODULE + ("import pickle, sys\n"
+                               "import stencil_module\n"
+                               "pickle.dump([st, stencil_module.st], open(sys.argv[1], 'wb'))\n")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "stencils.pkl")], cwd=tmp_path, check=True,
+                   timeout=120)
+    (tmp_path / "stencil_module.py").unlink()
+    with open(tmp_path / "stencils.pkl", "rb") as f:
+        from_main, from_module = pickle.load(f)
+    expected = numba.stencil(lambda a: a[0, 1] - a[-1, 0], cval=-1.0)(A2)
+    for rebuilt in (from_main, from_module):
+        assert rebuilt.options == {"cval": -1.0}
+        np.testing.assert_array_equal(rebuilt(A2), expected)
