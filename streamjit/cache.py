@@ -6,6 +6,13 @@ pass did with it, so the key here adds the streamjit version and the
 kernel's stream plan (streamed arrays, prefetch distance): changing an
 option or upgrading never reuses an old entry.
 
+Numba's entry keeps only object code, and no compile metadata. Each entry
+here also keeps what introspection reads: the `StreamResult` (for
+``stream_result``, ``above_threshold``, ``stream_report``), the rewritten
+LLVM IR and the assembly (for ``inspect_llvm``, ``inspect_asm`` and the
+report's counts), so a kernel loaded from the cache answers them as a
+fresh compile does.
+
 A cache file that cannot be trusted is never loaded: every data file carries
 a SHA-256 of its contents, checked before unpickling, and an entry or index
 that fails to read is ignored with a `StreamWarning` and recompiled (the
@@ -20,9 +27,13 @@ import os
 import pickle
 import warnings
 
-from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 
 from .errors import StreamWarning
+from .plan import METADATA_KEY
+
+# Part of every entry's key: entries written in another layout are never read.
+ENTRY_FORMAT = 2
 
 _DIGEST_BYTES = hashlib.sha256().digest_size
 
@@ -45,8 +56,29 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
         return pickle.loads(payload)
 
 
+class _InspectableCompileResults(CompileResultCacheImpl):
+    """Numba's compile results, with what introspection needs beside them."""
+
+    def reduce(self, cres):
+        library = cres.library
+        inspection = dict(result=(cres.metadata or {}).get(METADATA_KEY),
+                          llvm_ir=getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str(),
+                          asm=library.get_asm_str())
+        return super().reduce(cres), inspection
+
+    def rebuild(self, target_context, payload):
+        payload, inspection = payload
+        cres = super().rebuild(target_context, payload)
+        # (read by StreamDispatcher.inspect_llvm / inspect_asm)
+        cres.library.streamed_llvm_ir = inspection["llvm_ir"]
+        cres.library.cached_asm = inspection["asm"]
+        return cres._replace(metadata={METADATA_KEY: inspection["result"]})
+
+
 class StreamFunctionCache(FunctionCache):
     """Numba's function cache, keyed also by the stream plan, and checked."""
+
+    _impl_class = _InspectableCompileResults
 
     def __init__(self, py_func, stream_key):
         super().__init__(py_func)
@@ -56,7 +88,7 @@ class StreamFunctionCache(FunctionCache):
             source_stamp=self._impl.locator.get_source_stamp())
 
     def _index_key(self, sig, codegen):
-        return super()._index_key(sig, codegen) + (self._stream_key,)
+        return super()._index_key(sig, codegen) + (self._stream_key, ENTRY_FORMAT)
 
     def load_overload(self, sig, target_context):
         try:

@@ -120,7 +120,8 @@ class StreamDispatcher(CPUDispatcher):
         if signature is None:
             return {sig: self.inspect_asm(sig, target=target, cpu=cpu, features=features) for sig in self.signatures}
         if target is None and cpu is None and features is None:
-            return self._library(signature).get_asm_str()
+            library = self._library(signature)
+            return getattr(library, "cached_asm", None) or library.get_asm_str()
         return self._target_code(signature, target, cpu, features)[1]
 
     def _library(self, signature):
@@ -142,10 +143,6 @@ class StreamDispatcher(CPUDispatcher):
         """A `StreamReport` for one compiled signature (the latest by default),
         for the host or, like `inspect_asm`, for another target."""
         sig = self._signature_of(signature)
-        if getattr(self.overloads[sig].library, "_disable_inspection", False):
-            raise StreamError(
-                f"cannot report on {self.py_func.__qualname__}{sig}: it was loaded from Numba's on-disk cache, "
-                "which keeps only object code; report on a fresh compile (cache=False)")
         return build_report(self, sig, self.inspect_llvm(sig, target=target, cpu=cpu, features=features),
                             self.inspect_asm(sig, target=target, cpu=cpu, features=features))
 
