@@ -45,6 +45,7 @@ def report(func, sig, **options):
 def test_triad_streams_vector_and_scalar_stores_and_loads(cc):
     code = sass("triad", TRIAD, cc, stream_stores=("a",), stream_loads=("b", "c"))
     assert "STG.E.EF.128" in code  # the aligned groups
+    assert "LDG.E.EF.128" in code  # their loads, where the sources share the destination's alignment
     assert re.search(r"\bSTG\.E\.EF\s", code)  # the peeled head and tail
     assert re.search(r"\bLDG\.E\.EF\s", code)
     assert not PLAIN_STORE.search(code)
@@ -74,9 +75,10 @@ def test_eager_signature_compiles_at_decoration():
 def test_report_counts_hinted_ptx_per_array():
     r = report("triad", TRIAD, stream_stores=("a",), stream_loads=("b",))
     assert r.arrays["a"].vector_stores >= 1 and r.arrays["a"].scalar_stores >= 1
-    assert r.arrays["b"].loads >= 1 and r.arrays["c"].loads == 0  # c is not named
+    assert r.arrays["b"].vector_loads >= 1 and r.arrays["b"].loads >= 1
+    assert r.arrays["c"].loads == r.arrays["c"].vector_loads == 0  # c is not named
     assert r.machine["STG.E.EF.128"] >= 1 and r.machine["LDG.E.EF"] >= 1
-    assert "st.cs vec" in str(r)
+    assert "st.cs vec" in str(r) and "ld vec" in str(r)
 
 
 @pytest.mark.parametrize("func,sig", [("triad", (F32_A, F32, F32, T.float32)),

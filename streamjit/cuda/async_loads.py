@@ -36,8 +36,8 @@ import ast
 import copy
 
 from ..errors import StreamError
-from .source import (assigned_names, call, element, innermost_loops, loop_shape, name, replace, statement,
-                     store_to, straight_line, used_names)
+from .source import (call, innermost_loops, loop_shape, name, replace, statement, store_to, streamed_loads,
+                     substitute)
 
 # Static shared memory a block may always have (sm_80 and later allow more
 # only by opting in, which numba-cuda does not).
@@ -59,43 +59,10 @@ def _offset(node, var):
     return None
 
 
-def _unconditional(stmt):
-    return isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)) and not any(
-        isinstance(n, (ast.IfExp, ast.BoolOp, ast.Lambda, ast.comprehension)) for n in ast.walk(stmt))
-
-
 def _streams(kernel, loop, shape):
     """[(load node, array, prefix, c)] the loop's stage takes."""
-    changed = assigned_names(loop.body)
-    if not straight_line(loop.body) or shape.var in changed:
-        return []
-    found = []
-    for stmt in loop.body:
-        if not _unconditional(stmt):
-            continue
-        for node in ast.walk(stmt):
-            if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
-                continue
-            hit = element(node, kernel)
-            if hit is None or hit[0] not in kernel.loads or not kernel.hinted(hit[0]):
-                continue
-            array, indices = hit
-            c = _offset(indices[-1], shape.var)
-            if c is not None and not any(used_names(i) & (changed | {shape.var}) for i in indices[:-1]):
-                found.append((node, array, indices[:-1], c))
-    return found
-
-
-class _Replace(ast.NodeTransformer):
-    """Replace the given load nodes (by identity) with names."""
-
-    def __init__(self, names):
-        self.names = names
-
-    def visit_Subscript(self, node):
-        if id(node) in self.names:
-            return ast.copy_location(name(self.names[id(node)]), node)
-        return self.generic_visit(node)
+    return [(node, array, prefix, c) for node, array, prefix, last in streamed_loads(kernel, loop, shape)
+            for c in [_offset(last, shape.var)] if c is not None]
 
 
 def _rewrite(kernel, loop, shape, loads, depth):
@@ -127,7 +94,7 @@ def _rewrite(kernel, loop, shape, loads, depth):
             index = f"({index})" if pre else index
             reads.append(statement(f"{values[key]} = {ring}[{slot}, {lane}]"))
             issues.append(f"{kernel.intrinsic('copy_async', array)}({ring}, {slot}, {lane}, {array}, {index})")
-        replaced[id(node)] = values[key]
+        replaced[id(node)] = name(values[key])
     commit, wait = kernel.intrinsic("commit"), kernel.intrinsic("wait", depth - 1)
     before.append(statement(f"for {slot} in range({depth}):\n"
                             f"    {ahead} = {start} + {slot} * {stride}\n"
@@ -139,7 +106,7 @@ def _rewrite(kernel, loop, shape, loads, depth):
             statement(f"if {ahead} < {hi}:\n" + "".join(f"    {i}\n" for i in issues)),
             statement(f"{commit}()"),
             statement(f"{slot} = {slot} + 1 if {slot} + 1 < {depth} else 0")]
-    body = [_Replace(replaced).visit(stmt) for stmt in loop.body]
+    body = substitute(loop.body, replaced)
     new_loop = ast.For(target=store_to(shape.var), iter=call("range", name(start), name(hi), name(stride)),
                        body=head + body, orelse=[])
     return before + [new_loop], rings, shared

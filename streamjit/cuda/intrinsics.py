@@ -13,6 +13,9 @@ NVVM drops LLVM's ``!nontemporal`` metadata, so every hint is inline PTX
   path, not kept in L1) when asked for: which is faster is for
   ``bench/gpu.py`` to measure, and ``.nc`` is only correct when no
   parameter the kernel writes aliases the array;
+- ``load_vector(name, width, cache)``: the same as one 16-byte load of a
+  tuple of ``width`` consecutive elements (``LDG.E.EF.128``), at an address
+  `vector.py` has proven 16-byte aligned;
 - ``copy_async(name)``, ``commit()``, ``wait(n)``: ``cp.async.ca.shared.global``
   (``LDGSTS``), ``cp.async.commit_group`` (``LDGDEPBAR``) and
   ``cp.async.wait_group n`` (``DEPBAR.LE SB0, n``; ``n`` must be a literal in
@@ -131,6 +134,26 @@ def _device():
             return array.dtype(array, index), codegen
         return sj_load
 
+    def load_vector(name, width, cache):
+        @intrinsic
+        def sj_load_vector(typingctx, array, index):
+            check_index(array, index, "a streamed vector load")
+            if array.dtype.bitwidth * width != VECTOR_BYTES * 8:
+                raise TypingError(f"a streamed vector load reads {VECTOR_BYTES} bytes")
+
+            def codegen(context, builder, sig, args):
+                ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+                dtype = sig.args[0].dtype
+                regs = ", ".join(f"${k}" for k in range(width))
+                both = asm(builder, ir.LiteralStructType([bits_of(dtype)] * width), [ptr],
+                           f"ld.global.{LOAD_CACHE[cache]}.v{width}.b{dtype.bitwidth} {{{regs}}}, [${width}]; "
+                           f"// sj:ld{width}:{name}", ",".join([f"={reg(dtype)}"] * width + ["l"]))
+                values = [builder.bitcast(builder.extract_value(both, k), context.get_value_type(dtype))
+                          for k in range(width)]
+                return context.make_tuple(builder, sig.return_type, values)
+            return types.UniTuple(array.dtype, width)(array, index), codegen
+        return sj_load_vector
+
     def copy_async(name):
         @intrinsic
         def sj_copy_async(typingctx, ring, slot, lane, array, index):
@@ -179,8 +202,8 @@ def _device():
             return builder.ptrtoint(ptr, context.get_value_type(types.uintp))
         return types.uintp(array, index), codegen
 
-    return dict(store=store, store_vector=store_vector, load=load, copy_async=copy_async, commit=lambda: commit,
-                wait=wait, address=lambda: address)
+    return dict(store=store, store_vector=store_vector, load=load, load_vector=load_vector, copy_async=copy_async,
+                commit=lambda: commit, wait=wait, address=lambda: address)
 
 
 def _simulated():
@@ -205,6 +228,12 @@ def _simulated():
             return array[element(array, index)]
         return sj_load
 
+    def load_vector(name, width, cache):
+        def sj_load_vector(array, index):
+            *head, last = element(array, index)
+            return tuple(array[(*head, last + k)] for k in range(width))
+        return sj_load_vector
+
     def copy_async(name):
         def sj_copy_async(ring, slot, lane, array, index):
             ring[slot, lane] = array[element(array, index)]
@@ -217,7 +246,7 @@ def _simulated():
             return base.__array_interface__["data"][0] + sum(i * s for i, s in zip(index, base.strides))
         return sj_address
 
-    return dict(store=store, store_vector=store_vector, load=load, copy_async=copy_async,
+    return dict(store=store, store_vector=store_vector, load=load, load_vector=load_vector, copy_async=copy_async,
                 commit=lambda: lambda: None, wait=lambda pending: lambda: None, address=address)
 
 

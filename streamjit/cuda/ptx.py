@@ -27,6 +27,7 @@ SASS_HINTS = {
     "STG.E.EF": re.compile(r"\bSTG\.E\.EF(?:\.(?:32|64))?\s"),
     "STG.E.EF.128": re.compile(r"\bSTG\.E\.EF\.128\b"),
     "LDG.E.EF": re.compile(r"\bLDG\.E\.EF(?:\.(?:32|64))?\s"),
+    "LDG.E.EF.128": re.compile(r"\bLDG\.E\.EF\.128\b"),
     "LDG.E.NA": re.compile(r"\bLDG\.E\.NA\b"),
     "LDGSTS": re.compile(r"\bLDGSTS\b"),
     "LDGDEPBAR": re.compile(r"\bLDGDEPBAR\b"),
@@ -69,6 +70,7 @@ def sass(ptx, cc):
 class ArrayCounts:
     vector_stores: int = 0  # st.global.cs.v4.b32 / .v2.b64
     scalar_stores: int = 0  # st.global.cs
+    vector_loads: int = 0  # ld.global.cs.v4.b32 / .v2.b64 (or .nc)
     loads: int = 0  # ld.global.cs or ld.global.nc.L1::no_allocate
     async_copies: int = 0  # cp.async into a ring
     notes: list = field(default_factory=list)
@@ -85,9 +87,10 @@ class CudaStreamReport:
 
     def __str__(self):
         lines = [f"GPU stream report for {self.signature} (sm_{self.cc[0]}{self.cc[1]}, counted in PTX)",
-                 f"{'array':>10}{'st.cs vec':>12}{'st.cs':>12}{'ld hinted':>12}{'cp.async':>12}"]
+                 f"{'array':>10}{'st.cs vec':>12}{'st.cs':>12}{'ld vec':>12}{'ld':>12}{'cp.async':>12}"]
         for name, c in sorted(self.arrays.items()):
-            lines.append(f"{name:>10}{c.vector_stores:>12}{c.scalar_stores:>12}{c.loads:>12}{c.async_copies:>12}")
+            lines.append(f"{name:>10}{c.vector_stores:>12}{c.scalar_stores:>12}{c.vector_loads:>12}{c.loads:>12}"
+                         f"{c.async_copies:>12}")
         lines.append(f"commit_group: {self.commits}   wait_group: {self.waits}   SASS: "
                      + ", ".join(f"{k} {self.machine[k]}" for k in SASS_HINTS))
         lines += [f"  {name}: {note}" for name, c in sorted(self.arrays.items()) for note in c.notes]
@@ -110,7 +113,8 @@ def report(signature, cc, ptx, machine_code, arrays, notes):
             result.waits += 1
         else:
             entry = counts.setdefault(array, ArrayCounts())
-            field_name = {"st": "scalar_stores", "ld": "loads", "cp": "async_copies"}.get(kind, "vector_stores")
+            field_name = {"st": "scalar_stores", "ld": "loads", "cp": "async_copies"}.get(
+                kind, "vector_loads" if kind.startswith("ld") else "vector_stores")
             setattr(entry, field_name, getattr(entry, field_name) + 1)
     for line in machine_code.splitlines():
         for opcode, pattern in SASS_HINTS.items():

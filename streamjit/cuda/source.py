@@ -228,3 +228,43 @@ def replace(tree, old, statements):
                 body[at:at + 1] = statements
                 return
     raise AssertionError("statement not in the tree")
+
+
+def _unconditional(stmt):
+    """Whether every part of the statement runs whenever it does."""
+    return isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)) and not any(
+        isinstance(n, (ast.IfExp, ast.BoolOp, ast.Lambda, ast.comprehension)) for n in ast.walk(stmt))
+
+
+def streamed_loads(kernel, loop, shape):
+    """[(load node, array, prefix indices, last index)]: the element loads of
+    streamed arrays that every iteration of the loop makes (in a statement
+    of its straight-line body that always runs all of itself), whose
+    indices but the last the body does not change. Every iteration of the
+    loop reads those elements, so reading them earlier, or several
+    iterations' at once, reads nothing the loop would not."""
+    changed = assigned_names(loop.body)
+    if not straight_line(loop.body) or shape.var in changed:
+        return []
+    found = []
+    for stmt in filter(_unconditional, loop.body):
+        for node in ast.walk(stmt):
+            hit = element(node, kernel) if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                else None
+            if hit and hit[0] in kernel.loads and kernel.hinted(hit[0]) \
+                    and not any(used_names(i) & (changed | {shape.var}) for i in hit[1][:-1]):
+                found.append((node, hit[0], hit[1][:-1], hit[1][-1]))
+    return found
+
+
+def substitute(node, new):
+    """A deep copy of ``node`` (a node or a list of them) in which each node
+    whose id is in ``new`` is a copy of its replacement."""
+    if id(node) in new:
+        return ast.copy_location(copy.deepcopy(new[id(node)]), node)
+    if isinstance(node, list):
+        return [substitute(item, new) for item in node]
+    if not isinstance(node, ast.AST):
+        return node
+    clone = type(node)(**{f: substitute(v, new) for f, v in ast.iter_fields(node)})
+    return ast.copy_location(clone, node)

@@ -1,5 +1,5 @@
 """Innermost loops whose streamed stores are contiguous -> 16-byte vector
-stores (``st.global.cs.v4.b32`` / ``.v2.b64``), peeled to alignment.
+stores (``st.global.cs.v4.b32`` / ``.v2.b64``) and loads, peeled to alignment.
 
 A loop qualifies when each thread's elements are contiguous in every
 array it streams: the loop has step 1 (a grid-stride loop over a step-1
@@ -24,10 +24,16 @@ consecutive iterations:
         store_vector_a(a, (..., h + W*j), (x0, ..., xW-1))
     for v in range(h + W*nv + t, hi, n): body      # tail, scalar stores
 
-The run-time test is the alignment proof: a vector store is only reached
-at an address it has shown to be a multiple of 16 (numba-cuda's device
-allocations are; views may not be, and then every store stays scalar).
-The CPU path peels the same way (`passes/align_peel.py`).
+The streamed loads every iteration makes from the stores' rows
+(``b[..., v]``, the same other indices, in statements that always run)
+become one 16-byte vector load per group (``ld.global.cs.v4``), in a copy
+of the group loop taken when those sources share the stores' alignment
+(``(address(b, ...) - a0) % 16 == 0``); otherwise the groups load scalars.
+
+The run-time tests are the alignment proof: a vector store or load is
+only reached at an address shown to be a multiple of 16 (numba-cuda's
+device allocations are; views may not be, and then every access stays
+scalar). The CPU path peels the same way (`passes/align_peel.py`).
 """
 
 import ast
@@ -35,7 +41,7 @@ import copy
 
 from .intrinsics import VECTOR_BYTES
 from .source import (assigned_names, call, element, index_node, innermost_loops, loop_over, loop_shape, name,
-                     replace, statement, store_to, straight_line, used_names)
+                     replace, statement, store_to, straight_line, streamed_loads, substitute, used_names)
 
 
 def _vector_stores(kernel, loop, shape):
@@ -81,42 +87,90 @@ def _inside(outer, node):
     return outer is not None and any(n is node for n in ast.walk(outer))
 
 
+def _vector_loads(kernel, loop, shape, stores, bits):
+    """{(array, prefix): (prefix, [load nodes])}: the streamed loads
+    ``b[..., v]`` every iteration makes from a C-contiguous array of
+    ``bits``-bit numbers, with the other indices of a streamed store (the
+    same row, where alignments are likeliest to agree: one load that does
+    not sends every group to scalar loads, and a stencil's neighbouring
+    rows often do not)."""
+    rows = {tuple(ast.dump(i) for i in prefix) for _, prefix in stores.values()}
+    found = {}
+    for node, array, prefix, last in streamed_loads(kernel, loop, shape):
+        key = tuple(ast.dump(i) for i in prefix)
+        if isinstance(last, ast.Name) and last.id == shape.var and kernel.types[array].layout == "C" \
+                and kernel.types[array].dtype.bitwidth == bits and key in rows:
+            found.setdefault((array, key), (prefix, []))[1].append(node)
+    return found
+
+
+def _group(kernel, loop, shape, stores, loads, width, names):
+    """The loop over aligned groups: each runs ``width`` iterations, the
+    streamed stores of each gathered into one vector store; with ``loads``
+    ({(array, prefix): (prefix, nodes)}) their loads one vector load each.
+    ``names``: the first aligned iteration, a group's first, the group and
+    the number of groups."""
+    head, base, group, groups = names
+    body = [statement(f"{base} = {head} + {width} * {group}")]
+    vectors = {}
+    for (array, _), (prefix, nodes) in loads.items():
+        vectors[array, id(nodes[0])] = kernel.fresh("v")
+        body.append(ast.Assign(targets=[store_to(vectors[array, id(nodes[0])])], value=call(
+            kernel.intrinsic("load_vector", array, width, kernel.load_cache), name(array),
+            index_node([*copy.deepcopy(prefix), name(base)]))))
+    lanes = {at: [] for at in stores}
+    for lane in range(width):
+        new = {id(node): ast.Subscript(value=name(vectors[array, id(nodes[0])]), slice=ast.Constant(lane),
+                                       ctx=ast.Load())
+               for (array, _), (prefix, nodes) in loads.items() for node in nodes}
+        body.append(statement(f"{shape.var} = {base} + {lane}"))
+        for at, stmt in enumerate(loop.body):
+            if at in stores:
+                lanes[at].append(kernel.fresh("x"))
+                body.append(ast.Assign(targets=[store_to(lanes[at][-1])], value=substitute(stmt.value, new)))
+            else:
+                body.append(substitute(stmt, new))
+    for at, (array, prefix) in stores.items():
+        body.append(ast.Expr(call(kernel.intrinsic("store_vector", array, width), name(array),
+                                  index_node([*copy.deepcopy(prefix), name(base)]),
+                                  ast.Tuple(elts=list(map(name, lanes[at])), ctx=ast.Load()))))
+    return ast.For(target=store_to(group), iter=call("range", copy.deepcopy(shape.thread), name(groups),
+                                                     copy.deepcopy(shape.stride)), body=body, orelse=[])
+
+
 def _rewrite(kernel, loop, shape, stores):
-    width = VECTOR_BYTES * 8 // kernel.types[next(iter(stores.values()))[0]].dtype.bitwidth
-    itemsize = VECTOR_BYTES // width
-    lo, hi, head, groups, base = (kernel.fresh(s) for s in ("lo", "hi", "h", "nv", "b"))
+    bits = kernel.types[next(iter(stores.values()))[0]].dtype.bitwidth
+    width, itemsize = VECTOR_BYTES * 8 // bits, bits // 8
+    lo, hi, head, base, group, groups = (kernel.fresh(s) for s in ("lo", "hi", "h", "b", "j", "nv"))
     out = [ast.Assign(targets=[store_to(lo)], value=shape.start), ast.Assign(targets=[store_to(hi)], value=shape.stop),
            ast.Assign(targets=[store_to(head)], value=name(hi))]
     address = kernel.intrinsic("address")
-    starts = []  # where each streamed store's row starts: all must share their alignment
-    for array, prefix in stores.values():
-        starts.append(kernel.fresh("a"))
-        out.append(ast.Assign(targets=[store_to(starts[-1])],
+
+    def start_of(array, prefix):  # where the array's row starts
+        var = kernel.fresh("a")
+        out.append(ast.Assign(targets=[store_to(var)],
                               value=call(address, name(array), index_node([*copy.deepcopy(prefix), name(lo)]))))
-    anchor = starts[0]
+        return var
+    starts = [start_of(array, prefix) for array, prefix in stores.values()]
+    loads = _vector_loads(kernel, loop, shape, stores, bits)
+    load_starts = [start_of(array, prefix) for (array, _), (prefix, _) in loads.items()]
+    anchor = starts[0]  # every streamed store must share its alignment
     tests = [f"{anchor} % {itemsize} == 0"] + [f"({v} - {anchor}) % {VECTOR_BYTES} == 0" for v in starts[1:]]
-    aligned = statement(f"if {' and '.join(tests)}:\n"
-                        f"    {head} = min({hi}, {lo} + (({VECTOR_BYTES} - {anchor} % {VECTOR_BYTES}) % "
-                        f"{VECTOR_BYTES}) // {itemsize})")
-    out += [aligned, statement(f"{groups} = max(0, ({hi} - {head}) // {width})"),
+    out += [statement(f"if {' and '.join(tests)}:\n"
+                      f"    {head} = min({hi}, {lo} + (({VECTOR_BYTES} - {anchor} % {VECTOR_BYTES}) % "
+                      f"{VECTOR_BYTES}) // {itemsize})"),
+            statement(f"{groups} = max(0, ({hi} - {head}) // {width})"),
             loop_over(shape, copy.deepcopy(loop.body), name(lo), name(head))]
-    group = kernel.fresh("j")
-    group_body = [statement(f"{base} = {head} + {width} * {group}")]
-    lanes = {}
-    for lane in range(width):
-        group_body.append(statement(f"{shape.var} = {base} + {lane}"))
-        for at, stmt in enumerate(copy.deepcopy(loop.body)):
-            if at in stores:
-                lanes.setdefault(at, []).append(kernel.fresh("x"))
-                stmt = ast.Assign(targets=[store_to(lanes[at][-1])], value=stmt.value)
-            group_body.append(stmt)
-    for at, (array, prefix) in stores.items():
-        group_body.append(ast.Expr(call(kernel.intrinsic("store_vector", array, width), name(array),
-                                        index_node([*copy.deepcopy(prefix), name(base)]),
-                                        ast.Tuple(elts=list(map(name, lanes[at])), ctx=ast.Load()))))
-    out.append(ast.For(target=store_to(group), iter=call("range", copy.deepcopy(shape.thread), name(groups),
-                                                         copy.deepcopy(shape.stride)),
-                       body=group_body, orelse=[]))
+    names = (head, base, group, groups)
+    scalar_loads = _group(kernel, loop, shape, stores, {}, width, names)
+    if loads:  # the loads' vectors only where they share the stores' alignment
+        same = " and ".join(f"({v} - {anchor}) % {VECTOR_BYTES} == 0" for v in load_starts)
+        choice = statement(f"if {same}:\n    pass\nelse:\n    pass")
+        choice.body = [_group(kernel, loop, shape, stores, loads, width, names)]
+        choice.orelse = [scalar_loads]
+        out.append(choice)
+    else:
+        out.append(scalar_loads)
     tail_start = ast.BinOp(left=name(head), op=ast.Add(),
                            right=ast.BinOp(left=ast.Constant(width), op=ast.Mult(), right=name(groups)))
     out.append(loop_over(shape, copy.deepcopy(loop.body), tail_start, name(hi)))
