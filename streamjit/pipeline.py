@@ -14,7 +14,8 @@ Before type inference (untyped Numba IR, right after Numba inlines
 After type inference and phi removal (typed Numba IR: every variable typed,
 helpers inlined, constants folded), before Numba's rewrites and parfors:
 
-2. ``array_stores``: row stores, slice assignments of array expressions,
+2. ``fills``: ``arr.fill(v)`` becomes the store ``arr[...] = v`` it is;
+   ``array_stores``: row stores, slice assignments of array expressions,
    in-place operators and array-expression results of streamed arrays
    become (fused) element loops where that is exact (checked at run time);
    ``parallel_blocks``: with ``parallel=True``, streamed ``prange`` loops
@@ -51,12 +52,12 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.typed_passes import InlineOverloads
 from numba.core.untyped_passes import InlineInlinables
 
-from .passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, legality, parallel_blocks,
-                     retype, size_check, stream_loads)
+from .passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, fills, legality,
+                     parallel_blocks, retype, size_check, stream_loads)
 
 UNTYPED_PASSES = (canonical_loops,)
-TYPED_PASSES = (array_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check, stream_loads,
-                retype)
+TYPED_PASSES = (fills, array_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check,
+                stream_loads, retype)
 DUMP_ENV = "STREAMJIT_DUMP_AFTER"
 
 

@@ -16,13 +16,16 @@ rewritten one.
 """
 
 import contextlib
+import re
 
 import llvmlite.binding as llvm
+from numba.core import cgutils
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
 from .exit_fences import fence_exits
 from .keep_scalar import remove_keep_scalar_calls
+from .markers import STREAM_STORE_SCOPE
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_nontemporal import pair_streamed_accesses
 from .prefetch import insert_stream_prefetches
@@ -33,6 +36,25 @@ class StreamCodeLibrary(JITCodeLibrary):
 
     streamed_llvm_ir = None
     _unoptimized_module = None
+
+    def add_ir_module(self, ir_module):
+        """Numba's `add_ir_module` (the same four steps), with every function
+        of a module that holds streamed stores declared ``no-builtin-memset``:
+        LLVM's loop idiom pass turns a loop that stores one value into
+        ``memset`` where it can prove the bytes, which any loop-invariant
+        value of a byte array and a zero of any type are, and the streamed
+        stores are gone (a zero fill ran at the speed of a plain one). Without
+        ``memset`` in its library the pass leaves the loop to the vectorizer,
+        whose stores are then made non-temporal. Calls to ``llvm.memset``
+        that Numba makes itself still run ``memset``."""
+        self._raise_if_finalized()
+        text = cgutils.normalize_ir_text(str(ir_module))
+        if STREAM_STORE_SCOPE in text:
+            text = re.sub(r"^(define [^\n]*\))", r'\1 "no-builtin-memset"', text, flags=re.M)
+        ll_module = llvm.parse_assembly(text)
+        ll_module.name = ir_module.name
+        ll_module.verify()
+        self.add_llvm_module(ll_module)
 
     @property
     def unoptimized_llvm_ir(self):
