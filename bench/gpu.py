@@ -1,5 +1,6 @@
-"""GPU streaming: copy, triad and the 5-point stencil with target="cuda",
-against plain numba-cuda kernels, the same kernels with cuda.stcs/ldcs
+"""GPU streaming: copy, triad and the 5-point stencil with target="cuda"
+(streamed loads ld.global.cs, and load_cache="nc": which is faster), against
+plain numba-cuda kernels, the same kernels with cuda.stcs/ldcs
 written by hand, and a device-to-device copy (cudaMemcpy) as the
 bandwidth limit; then a pipeline-depth sweep (prefetch_distance = the
 number of cp.async stages). One process, device arrays (no transfers in
@@ -124,6 +125,8 @@ def table(mib, rounds, hand_hinted=True):
         plain, hinted = (cuda.jit(f) for f in HAND_WRITTEN[name])
         runners = {
             "streamjit streamed": synced(sj.stream_kernel(func, target="cuda", **options), args),
+            "streamjit streamed, nc loads": synced(sj.stream_kernel(func, target="cuda", load_cache="nc", **options),
+                                                   args),
             "streamjit plain": synced(sj.stream_kernel(func, target="cuda"), args),
             "numba-cuda plain": synced(plain[config], args),
         }

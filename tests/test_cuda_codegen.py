@@ -145,6 +145,12 @@ def test_other_dtypes_stay_plain_and_say_so():
     assert any("no PTX cache hint" in note for note in r.arrays["out"].notes)
 
 
+def test_stores_the_syntax_tree_does_not_show_stay_plain_and_say_so():
+    r = report("through_alias", (F64, F64), stream_stores=True)
+    assert r.arrays["out"].scalar_stores == r.arrays["out"].vector_stores == 0 and r.machine["STG.E.EF"] == 0
+    assert any("none of its stores" in note for note in r.arrays["out"].notes)
+
+
 def test_same_legality_error_as_on_the_cpu():
     cpu = sj.stream_kernel(stream_stores=["out"], parallel=True)(K.reduce_into)
     with pytest.raises(sj.StreamLegalityError) as on_cpu:
@@ -200,3 +206,28 @@ def test_the_cpu_path_never_imports_numba_cuda():
             "assert 'numba.cuda' not in sys.modules, 'numba.cuda imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+class _Occupancy:
+    """A compiled kernel as numba-cuda's occupancy query sees it: blocks of
+    each size resident at once on a 132-SM device (2048 threads per SM, up
+    to 1024 threads per block at 1 block per SM for this kernel)."""
+
+    def compile(self, argtypes):
+        return self
+
+    def max_cooperative_grid_blocks(self, threads):
+        return {128: 16, 256: 8, 512: 4, 1024: 1}[threads] * 132
+
+
+@pytest.mark.parametrize("elements,threads,expected", [
+    (1 << 24, None, (16 * 132, 128)),  # the smallest block that keeps the most threads resident
+    (1000, None, (8, 128)),  # no more blocks than the largest array needs
+    (0, None, (1, 128)),
+    (1 << 24, 256, (8 * 132, 256)),  # the caller's block size
+])
+def test_launch_configuration_by_occupancy(elements, threads, expected):
+    # the query itself needs a GPU; this checks what is made of its answers
+    k = kernel("triad", stream_stores=("a",))
+    args = (np.empty(elements, np.float32), np.empty(3, np.float32))
+    assert k._configure(_Occupancy(), TRIAD, args, None, threads, sim=False) == expected

@@ -4,11 +4,14 @@ Every remaining ``a[i] = v`` / ``a[i, j] = v`` / ``a[i][j] = v`` to an array
 that streams its stores becomes ``store_a(a, (i, j), v)``
 (``st.global.cs``), ``a[i] += v`` the same with the plain self-load, and
 every element read ``b[i, j]`` of an array that streams its loads becomes
-``load_b(b, (i, j))`` (``ld.global.cs``, or ``.nc.L1::no_allocate``), wherever they are in the body,
-so the hint needs no change to the kernel body. Runs last: `vector.py` and
-`async_loads.py` have already taken the accesses they turn into wider or
-asynchronous ones. A row or slice access stays numba-cuda's own (plain),
-and so does an array of other than 32- or 64-bit numbers (noted).
+``load_b(b, (i, j))`` (``ld.global.cs``, or ``.nc.L1::no_allocate``),
+wherever they are in the body, so the hint needs no change to the kernel
+body. Runs last: `vector.py` and `async_loads.py` have already taken the
+accesses they turn into wider or asynchronous ones. A row or slice access
+stays numba-cuda's own (plain), and so does an array of other than 32- or
+64-bit numbers, or one accessed only through another name or in a helper
+function (the syntax tree shows no element access of it): the report's
+notes say so.
 """
 
 import ast
@@ -66,3 +69,8 @@ def run_pass(kernel):
             kernel.notes.append((array, f"{kernel.types[array].dtype} elements: no PTX cache hint (32- and 64-bit "
                                         "numbers only)"))
     _Hints(kernel).visit(kernel.tree)
+    for arrays, hinted, what in ((kernel.stores, kernel.hinted_stores, "stores"),
+                                 (kernel.loads, kernel.hinted_loads, "loads")):
+        for array in sorted(a for a in arrays - hinted if kernel.hinted(a)):
+            kernel.notes.append((array, f"streamed, but none of its {what} is an element access written on its own "
+                                        "name (a[i], a[i, j], a[i][j]) in the kernel body: they stay plain"))

@@ -42,6 +42,8 @@ class Kernel:
     pipelined: set = field(default_factory=set)  # id(For) of the loops `async_loads.py` made
     bindings: dict = field(default_factory=dict)  # global name -> intrinsic or value
     notes: list = field(default_factory=list)  # (array, text) for the report
+    hinted_stores: set = field(default_factory=set)  # arrays some hinted store writes
+    hinted_loads: set = field(default_factory=set)  # arrays some hinted load reads
     _names: object = field(default_factory=itertools.count)
 
     def fresh(self, stem):
@@ -49,7 +51,12 @@ class Kernel:
         return f"{PREFIX}{stem}{next(self._names)}"
 
     def intrinsic(self, kind, *args):
-        """The global name of intrinsic ``kind`` (made with ``args``), bound in `build`."""
+        """The global name of intrinsic ``kind`` (made with ``args``, the first
+        an array's name for the accesses), bound in `build`."""
+        if kind.startswith("store"):
+            self.hinted_stores.add(args[0])
+        elif kind in ("load", "load_vector", "copy_async"):
+            self.hinted_loads.add(args[0])
         name = PREFIX + "_".join([kind, *map(str, args)])
         if name not in self.bindings:
             self.bindings[name] = intrinsics.factories(self.simulated)[kind](*args)
