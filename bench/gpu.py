@@ -139,7 +139,7 @@ def table(mib, rounds, hand_hinted=True):
         medians = bench.interleaved_medians(runners, rounds)
         print(f"\n{name} ({nbytes / MIB:.0f} MiB moved per call), GB/s, median of {rounds}:")
         for key, seconds in medians.items():
-            print(f"  {key:24s} {nbytes / seconds / 1e9:8.1f}")
+            print(f"  {key:30s} {nbytes / seconds / 1e9:8.1f}")
 
 
 def depth_sweep(mib, rounds):

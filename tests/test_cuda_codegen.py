@@ -72,6 +72,12 @@ def test_eager_signature_compiles_at_decoration():
     assert k.stream_report().arrays["a"].vector_stores >= 1  # the eager signature is the default
 
 
+def test_nothing_named_nothing_hinted():  # the control
+    r = report("triad", TRIAD)
+    assert all(c.vector_stores == c.scalar_stores == c.loads == c.vector_loads == 0 for c in r.arrays.values())
+    assert r.machine["STG.E.EF"] == r.machine["STG.E.EF.128"] == r.machine["LDG.E.EF"] == 0
+
+
 def test_report_counts_hinted_ptx_per_array():
     r = report("triad", TRIAD, stream_stores=("a",), stream_loads=("b",))
     assert r.arrays["a"].vector_stores >= 1 and r.arrays["a"].scalar_stores >= 1
