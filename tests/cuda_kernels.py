@@ -98,3 +98,10 @@ def through_alias(out, a):
     o = out
     for i in sj.prange(a.shape[0]):
         o[i] = a[i] + 1.0
+
+
+def atomic_numba_cuda(out, x):
+    # stores to out only through an atomic: nothing to hint
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        cuda.atomic.add(out, 0, x[i])

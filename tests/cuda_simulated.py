@@ -87,6 +87,8 @@ def cases():
     yield "stepped", lambda: same(stepped, K.stepped, (data(50), data(50)))
     branchy = sj.stream_kernel(K.branchy, target="cuda", stream_stores=True)
     yield "branchy", lambda: same(branchy, K.branchy, (data(41), RNG.random(41)))
+    alias = sj.stream_kernel(K.through_alias, target="cuda", stream_stores=True)
+    yield "through-alias", lambda: same(alias, K.through_alias, (data(40)[3:], data(37)))
     update = sj.stream_kernel(K.update_rows, target="cuda", stream_stores=["out"])
     yield "update-rows", lambda: same(update, K.update_rows, (data((4, 29)), data((4, 29))))
     axpy = sj.cuda.jit(K.axpy_numba_cuda, stream_stores=["out"], stream_loads=["x"])

@@ -151,8 +151,14 @@ def test_other_dtypes_stay_plain_and_say_so():
     assert any("no PTX cache hint" in note for note in r.arrays["out"].notes)
 
 
-def test_stores_the_syntax_tree_does_not_show_stay_plain_and_say_so():
+def test_stores_through_an_alias_stream():
     r = report("through_alias", (F64, F64), stream_stores=True)
+    assert r.arrays["out"].vector_stores >= 1 and r.arrays["out"].scalar_stores >= 1
+    assert "o" not in r.arrays
+
+
+def test_stores_the_syntax_tree_does_not_show_stay_plain_and_say_so():
+    r = sj.cuda.jit(K.atomic_numba_cuda, stream_stores=["out"]).stream_report((F64, F64))
     assert r.arrays["out"].scalar_stores == r.arrays["out"].vector_stores == 0 and r.machine["STG.E.EF"] == 0
     assert any("none of its stores" in note for note in r.arrays["out"].notes)
 

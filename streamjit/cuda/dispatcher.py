@@ -33,7 +33,7 @@ from ..options import _names
 from ..plan import StreamOptions, StreamResult
 from . import async_loads, grid, hints, ptx, vector
 from .intrinsics import LOAD_CACHE
-from .source import Kernel, build, element, parse
+from .source import Kernel, aliases, build, element, parse
 
 DEFAULT_CC = (9, 0)
 # The block size of kernels with load rings (sized into shared memory at
@@ -133,6 +133,7 @@ class CudaKernel:
                               f"got {len(argtypes)}")
         kernel = Kernel(self.py_func, parse(self.py_func), dict(zip(self._params, argtypes)), frozenset(),
                         frozenset(), sim, numba_cuda(), threads_per_block=threads, load_cache=self.load_cache)
+        kernel.aliases = aliases(kernel.tree, kernel.types)
         if self.grid:
             from . import legality
             result = legality.analyze(self.py_func, argtypes, self._options()) \

@@ -9,9 +9,9 @@ wherever they are in the body, so the hint needs no change to the kernel
 body. Runs last: `vector.py` and `async_loads.py` have already taken the
 accesses they turn into wider or asynchronous ones. A row or slice access
 stays numba-cuda's own (plain), and so does an array of other than 32- or
-64-bit numbers, or one accessed only through another name or in a helper
-function (the syntax tree shows no element access of it): the report's
-notes say so.
+64-bit numbers, or one accessed only in a helper function or through a
+name other than its own or an alias of it (`source.aliases`): the syntax
+tree shows no element access of it, and the report's notes say so.
 """
 
 import ast
@@ -58,8 +58,8 @@ class _Hints(ast.NodeTransformer):
             return self.generic_visit(node)
         array, indices = found
         indices = [self.visit(i) for i in indices]
-        return ast.copy_location(call(self.kernel.intrinsic("load", array, self.kernel.load_cache), ast.Name(array, ast.Load()),
-                                      index_node(indices)), node)
+        load = self.kernel.intrinsic("load", array, self.kernel.load_cache)
+        return ast.copy_location(call(load, ast.Name(array, ast.Load()), index_node(indices)), node)
 
 
 def run_pass(kernel):

@@ -128,7 +128,8 @@ def _device():
             def codegen(context, builder, sig, args):
                 ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
                 dtype = sig.args[0].dtype
-                bits = asm(builder, bits_of(dtype), [ptr], f"ld.global.{LOAD_CACHE[cache]}.b{dtype.bitwidth} $0, [$1]; // sj:ld:{name}",
+                bits = asm(builder, bits_of(dtype), [ptr],
+                           f"ld.global.{LOAD_CACHE[cache]}.b{dtype.bitwidth} $0, [$1]; // sj:ld:{name}",
                            f"={reg(dtype)},l")
                 return builder.bitcast(bits, context.get_value_type(dtype))
             return array.dtype(array, index), codegen

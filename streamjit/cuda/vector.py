@@ -69,16 +69,18 @@ def _vector_stores(kernel, loop, shape):
             found[at] = (array, indices[:-1])
     arrays = {array for array, _ in found.values()}
     if not found or len({kernel.types[a].dtype.bitwidth for a in arrays}) != 1 \
-            or any(_reads(stmt, arrays, stmt.targets[0] if at in found else None) for at, stmt in enumerate(body)):
+            or any(_reads(kernel, stmt, arrays, stmt.targets[0] if at in found else None)
+                   for at, stmt in enumerate(body)):
         return None
     return found
 
 
-def _reads(stmt, arrays, own_target):
-    """Whether the statement reads one of ``arrays`` (its own store target aside)."""
+def _reads(kernel, stmt, arrays, own_target):
+    """Whether the statement reads one of ``arrays``, under any of its names
+    (its own store target aside)."""
     for node in ast.walk(stmt):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in arrays \
-                and not _inside(own_target, node):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                and kernel.aliases.get(node.id, node.id) in arrays and not _inside(own_target, node):
             return True
     return False
 
