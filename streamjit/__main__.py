@@ -17,20 +17,42 @@ def demo(args):
     print("\nratios > 1 mean streamjit is faster; every streamed result was checked against NumPy.")
 
 
-def run_bench(args):
+def _plots():
+    """`streamjit.plots`, or None, with one line saying how to get plots,
+    where matplotlib is not installed (``pip install .`` alone)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print('(plots skipped: matplotlib is not installed; pip install "streamjit[bench]" adds it)')
+        return None
     from . import plots
 
+    return plots
+
+
+def _progress(name):
+    """A tqdm progress bar over the sizes of a sweep where tqdm is installed."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return lambda sizes: tqdm(sizes, desc=f"{name} sweep", unit="size")
+
+
+def run_bench(args):
     os.makedirs(args.out, exist_ok=True)
     written = []
     print(f"{bench.host_description()}\n")
+    plots = _plots()
     stream_rows = []
     for dtype in args.dtypes:
         rows = bench.stream_table(mib=args.mib, dtype=dtype, rounds=args.rounds, progress=lambda row: None)
         print(bench.format_table(rows), "\n", flush=True)
         stream_rows += rows
     written.append(bench.write_csv(stream_rows, os.path.join(args.out, "stream.csv")))
-    plots.stream_table(stream_rows, os.path.join(args.out, "stream.png"))
-    written.append(os.path.join(args.out, "stream.png"))
+    if plots:
+        plots.stream_table(stream_rows, os.path.join(args.out, "stream.png"))
+        written.append(os.path.join(args.out, "stream.png"))
     print("5-point stencil, output rows misaligned by one element:")
     stencil_rows = bench.stencil_table(mib=args.mib, rounds=args.rounds)
     print(bench.format_table(stencil_rows), "\n")
@@ -40,7 +62,7 @@ def run_bench(args):
     print(bench.format_table(compile_rows), "\n")
     written.append(bench.write_csv(compile_rows, os.path.join(args.out, "compile.csv")))
     if args.sweep:
-        written += envelopes(bench.sweep_sizes(args.mib << 20, 4 << 10), args.rounds, args.out)
+        written += envelopes(bench.sweep_sizes(args.mib << 20, 4 << 10), args.rounds, args.out, plots)
     print("wrote " + ", ".join(written))
 
 
@@ -51,21 +73,19 @@ def info(args):
         print(f"{key + ':':20s}{value}")
 
 
-def envelopes(sizes, rounds, out):
-    """Print, and write as CSV and PNG, the copy and stencil envelopes; return the paths."""
-    from tqdm import tqdm
-
-    from . import plots
-
+def envelopes(sizes, rounds, out, plots):
+    """Print, and write as CSV (and PNG, given `plots`), the copy and
+    stencil envelopes; return the paths."""
     written = []
-    for name, sweep, plot in (("copy", bench.copy_envelope, plots.copy_envelope),
-                              ("stencil", bench.stencil_envelope, plots.stencil_envelope)):
-        rows = sweep(sizes, rounds=rounds, progress=lambda it: tqdm(it, desc=f"{name} sweep", unit="size"))
-        print(f"{name}: speed relative to {list(rows[0])[1][:-5]} (float32, one process, interleaved medians)")
+    for name, sweep in (("copy", bench.copy_envelope), ("stencil", bench.stencil_envelope)):
+        rows = sweep(sizes, rounds=rounds, progress=_progress(name))
+        print(f"{name}: speed relative to {list(rows[0])[1][:-5]} (float32, one process, interleaved medians, "
+              f"(min-max) over {rounds} rounds)")
         print(bench.format_table(rows), "\n")
         written.append(bench.write_csv(rows, os.path.join(out, f"{name}_sweep.csv")))
-        written.append(os.path.join(out, f"{name}_sweep.png"))
-        plot(rows, written[-1])
+        if plots:
+            written.append(os.path.join(out, f"{name}_sweep.png"))
+            getattr(plots, f"{name}_envelope")(rows, written[-1])
     return written
 
 
@@ -82,13 +102,14 @@ def calibrate(args):
     copies = bench.copy_envelope(sizes, rounds=args.rounds)
     stencils = bench.stencil_envelope(sizes, rounds=args.rounds)
     print(bench.format_table(copies), "\n", bench.format_table(stencils), sep="")
-    copy_band, kernel_band = bench.winning_band(copies, "streamed"), bench.winning_band(stencils, "always streamed")
-    for name, band in (("copyto", copy_band), ('threshold="auto"', kernel_band)):
+    (copy_band, copy_why), (kernel_band, kernel_why) = (bench.winning_band(copies, "streamed"),
+                                                        bench.winning_band(stencils, "always streamed"))
+    for name, band, why in (("copyto", copy_band, copy_why), ('threshold="auto"', kernel_band, kernel_why)):
         if band is None:
-            print(f"{name}: streaming never won up to the largest size; not saved")
+            print(f"{name}: {why}; not saved (the stored value, if any, is kept)")
         else:
-            limit = "" if band[1] is None else f" up to {band[1] / bench.MIB:g} MiB"
-            print(f"{name}: streams above {band[0]} bytes ({band[0] / bench.MIB:g} MiB per array){limit}")
+            limit = "" if band[1] is None else f" up to {bench.human_size(band[1])}"
+            print(f"{name}: streams above {band[0]} bytes ({bench.human_size(band[0])} per array){limit}: {why}")
     if copy_band is None and kernel_band is None:
         return 1
     found = {kind: band[0] for kind, band in (("copy", copy_band), ("kernel", kernel_band)) if band}

@@ -3,7 +3,8 @@
 
 Machines are shared and noisy, so implementations are timed in one process,
 interleaved round by round, and compared by medians and ratios; every table
-names the CPU, the size and the dtype.
+names the CPU, the size and the dtype, and shows beside each median the
+spread of the rounds (`Spread`: smallest to largest).
 """
 
 import functools
@@ -112,12 +113,25 @@ def wall_seconds(run):
     return time.perf_counter() - start
 
 
-def interleaved_medians(runners, rounds, warmups=None, seconds=wall_seconds):
-    """Run each callable once per round, in turn (rotated); return the
-    median of ``seconds(runner)`` (by default its wall time). ``warmups``
-    (some of the same keys) run untimed just before their runner, so no
-    run pays for the cache state the one before it left (data that
-    streamed stores evicted)."""
+class Spread(float):
+    """A median (the float itself) that keeps the smallest and largest of
+    the values it is the median of (one per round) and how many there were:
+    tables show ``median (low-high)``, CSV files three columns, plots error
+    bars, and `winning_band` asks whether all rounds agree."""
+
+    def __new__(cls, values):
+        values = list(values)
+        self = super().__new__(cls, statistics.median(values))
+        self.low, self.high, self.count = min(values), max(values), len(values)
+        return self
+
+
+def interleaved_times(runners, rounds, warmups=None, seconds=wall_seconds):
+    """Run each callable once per round, in turn (rotated); return
+    ``{key: [seconds(runner) per round]}`` (by default its wall time).
+    ``warmups`` (some of the same keys) run untimed just before their
+    runner, so no run pays for the cache state the one before it left (data
+    that streamed stores evicted)."""
     times = {key: [] for key in runners}
     keys = list(runners)
     for round_ in range(rounds):
@@ -126,7 +140,32 @@ def interleaved_medians(runners, rounds, warmups=None, seconds=wall_seconds):
             if warmups and key in warmups:
                 warmups[key]()
             times[key].append(seconds(runners[key]))
-    return {key: statistics.median(t) for key, t in times.items()}
+    return times
+
+
+def interleaved_medians(runners, rounds, warmups=None, seconds=wall_seconds):
+    """The median of each runner's `interleaved_times`."""
+    return {key: statistics.median(t) for key, t in interleaved_times(runners, rounds, warmups, seconds).items()}
+
+
+def rates(times, amount):
+    """``amount`` per second of each runner, as a `Spread` over the rounds."""
+    return {key: Spread(amount / t for t in runs) for key, runs in times.items()}
+
+
+def speedups(times, reference):
+    """Each runner's speed relative to ``reference`` as a `Spread` of the
+    ratios within each round (the runners of one round ran back to back,
+    under the same load)."""
+    return {key: Spread(r / t for r, t in zip(times[reference], runs)) for key, runs in times.items()}
+
+
+def human_size(nbytes):
+    """``nbytes`` in the largest binary unit it fills: "4 KiB", "1.5 MiB"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.4g} {unit}"
+    return f"{nbytes} B"
 
 
 def stream_table(mib=256, dtype=np.float32, rounds=7, offset=1, kernels=tuple(STREAM_KERNELS), verify=True,
@@ -156,17 +195,16 @@ def stream_table(mib=256, dtype=np.float32, rounds=7, offset=1, kernels=tuple(ST
             streamed(*args)
             if not np.array_equal(a, expected) and not np.allclose(a, expected, rtol=1e-6):
                 raise AssertionError(f"streamed {name} differs from NumPy")
-        medians = interleaved_medians({
+        times = interleaved_times({
             "streamjit": lambda: streamed(*args),
             "numba.njit": lambda: plain(*args),
             "numpy": lambda: numpy_impl(a, b, c, q),
         }, rounds)
         moved = (STREAM_KERNELS[name][2] + 1) * n * dtype.itemsize
         row = {"kernel": name, "dtype": dtype.name, "MiB/array": mib}
-        for impl, seconds in medians.items():
-            row[f"{impl} GB/s"] = moved / seconds / 1e9
-        row["streamjit/njit"] = medians["numba.njit"] / medians["streamjit"]
-        row["streamjit/numpy"] = medians["numpy"] / medians["streamjit"]
+        row.update({f"{impl} GB/s": gbs for impl, gbs in rates(times, moved / 1e9).items()})
+        row["streamjit/njit"] = speedups(times, "numba.njit")["streamjit"]
+        row["streamjit/numpy"] = speedups(times, "numpy")["streamjit"]
         rows.append(row)
         progress(format_row(row))
     return rows
@@ -220,12 +258,12 @@ def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
             raise AssertionError(f"streamjit.stencil differs from numba.stencil on {name}")
         plain(out_loop, a)
         streamed(out_loop, a)
-        medians = interleaved_medians({
+        times = interleaved_times({
             "numba.njit loop": lambda: plain(out_loop, a), "streamjit loop": lambda: streamed(out_loop, a),
             "streamjit.stencil": lambda: ours(a, out=result), "numba.stencil": lambda: theirs(a, result)},
             rounds)
         row = {"stencil": name, "shape": "x".join(map(str, shape)), "dtype": np.dtype(dtype).name}
-        row.update({f"{impl} / njit": medians["numba.njit loop"] / t for impl, t in medians.items()})
+        row.update({f"{impl} / njit": ratio for impl, ratio in speedups(times, "numba.njit loop").items()})
         rows.append(row)
     return rows
 
@@ -274,11 +312,11 @@ def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
         raise AssertionError("streamed jacobi differs from numba.njit / numba.stencil")
     del expected
     result = ours(g)            # float64 (0.2 * float32); stencils write into it, as out=
-    medians = interleaved_medians({
+    times = interleaved_times({
         "streamjit loop": lambda: streamed(out, g), "numba.njit loop": lambda: plain(out, g),
         "streamjit.stencil": lambda: ours(g, out=result), "numba.stencil": lambda: theirs(g, result)}, rounds)
     row = {"kernel": f"jacobi5 {rows_n}x{width}", "dtype": dtype.name}
-    row.update({f"{impl} / njit": medians["numba.njit loop"] / t for impl, t in medians.items()})
+    row.update({f"{impl} / njit": ratio for impl, ratio in speedups(times, "numba.njit loop").items()})
     return [row]
 
 
@@ -292,12 +330,13 @@ def compile_times(rounds=5, kernels=tuple(STREAM_KERNELS)):
         def first_call(build):
             return lambda: build(name)(*args)
 
-        medians = interleaved_medians({
+        times = interleaved_times({
             "streamjit": first_call(lambda k: stream_builds(k)[0]),
             "numba.njit": first_call(lambda k: stream_builds(k)[1]),
         }, rounds)
-        rows.append({"kernel": name, "streamjit s": medians["streamjit"], "numba.njit s": medians["numba.njit"],
-                     "ratio": medians["streamjit"] / medians["numba.njit"]})
+        seconds = {impl: Spread(runs) for impl, runs in times.items()}
+        rows.append({"kernel": name, "streamjit s": seconds["streamjit"], "numba.njit s": seconds["numba.njit"],
+                     "ratio": Spread(s / n for s, n in zip(times["streamjit"], times["numba.njit"]))})
     return rows
 
 
@@ -322,7 +361,7 @@ def _envelope(sizes_bytes, setup, reference, moved, rounds, progress):
     """For each size, ``setup(nbytes)`` gives ``{name: (function, args)}``;
     they are timed interleaved in batches of about 256 MiB moved, each
     after one untimed call, and a row holds the reference's GB/s and every
-    implementation's speed relative to it."""
+    implementation's speed relative to it (`Spread`s over the rounds)."""
     rows = []
     for nbytes in (progress or iter)(sizes_bytes):
         impls = setup(nbytes)
@@ -330,10 +369,10 @@ def _envelope(sizes_bytes, setup, reference, moved, rounds, progress):
         for run in once.values():
             run()
         repeats = max(1, (256 << 20) // moved(nbytes))
-        medians = interleaved_medians({k: _repeated(f, args, repeats) for k, (f, args) in impls.items()}, rounds,
-                                      warmups=once)
-        row = {"bytes": nbytes, f"{reference} GB/s": moved(nbytes) * repeats / medians[reference] / 1e9}
-        row.update({k: medians[reference] / t for k, t in medians.items() if k != reference})
+        times = interleaved_times({k: _repeated(f, args, repeats) for k, (f, args) in impls.items()}, rounds,
+                                  warmups=once)
+        row = {"bytes": nbytes, f"{reference} GB/s": rates(times, moved(nbytes) * repeats / 1e9)[reference]}
+        row.update({k: ratio for k, ratio in speedups(times, reference).items() if k != reference})
         rows.append(row)
     return rows
 
@@ -385,24 +424,46 @@ def stencil_envelope(sizes_bytes, rounds=5, width=2048, progress=None):
     return _envelope(sizes_bytes, setup, "numba.njit loop", lambda nbytes: 2 * nbytes, rounds, progress)
 
 
+# A band of sizes where streaming wins must hold at least this many
+# consecutive sizes, each won in every round, measured in at least
+# `AGREEING_ROUNDS` rounds: one fast reading at 3 MiB next to 0.55x at
+# 4 MiB set "auto" to 2 MiB from a single round.
+BAND_SIZES = 2
+AGREEING_ROUNDS = 2
+
+
 def winning_band(rows, column):
-    """Where streaming wins: the longest run of consecutive sizes whose
-    ``column`` is at least 1.0 (as fast as the reference), as ``(threshold,
-    last)``: stream above ``threshold`` (the largest size below the run,
-    where streaming lost) up to ``last`` (None when the run reaches the
-    largest size measured). None if streaming never wins."""
+    """Where streaming wins, decided only from agreeing rounds: ``(band,
+    why)``. ``band`` is ``(threshold, last)``: stream above ``threshold``
+    (the largest size below the band) up to ``last`` (None when the band
+    reaches the largest size measured), the band being the longest run of
+    at least `BAND_SIZES` consecutive sizes whose ``column`` (a `Spread`)
+    is at least 1.0 (as fast as the reference) in every round. Otherwise
+    ``band`` is None and ``why`` says whether streaming never won, or the
+    rounds could not decide."""
+    ratios = [row[column] for row in rows]
+    rounds = min(getattr(ratio, "count", 1) for ratio in ratios)
+    if rounds < AGREEING_ROUNDS:
+        return None, f"could not decide from one round (rounds must agree): run at least {AGREEING_ROUNDS}"
     runs, start = [], None
-    for k, row in enumerate(rows + [{column: 0.0}]):
-        if row[column] >= 1.0 and start is None:
+    for k, ratio in enumerate(ratios + [0.0]):
+        won = getattr(ratio, "low", ratio) >= 1.0
+        if won and start is None:
             start = k
-        elif row[column] < 1.0 and start is not None:
+        elif not won and start is not None:
             runs.append((start, k - 1))
             start = None
+    runs = [run for run in runs if run[1] - run[0] + 1 >= BAND_SIZES]
     if not runs:
-        return None
+        mixed = [human_size(row["bytes"]) for row, ratio in zip(rows, ratios) if getattr(ratio, "high", ratio) >= 1.0]
+        if not mixed:
+            return None, "streaming never won up to the largest size"
+        return None, (f"could not decide: streaming won in some rounds only, or at fewer than {BAND_SIZES} "
+                      f"consecutive sizes ({', '.join(mixed)})")
     first, last = max(runs, key=lambda run: run[1] - run[0])
     threshold = rows[first - 1]["bytes"] if first else rows[0]["bytes"] - 1
-    return threshold, None if last == len(rows) - 1 else rows[last]["bytes"]
+    band = threshold, None if last == len(rows) - 1 else rows[last]["bytes"]
+    return band, f"won in all {rounds} rounds from {human_size(rows[first]['bytes'])} to {human_size(rows[last]['bytes'])}"
 
 
 def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):
@@ -417,9 +478,20 @@ def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):
     return {k: t / calls * 1e9 for k, t in medians.items()}
 
 
+def _csv_row(row):
+    """A row with each `Spread` as three columns: the median, min and max."""
+    flat = {}
+    for key, value in row.items():
+        flat[key] = value
+        if isinstance(value, Spread):
+            flat[f"{key} min"], flat[f"{key} max"] = value.low, value.high
+    return flat
+
+
 def write_csv(rows, path):
     import csv
 
+    rows = [_csv_row(row) for row in rows]
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -434,16 +506,27 @@ def bench_mib(default):
     return int(value) if value else default
 
 
+def _cell(key, value, digits):
+    if key == "bytes":
+        return human_size(value)
+    if isinstance(value, Spread):
+        return f"{value:.{digits}f} ({value.low:.{digits}f}-{value.high:.{digits}f})"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
 def format_row(row):
-    return "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items())
+    return "  ".join(f"{k}={_cell(k, v, 3)}" for k, v in row.items())
 
 
 def format_table(rows):
+    """Rows as a text table: sizes in KiB/MiB (the ``bytes`` column, headed
+    ``size``), each `Spread` as ``median (min-max)``."""
     if not rows:
         return ""
     keys = list(rows[0])
-    cells = [[f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]) for k in keys] for r in rows]
-    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
-    lines = ["  ".join(k.rjust(w) for k, w in zip(keys, widths))]
+    cells = [[_cell(k, r[k], 2) for k in keys] for r in rows]
+    heads = ["size" if k == "bytes" else k for k in keys]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(cell, widths)) for cell in cells]
     return "\n".join(lines)

@@ -20,6 +20,16 @@ def _pyplot(path):
     return plt
 
 
+def _legend_beside(axis, **options):
+    """The legend to the right of the axes, where it covers no bar or line."""
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **options)
+
+
+def _spread(values):
+    """Error bars from each `bench.Spread`'s min and max (none for plain floats)."""
+    return [[v - getattr(v, "low", v) for v in values], [getattr(v, "high", v) - v for v in values]]
+
+
 def _finish(fig, path):
     fig.tight_layout()
     if path is not None:
@@ -36,10 +46,10 @@ def _envelope(rows, switches, what, path):
     gbs = next(k for k in rows[0] if k.endswith(" GB/s"))
     ratios = {gbs[:-5]: [1.0] * len(rows)}
     ratios.update({k: [r[k] for r in rows] for k in rows[0] if k not in ("bytes", gbs)})
-    fig, (bw, ratio) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    fig, (bw, ratio) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
     for impl, values in ratios.items():
         bw.plot(sizes, [r[gbs] * v for r, v in zip(rows, values)], marker="o", label=impl)
-        ratio.plot(sizes, values, marker="o", label=impl)
+        ratio.errorbar(sizes, values, yerr=_spread(values), marker="o", capsize=2, label=impl)
     llc = usable_cache_bytes()
     for axis in (bw, ratio):
         axis.set_xscale("log")
@@ -51,7 +61,7 @@ def _envelope(rows, switches, what, path):
     bw.set_ylabel("GB/s (read + write)")
     ratio.set_ylabel(f"speed / {gbs[:-5]}")
     ratio.set_xlabel("MiB per array (float32)")
-    bw.legend(fontsize=8)
+    _legend_beside(bw, fontsize=8)
     bw.set_title(f"{what} on {cpu_name()}")
     return _finish(fig, path)
 
@@ -72,17 +82,18 @@ def stencil_envelope(rows, path=None):
 
 def _bars(rows, columns, labels, ylabel, title, path, legend=None, unit_line=False):
     plt = _pyplot(path)
-    fig, axis = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
+    fig, axis = plt.subplots(figsize=(max(6, 1.6 * len(rows)) + 2.5, 4))
     width = 0.8 / len(columns)
     for k, column in enumerate(columns):
-        axis.bar([i + k * width for i in range(len(rows))], [r[column] for r in rows], width,
+        values = [r[column] for r in rows]
+        axis.bar([i + k * width for i in range(len(rows))], values, width, yerr=_spread(values), capsize=2,
                  label=(legend or columns)[k])
     axis.set_xticks([i + width * (len(columns) - 1) / 2 for i in range(len(rows))], labels)
     if unit_line:
         axis.axhline(1.0, color="black", linewidth=0.5)
     axis.set_ylabel(ylabel)
     axis.set_title(f"{title}, {cpu_name()}")
-    axis.legend()
+    _legend_beside(axis)
     return _finish(fig, path)
 
 

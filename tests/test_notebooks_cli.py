@@ -4,6 +4,7 @@ command line's subcommands run and write what they say."""
 import glob
 import os
 import re
+import sys
 
 import nbformat
 import pytest
@@ -57,13 +58,29 @@ def test_bench_writes_csv_and_png(tmp_path, capsys):
     for name in ("stream.csv", "stream.png", "stencil.csv", "compile.csv", "copy_sweep.csv", "copy_sweep.png",
                  "stencil_sweep.csv", "stencil_sweep.png"):
         assert (tmp_path / name).stat().st_size > 0, name
+    spread = lambda *columns: ",".join(f"{c},{c} min,{c} max" for c in columns)  # noqa: E731
     with open(tmp_path / "copy_sweep.csv") as f:
-        assert f.readline().strip() == "bytes,np.copyto GB/s,streamjit.copyto,numba.njit loop,streamed"
+        assert f.readline().strip() == "bytes," + spread("np.copyto GB/s", "streamjit.copyto", "numba.njit loop",
+                                                         "streamed")
         assert len(f.readlines()) == 19          # 4 KiB to 2 MiB: powers of two and midpoints
     with open(tmp_path / "stencil_sweep.csv") as f:
-        assert f.readline().strip() == "bytes,numba.njit loop GB/s,threshold=auto,always streamed"
-    # the envelope tables are printed, one row per size
-    assert len(re.findall(r"^ *4096 ", out, re.M)) == 2 and len(re.findall(r"^ *2097152 ", out, re.M)) == 2
+        assert f.readline().strip() == "bytes," + spread("numba.njit loop GB/s", "threshold=auto", "always streamed")
+    # the envelope tables are printed, one row per size, in human sizes, each median with its spread
+    assert len(re.findall(r"^ *4 KiB ", out, re.M)) == 2 and len(re.findall(r"^ *2 MiB ", out, re.M)) == 2
+    assert re.search(r"^ *1.5 MiB +\d+\.\d\d \(\d+\.\d\d-\d+\.\d\d\) ", out, re.M)
+
+
+def test_the_cli_runs_without_matplotlib_and_tqdm(tmp_path, capsys, monkeypatch):
+    """Issue 21: after `pip install .` alone, `bench` died with
+    ModuleNotFoundError: No module named 'matplotlib'. It skips the plots
+    now, saying in one line how to get them."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)     # import matplotlib raises ImportError
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    assert main(["bench", "--mib", "1", "--rounds", "1", "--dtypes", "float32", "--sweep", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("plots skipped: matplotlib is not installed") == 1
+    assert {p.name for p in tmp_path.iterdir()} == {"stream.csv", "stencil.csv", "compile.csv", "copy_sweep.csv",
+                                                    "stencil_sweep.csv"}
 
 
 @pytest.mark.parametrize("command", ["demo", "bench", "info", "calibrate"])

@@ -105,12 +105,51 @@ def test_cache_size_defaults(clean_env, monkeypatch):
     assert "unknown" in th.copy_threshold()[1]
 
 
+def _sweep(*ratios_per_size):
+    """Envelope rows at sizes 1, 2, 4, ... whose column ``s`` holds the given per-round ratios."""
+    return [{"bytes": 1 << k, "s": bench.Spread(r)} for k, r in enumerate(ratios_per_size)]
+
+
 def test_winning_band():
-    rows = [{"bytes": b, "s": r} for b, r in ((1, 0.5), (2, 1.1), (4, 0.9), (8, 1.0), (16, 1.4), (32, 1.2), (64, 0.9))]
-    assert bench.winning_band(rows, "s") == (4, 32)          # stream above 4 up to 32: the longest run
-    assert bench.winning_band(rows[:6], "s") == (4, None)    # ... up to the largest size
-    assert bench.winning_band(rows[1:2], "s") == (1, None)   # wins from the first size on
-    assert bench.winning_band(rows[:1], "s") is None
+    rows = _sweep((0.5, 0.6), (1.1, 1.2), (0.9, 0.8), (1.0, 1.1), (1.4, 1.3), (1.2, 1.1), (0.9, 0.9))
+    assert bench.winning_band(rows, "s")[0] == (4, 32)          # stream above 4 up to 32: the longest run
+    assert bench.winning_band(rows[:6], "s")[0] == (4, None)    # ... up to the largest size
+    assert bench.winning_band(rows[1:3] + rows[3:4], "s")[0] is None   # two sizes apart: not a band
+    assert bench.winning_band(_sweep((1.1, 1.2), (1.3, 1.2)), "s")[0] == (0, None)  # wins from the first size on
+    band, why = bench.winning_band(rows[:1], "s")
+    assert band is None and why == "streaming never won up to the largest size"
+
+
+def test_winning_band_only_from_agreeing_rounds():
+    """Issue 21, defect 5: with one round, a single 1.10 at 3 MiB next to
+    0.55 at 4 MiB set the band. Sizes won in only some rounds are no band,
+    one round decides nothing, and the answer says so."""
+    noisy = _sweep((0.5, 0.6, 0.5), (1.1, 0.7, 0.8), (1.2, 0.9, 1.0), (0.55, 0.6, 0.5))
+    band, why = bench.winning_band(noisy, "s")
+    assert band is None and why.startswith("could not decide") and "2 B, 4 B" in why
+    one_round = _sweep((0.5,), (1.1,), (1.2,), (1.3,))
+    band, why = bench.winning_band(one_round, "s")
+    assert band is None and "one round" in why
+    agreeing = _sweep((0.5, 0.6, 0.5), (1.1, 0.7, 0.8), (1.2, 1.1, 1.0), (1.3, 1.2, 1.1))
+    assert bench.winning_band(agreeing, "s")[0] == (2, None)     # above the size some rounds lost
+
+
+def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monkeypatch, capsys):
+    """Issue 21, defect 5: a sweep that printed "streaming never won; not
+    saved" erased the value stored before."""
+    from streamjit import calibration
+
+    th.save_calibration({"copy": 12345, "kernel": 23456}, {}, copy_limit=34567)
+    monkeypatch.setattr(calibration, "measure_load_stages", lambda **kwargs: ())
+    monkeypatch.setattr(calibration, "save_load_stages", lambda *stages: "profile")
+    never = [{"bytes": row["bytes"], "streamed": row["s"], "always streamed": row["s"]}
+             for row in _sweep((0.5, 0.6), (0.7, 0.8), (0.9, 0.8))]
+    monkeypatch.setattr(bench, "copy_envelope", lambda sizes, rounds: never)
+    monkeypatch.setattr(bench, "stencil_envelope", lambda sizes, rounds: never)
+    assert main(["calibrate", "--max-mib", "2", "--rounds", "2"]) == 1
+    assert "copyto: streaming never won up to the largest size; not saved" in capsys.readouterr().out
+    assert th.copy_threshold() == (12345, f"calibration in {th.calibration_file()}")
+    assert th.default_threshold()[0] == 23456 and th.numpy_streaming_bytes()[0] == 34567
 
 
 def test_where_numpy_streams_by_itself(clean_env, monkeypatch):
@@ -124,19 +163,14 @@ def test_where_numpy_streams_by_itself(clean_env, monkeypatch):
 
 
 def test_calibrate_command(clean_env, capsys):
-    status = main(["calibrate", "--max-mib", "2", "--rounds", "1"])
+    status = main(["calibrate", "--max-mib", "2", "--rounds", "1", "--profile-mib", "8"])
     out = capsys.readouterr().out
-    assert len(re.findall(r"^ *(1048576|1572864|2097152) ", out, re.M)) == 6    # 1, 1.5, 2 MiB; copy and stencil
-    saved = os.path.exists(th.calibration_file())
-    assert (status == 0) == saved
-    if saved:
-        with open(th.calibration_file()) as f:
-            record = json.load(f)
-        for kind, (_, key, _, _) in th.KINDS.items():
-            if key in record:
-                assert th.threshold_for(kind) == (record[key], f"calibration in {th.calibration_file()}")
-        if "copy_threshold_bytes" in record:
-            assert record["copy_threshold_bytes"] < record["copy_limit_bytes"] <= 2 << 20
+    assert len(re.findall(r"^ *(1|1.5|2) MiB ", out, re.M)) == 6    # 1, 1.5, 2 MiB; copy and stencil
+    # one round decides no band (rounds must agree), and says so; the load profile is saved
+    assert status == 1 and out.count("could not decide from one round") == 2
+    with open(th.calibration_file()) as f:
+        record = json.load(f)
+    assert not {key for _, key, _, _ in th.KINDS.values()} & set(record)
 
 
 def _fill_fresh(x):
