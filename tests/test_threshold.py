@@ -199,3 +199,40 @@ def test_auto_threshold_leaves_what_measured_slower_plain_even_when_named(func, 
     row = kernel.stream_report().arrays[name]
     assert (row.nt_vector_stores > 0) == streamed
     assert any("threshold='auto' leaves it plain" in n for n in row.notes) != streamed
+
+
+def _halves(a):
+    return 0.5 * (a[0, 1] + a[0, -1])
+
+
+@pytest.mark.parametrize("make", ["kernel", "stencil"])
+def test_thresholds_too_large_for_64_bits(clean_env, monkeypatch, make):
+    """Issue 21, defect 4: `threshold=2**64`, `STREAMJIT_THRESHOLD=
+    99999999999999999999999` and 1e30 in the calibration file were
+    accepted, and every call then failed with Numba's "Int value is too
+    large" (with the stencils' default "auto", one bad value broke every
+    stencil). Options and the environment are refused, naming the value or
+    the variable; the file's value is skipped."""
+    build = {"kernel": lambda **options: sj.stream_kernel(copy_source, stream_stores=["dst"], **options),
+             "stencil": lambda **options: sj.stencil(_halves, **options)}[make]
+    with pytest.raises(sj.StreamConfigError, match=r"2\*\*63-1, got 18446744073709551616"):
+        build(threshold=2 ** 64)
+    monkeypatch.setenv(th.ENV_VAR, "99999999999999999999999")
+    with pytest.raises(sj.StreamConfigError, match=f"environment variable {th.ENV_VAR} must be a number of bytes"):
+        build(threshold="auto")
+    monkeypatch.delenv(th.ENV_VAR)
+    th.save_calibration({"kernel": 0}, {})
+    with open(th.calibration_file()) as f:
+        record = json.load(f)
+    with open(th.calibration_file(), "w") as f:
+        json.dump({**record, "threshold_bytes": 1e30}, f)
+    assert "calibration" not in th.default_threshold()[1]          # skipped
+    a = np.random.default_rng(0).random((6, 9))
+    # "auto" (the stencils' default) and the largest threshold that fits both compile and run
+    for kernel in (build(threshold="auto"), build(threshold=(1 << 63) - 1)):
+        if make == "stencil":
+            np.testing.assert_array_equal(kernel(a), numba.stencil(_halves)(a))
+        else:
+            dst = np.zeros_like(a[0])
+            kernel(dst, a[0])
+            np.testing.assert_array_equal(dst, a[0])
