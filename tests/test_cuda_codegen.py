@@ -243,3 +243,15 @@ def test_launch_configuration_by_occupancy(elements, threads, expected):
     k = kernel("triad", stream_stores=("a",))
     args = (np.empty(elements, np.float32), np.empty(3, np.float32))
     assert k._configure(_Occupancy(), TRIAD, args, None, threads, sim=False) == expected
+
+
+def test_without_numba_cuda_a_gpu_kernel_says_what_to_install():
+    code = ("import sys; sys.modules['numba.cuda'] = None  # as if numba-cuda were not installed\n"
+            "import numpy as np, streamjit as sj\n"
+            "def fill(out):\n    for i in sj.prange(out.shape[0]):\n        out[i] = 1.0\n"
+            "k = sj.stream_kernel(fill, target='cuda', stream_stores=['out'])\n"
+            "for call in (lambda: k(np.zeros(4)), lambda: k.inspect_ptx('void(float64[::1])')):\n"
+            "    try:\n        call()\n    except sj.StreamError as e:\n        print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("needs numba-cuda: pip install 'streamjit[cuda]'") == 2, done.stdout

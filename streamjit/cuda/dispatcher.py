@@ -56,6 +56,8 @@ def numba_cuda():
 
 
 def simulated():
+    """Whether numba.cuda is numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
+    numba_cuda()
     from numba.cuda.core import config
     return bool(config.ENABLE_CUDASIM)
 
@@ -165,7 +167,6 @@ class CudaKernel:
 
     def inspect_ptx(self, signature=None, *, cc=DEFAULT_CC, threads_per_block=None):
         """PTX for compute capability ``cc`` (no GPU needed)."""
-        from numba.cuda import compile_ptx
         if simulated():
             raise StreamError("inspect_ptx compiles for a GPU: unset NUMBA_ENABLE_CUDASIM")
         argtypes = self._argtypes(signature)
@@ -174,7 +175,7 @@ class CudaKernel:
                               f"sm_{cc[0]}{cc[1]}")
         func = self._kernel(argtypes, self._ring_threads(threads_per_block), False)[0]
         options = {k: v for k, v in self.cuda_options.items() if k in ("fastmath", "lineinfo", "debug")}
-        return compile_ptx(func, argtypes, cc=cc, **options)[0]
+        return numba_cuda().compile_ptx(func, argtypes, cc=cc, **options)[0]
 
     def inspect_sass(self, signature=None, *, cc=DEFAULT_CC, threads_per_block=None):
         """Machine code (ptxas + nvdisasm) for ``sm_<cc>``: the hints show as
