@@ -204,6 +204,8 @@ def test_numba_cuda_kernel_gets_the_hints_without_changing_its_body():
     assert r.arrays["out"].scalar_stores == 1 and r.arrays["x"].loads == 1 and r.arrays["y"].loads == 0
     assert r.machine["STG.E.EF"] == 1 and r.machine["LDG.E.EF"] == 1
     assert "cuda.grid(1)" in hinted.inspect_source(sig)
+    eager = sj.cuda.jit("void(float64[::1], float64[::1], float64[::1], float64)", stream_stores=["out"])
+    assert eager(K.axpy_numba_cuda).stream_report().arrays["out"].scalar_stores == 1  # as numba-cuda takes it
     plain = sj.cuda.jit(K.axpy_numba_cuda).stream_report(sig)
     assert plain.machine["STG.E.EF"] == 0 and plain.machine["LDG.E.EF"] == 0  # the control
 

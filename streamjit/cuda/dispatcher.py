@@ -297,21 +297,32 @@ def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False,
                         prefetch=_prefetch_stages(prefetch_distance), load_cache=load_cache,
                         threads_per_block=threads_per_block,
                         blocks=blocks, cuda_options={"fastmath": options.get("fastmath", False)})
-    for sig in ([sigs] if isinstance(sigs, str) else sigs or ()):
-        kernel.inspect_source(sig)  # eager, as numba.njit(sigs): the checks run now
-        kernel.signatures.append(_signature(sig))
+    _eager(kernel, sigs)
     return kernel
 
 
-def jit(func=None, *, stream_stores=False, stream_loads=False, load_cache="cs", **cuda_options):
+def jit(func_or_sig=None, *, stream_stores=False, stream_loads=False, load_cache="cs", **cuda_options):
     """``numba.cuda.jit`` with ``stream_stores`` / ``stream_loads``: the named
     arrays' element stores and loads get the PTX hints, with no change to
     the kernel body (``cuda.grid``, ``cuda.shared.array`` and the rest stay
     numba-cuda's). Launch as numba-cuda kernels are launched,
-    ``kernel[blocks, threads](...)``."""
+    ``kernel[blocks, threads](...)``; a signature (or a list of them) first,
+    as numba-cuda takes it, compiles for it at decoration."""
+    sigs = func_or_sig if isinstance(func_or_sig, (str, list, tuple)) else None
+
     def decorate(f):
         params = list(inspect.signature(f).parameters)
-        return CudaKernel(f, _names("stream_stores", stream_stores, params, f),
-                          _names("stream_loads", stream_loads, params, f), grid=False, load_cache=load_cache,
-                          cuda_options=cuda_options)
-    return decorate(func) if func is not None else decorate
+        kernel = CudaKernel(f, _names("stream_stores", stream_stores, params, f),
+                            _names("stream_loads", stream_loads, params, f), grid=False, load_cache=load_cache,
+                            cuda_options=cuda_options)
+        _eager(kernel, sigs)
+        return kernel
+    return decorate(func_or_sig) if callable(func_or_sig) else decorate
+
+
+def _eager(kernel, sigs):
+    """Rewrite ``kernel`` for each signature now, as ``numba.njit(sigs)``
+    compiles eagerly: what the passes reject is raised at decoration."""
+    for sig in [sigs] if isinstance(sigs, str) else sigs or ():
+        kernel.inspect_source(sig)
+        kernel.signatures.append(_signature(sig))
