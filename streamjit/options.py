@@ -2,10 +2,12 @@
 
 Bad options are caught before any compilation, with the option and the
 offending value named: a name that is not a parameter, a value of the wrong
-type, a Numba option streamjit does not forward.
+type, a Numba option streamjit does not forward; a misspelt option or name
+gets the closest correct one as a suggestion ("did you mean").
 """
 
 import dataclasses
+import difflib
 import inspect
 
 from .errors import StreamConfigError
@@ -19,20 +21,31 @@ FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_m
                            "nopython")
 
 
+STREAM_OPTIONS = ("stream_stores", "stream_loads", "threshold", "prefetch_distance", "prefetch_hint")
+
+
+def did_you_mean(word, choices):
+    """``" (did you mean 'x'?)"`` for the choice closest to ``word``, or ""."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _names(option_name, value, params, func):
     if value is True or value is False or value is None:
         return bool(value)
+    if isinstance(value, str):  # one name
+        value = (value,)
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise StreamConfigError(
-            f"{option_name} must be True, False or a list of parameter names, got {value!r}")
+            f"{option_name} must be True, False, a parameter name or a list of them, got {value!r}")
     # a parameter, or for stores a local variable (an array the kernel allocates)
     # or "return" (the array it returns unnamed)
     names = set(params) | (set(func.__code__.co_varnames) | {"return"} if option_name == "stream_stores" else set())
     unknown = [v for v in value if v not in names]
     if unknown:
         raise StreamConfigError(
-            f"{option_name} names '{unknown[0]}', which is not a parameter of {func.__qualname__}"
-            f"{' nor one of its variables' if option_name == 'stream_stores' else ''}"
+            f"{option_name} names '{unknown[0]}'{did_you_mean(unknown[0], names)}, which is not a parameter of "
+            f"{func.__qualname__}{' nor one of its variables' if option_name == 'stream_stores' else ''}"
             f" (parameters: {', '.join(params) or 'none'})")
     return tuple(dict.fromkeys(value))
 
@@ -91,8 +104,9 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
     unknown = sorted(set(numba_options) - set(FORWARDED_NUMBA_OPTIONS))
     if unknown:
         raise StreamConfigError(
-            f"unknown option {unknown[0]!r}; stream_kernel accepts stream_stores, stream_loads, threshold, "
-            f"prefetch_distance, prefetch_hint and the Numba options {', '.join(FORWARDED_NUMBA_OPTIONS)}")
+            f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], STREAM_OPTIONS + FORWARDED_NUMBA_OPTIONS)}; "
+            f"stream_kernel accepts {', '.join(STREAM_OPTIONS)} and the Numba options "
+            f"{', '.join(FORWARDED_NUMBA_OPTIONS)}")
     if numba_options.get("nopython", True) is not True:
         raise StreamConfigError("stream_kernel compiles in nopython mode only: nopython must be True")
     loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)

@@ -42,19 +42,21 @@ import numpy as np
 from numba.core import compiler, ir, ir_utils, types
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.cpu import ParallelOptions
-from numba.core.errors import NumbaValueError
+from numba.core.errors import NumbaValueError, TypingError
 from numba.core.serialize import ReduceMixin
+from numba.extending import typeof_impl
 from numba.np.numpy_support import as_dtype
 from numba.stencils.stencil import StencilFunc
 
 from .dask import is_dask_array, stencil_on_dask
 from .lowering.library import stream_code_libraries
-from .options import validate_options
+from .options import did_you_mean, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
 
 STREAM_OPTIONS = ("stream_stores", "stream_loads", "threshold", "prefetch_distance", "prefetch_hint", "parallel")
+NUMBA_STENCIL_OPTIONS = ("cval", "standard_indexing", "neighborhood")  # what numba.stencil accepts
 
 
 def stencil(func_or_mode="constant", **options):
@@ -90,6 +92,10 @@ class StreamStencil(ReduceMixin):
         self.py_func = func
         self.mode = mode
         self.options = dict(options)  # as given, to rebuild the stencil when unpickled
+        for name in options:
+            if name not in STREAM_OPTIONS + NUMBA_STENCIL_OPTIONS:  # numba.stencil's error, with a suggestion
+                raise NumbaValueError(f"Unknown stencil option {name}"
+                                      f"{did_you_mean(name, STREAM_OPTIONS + NUMBA_STENCIL_OPTIONS)}")
         stencil_options = {k: v for k, v in options.items() if k not in STREAM_OPTIONS}
         stream = {"stream_stores": True, "stream_loads": False, "threshold": "auto", "prefetch_distance": None,
                   "prefetch_hint": None, "parallel": False, **{k: v for k, v in options.items() if k in STREAM_OPTIONS}}
@@ -219,6 +225,14 @@ class StreamStencil(ReduceMixin):
         compiled = SimpleNamespace(overloads={sig: nest.cres}, py_func=nest.py_func, stream_result=lambda _: result,
                                    stream_options=self._pipeline.stream_options)
         return build_report(compiled, sig, self.inspect_llvm(sig), nest.cres.library.get_asm_str())
+
+
+@typeof_impl.register(StreamStencil)
+def _not_in_jitted_code(stencil, context):
+    """A stencil named in jitted code: say why it cannot be typed there, and
+    what to call instead (else Numba says only "Untyped global name")."""
+    raise TypingError(f"streamjit stencil {stencil.__name__!r} cannot be called from jitted code yet; there, call "
+                      f"numba.stencil's kernel: numba.stencil({stencil.__name__}.py_func, ...)")
 
 
 def _as_neighborhood(neighborhood):

@@ -35,8 +35,7 @@ def copy(dst, src):
 @pytest.mark.parametrize("options, match", [
     ({"stream_stores": ["nope"]}, "stream_stores names 'nope', which is not a parameter of copy"),
     ({"stream_loads": ["x"]}, "stream_loads names 'x'"),
-    ({"stream_stores": "dst"}, "stream_stores must be True, False or a list"),
-    ({"stream_stores": [1]}, "stream_stores must be"),
+    ({"stream_stores": [1]}, "stream_stores must be True, False, a parameter name or a list of them"),
     ({"stream_loads": 3}, "stream_loads must be"),
     ({"threshold": "big"}, "threshold must be None, 'auto' or a number of bytes"),
     ({"threshold": -1}, "threshold must be"),
@@ -46,6 +45,47 @@ def copy(dst, src):
 def test_config_errors_at_decoration(options, match):
     with pytest.raises(sj.StreamConfigError, match=match):
         sj.stream_kernel(**options)(copy)
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"stream_store": ["dst"]}, "unknown option 'stream_store' (did you mean 'stream_stores'?); stream_kernel "
+                                "accepts stream_stores, stream_loads, threshold, prefetch_distance, prefetch_hint and"),
+    ({"prefetch_distnce": 64}, "unknown option 'prefetch_distnce' (did you mean 'prefetch_distance'?)"),
+    ({"fastmth": True}, "unknown option 'fastmth' (did you mean 'fastmath'?)"),
+    ({"stream_stores": ["dts"]}, "stream_stores names 'dts' (did you mean 'dst'?), which is not a parameter"),
+    ({"stream_loads": ["scr"]}, "stream_loads names 'scr' (did you mean 'src'?)"),
+])
+def test_misspelt_options_and_names_get_a_suggestion(options, match):
+    """Issue 21: a misspelt option or name offered no "did you mean"."""
+    with pytest.raises(sj.StreamConfigError) as error:
+        sj.stream_kernel(**options)(copy)
+    assert match in str(error.value)
+
+
+def test_a_single_string_is_one_name():
+    """Issue 21: `stream_stores="dst"` was rejected."""
+    kernel = sj.stream_kernel(stream_stores="dst", stream_loads="src")(copy)
+    assert (kernel.stream_options.stream_stores, kernel.stream_options.stream_loads) == (("dst",), ("src",))
+
+
+def test_stencil_messages():
+    """Issue 21: a misspelt stencil option gets a suggestion; a stencil
+    called from jitted code says so instead of "Untyped global name"."""
+    with pytest.raises(numba.core.errors.NumbaValueError, match=r"Unknown stencil option stream_store \(did you "
+                                                                 r"mean 'stream_stores'\?\)"):
+        sj.stencil(stream_store=True)(lambda a: a[0, 1])
+
+    @sj.stencil
+    def shift(a):
+        return a[0, 1]
+
+    @numba.njit
+    def calls_it(a):
+        return shift(a)
+
+    with pytest.raises(numba.core.errors.TypingError, match=r"streamjit stencil 'shift' cannot be called from "
+                                                            r"jitted code yet; there, call numba.stencil's kernel"):
+        calls_it(np.ones((3, 3)))
 
 
 def test_forwarded_numba_options_are_accepted():
