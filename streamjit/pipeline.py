@@ -46,12 +46,14 @@ classes) are why ``pyproject.toml`` pins Numba to 0.68.x.
 """
 
 import os
+import warnings
 
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.typed_passes import InlineOverloads
 from numba.core.untyped_passes import InlineInlinables
 
+from .errors import StreamWarning
 from .passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, fills, legality,
                      parallel_blocks, retype, size_check, stream_loads)
 
@@ -90,6 +92,16 @@ _UNTYPED = [_numba_pass(m, typed=False) for m in UNTYPED_PASSES]
 _TYPED = [_numba_pass(m, typed=True) for m in TYPED_PASSES]
 
 
+def _check_dump_env(pm):
+    """A ``STREAMJIT_DUMP_AFTER`` that names none of the passes in ``pm``
+    would dump nothing, silently: warn, listing the pass names."""
+    value = os.environ.get(DUMP_ENV)
+    names = [cls._name.removeprefix("streamjit_") for cls, _ in pm.passes if cls._name.startswith("streamjit_")]
+    if value is not None and value != "all" and names and value not in names:
+        warnings.warn(f"{DUMP_ENV}={value!r} names no streamjit pass, so nothing is printed; the passes: "
+                      f"{', '.join(names)}, or 'all'", StreamWarning, stacklevel=2)
+
+
 class StreamCompiler(CompilerBase):
     """Numba's nopython pipeline with the stream passes added. The stream
     options arrive as the class attribute ``stream_options`` (see
@@ -110,6 +122,7 @@ class StreamCompiler(CompilerBase):
                 pm.add_pass_after(cls, previous)
                 previous = cls
         pm.finalize()
+        _check_dump_env(pm)
         return [pm]
 
 

@@ -272,3 +272,16 @@ def test_stream_loads_true_excludes_self_loads():
     kernel(out, a)
     np.testing.assert_array_equal(out, 1 + 5 * a)
     assert kernel.stream_result().streamed_loads == {"a"}
+
+
+def test_unknown_dump_after_warns_with_the_pass_names(monkeypatch, capsys):
+    """Issue 21: `STREAMJIT_DUMP_AFTER=bogus` was silently ignored."""
+    monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "bogus")
+    with pytest.warns(sj.StreamWarning, match=r"STREAMJIT_DUMP_AFTER='bogus' names no streamjit pass, so nothing "
+                                              r"is printed; the passes: canonical_loops, .*align_peel, .*or 'all'"):
+        sj.stream_kernel(stream_stores=["dst"])(copy)(np.zeros(3), np.ones(3))
+    monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "legality")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sj.StreamWarning)
+        sj.stream_kernel(stream_stores=["dst"])(copy)(np.zeros(3), np.ones(3))
+    assert "after legality" in capsys.readouterr().out
