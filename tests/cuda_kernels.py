@@ -105,3 +105,9 @@ def atomic_numba_cuda(out, x):
     i = cuda.grid(1)
     if i < x.shape[0]:
         cuda.atomic.add(out, 0, x[i])
+
+
+def from_the_end(out, a):
+    # negative indices wrap around, element by element
+    for i in sj.prange(-5, a.shape[0] - 5):
+        out[i] = a[i] * 2.0

@@ -87,6 +87,8 @@ def cases():
     yield "stepped", lambda: same(stepped, K.stepped, (data(50), data(50)))
     branchy = sj.stream_kernel(K.branchy, target="cuda", stream_stores=True)
     yield "branchy", lambda: same(branchy, K.branchy, (data(41), RNG.random(41)))
+    wrapped = sj.stream_kernel(K.from_the_end, target="cuda", stream_stores=True, stream_loads=True)
+    yield "negative-indices", lambda: same(wrapped, K.from_the_end, (data(41, np.float32), data(41, np.float32)))
     alias = sj.stream_kernel(K.through_alias, target="cuda", stream_stores=True)
     yield "through-alias", lambda: same(alias, K.through_alias, (data(40)[3:], data(37)))
     update = sj.stream_kernel(K.update_rows, target="cuda", stream_stores=["out"])

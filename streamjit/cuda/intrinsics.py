@@ -217,11 +217,17 @@ def _simulated():
             array[element(array, index)] = value
         return sj_store
 
+    def contiguous(array, index, width):
+        """The elements one vector access reaches: the first wraps around if
+        negative, as the device's address does, and the rest follow it."""
+        *head, last = element(array, index)
+        last += array.shape[-1] if last < 0 else 0
+        return [(*head, last + k) for k in range(width)]
+
     def store_vector(name, width):
         def sj_store_vector(array, index, values):
-            *head, last = element(array, index)
-            for k, value in enumerate(values):
-                array[(*head, last + k)] = value
+            for at, value in zip(contiguous(array, index, width), values):
+                array[at] = value
         return sj_store_vector
 
     def load(name, cache):
@@ -231,8 +237,7 @@ def _simulated():
 
     def load_vector(name, width, cache):
         def sj_load_vector(array, index):
-            *head, last = element(array, index)
-            return tuple(array[(*head, last + k)] for k in range(width))
+            return tuple(array[at] for at in contiguous(array, index, width))
         return sj_load_vector
 
     def copy_async(name):

@@ -14,7 +14,7 @@ consecutive iterations:
 
     a0 = address(a, (..., lo))                     # where the loop starts
     h = hi                                         # unproven: every iteration scalar
-    if a0 % itemsize == 0 and (address(b, ...) - a0) % 16 == 0 ...:
+    if lo >= 0 and a0 % itemsize == 0 and (address(b, ...) - a0) % 16 == 0 ...:
         h = min(hi, lo + (-a0 % 16) // itemsize)   # the first 16-byte aligned iteration
     for v in range(lo + t, h, n): body             # head, scalar stores
     for j in range(t, (hi - h) // W, n):           # aligned groups
@@ -157,7 +157,10 @@ def _rewrite(kernel, loop, shape, stores):
     loads = _vector_loads(kernel, loop, shape, stores, bits)
     load_starts = [start_of(array, prefix) for (array, _), (prefix, _) in loads.items()]
     anchor = starts[0]  # every streamed store must share its alignment
-    tests = [f"{anchor} % {itemsize} == 0"] + [f"({v} - {anchor}) % {VECTOR_BYTES} == 0" for v in starts[1:]]
+    # (a negative index wraps around per element, so a group starting at one
+    # would not be contiguous: such a loop stays scalar)
+    tests = [f"{lo} >= 0", f"{anchor} % {itemsize} == 0"] + [f"({v} - {anchor}) % {VECTOR_BYTES} == 0"
+                                                           for v in starts[1:]]
     out += [statement(f"if {' and '.join(tests)}:\n"
                       f"    {head} = min({hi}, {lo} + (({VECTOR_BYTES} - {anchor} % {VECTOR_BYTES}) % "
                       f"{VECTOR_BYTES}) // {itemsize})"),
