@@ -3,12 +3,11 @@ whether streaming them is legal.
 
 `target="cuda"` applies the same rule with the same errors as the CPU
 path, so this module does not re-derive it: it runs Numba's CPU nopython
-front end on the loop function, with the stream passes that decide
-(``canonical_loops``, ``array_stores``, ``accesses``, ``legality``, in
-``pipeline.py``'s order), and stops before lowering. What it returns is the
-`StreamResult` those passes build (streamed stores and loads, notes); a
-store that may not stream raises the same `StreamLegalityError`, naming
-the same line. numba-cuda types NumPy arrays with the same
+front end on the loop function, with the stream passes that decide (those
+of ``pipeline.py`` up to ``legality``, in its order), and stops before
+lowering. What it returns is the `StreamResult` those passes build
+(streamed stores and loads, notes); a store that may not stream raises the
+same `StreamLegalityError`, naming the same line. numba-cuda types NumPy arrays with the same
 ``numba.types.Array``, so one signature serves both front ends.
 """
 
@@ -21,9 +20,13 @@ from numba.core.registry import cpu_target
 from .. import pipeline
 from ..plan import METADATA_KEY, StreamResult
 
-# The deciding passes, in the pipeline's order; the rest (peeling, fences,
-# size checks, load tags) rewrite for the CPU's lowering, which never runs.
-_DECIDING = ("canonical_loops", "array_stores", "accesses", "legality")
+# The deciding passes are the pipeline's up to `legality`, without
+# `parallel_blocks` (it splits prange loops into blocks for the CPU's
+# threads; on the GPU the grid takes their place). The passes after
+# `legality` (peeling, fences, size checks, load tags) rewrite for the
+# CPU's lowering, which never runs.
+_LAST = "legality"
+_CPU_ONLY = ("parallel_blocks",)
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)
@@ -40,7 +43,9 @@ class _StopAfterLegality(FunctionPass):
 def _passes(kind):
     modules = pipeline.UNTYPED_PASSES if kind == "untyped" else pipeline.TYPED_PASSES
     classes = pipeline._UNTYPED if kind == "untyped" else pipeline._TYPED
-    return [cls for module, cls in zip(modules, classes) if pipeline._pass_name(module) in _DECIDING]
+    names = [pipeline._pass_name(m) for m in modules]
+    end = names.index(_LAST) + 1 if _LAST in names else len(names)
+    return [cls for name, cls in zip(names[:end], classes[:end]) if name not in _CPU_ONLY]
 
 
 class _DecidingCompiler(pipeline.StreamCompiler):
