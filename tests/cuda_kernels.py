@@ -111,3 +111,10 @@ def from_the_end(out, a):
     # negative indices wrap around, element by element
     for i in sj.prange(-5, a.shape[0] - 5):
         out[i] = a[i] * 2.0
+
+
+def grid_3d(out, a):
+    for i in sj.prange(a.shape[0]):
+        for j in sj.prange(a.shape[1]):
+            for k in sj.prange(a.shape[2]):
+                out[i, j, k] = a[i, j, k] + 0.5

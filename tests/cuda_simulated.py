@@ -83,6 +83,8 @@ def cases():
     grid = sj.stream_kernel(K.grid_2d, target="cuda", stream_stores=True, stream_loads=True)
     for shape in ((0, 5), (7, 9), (33, 17)):
         yield f"grid-2d-{shape[0]}x{shape[1]}", lambda s=shape: same(grid, K.grid_2d, (data(s), data(s)))
+    grid3 = sj.stream_kernel(K.grid_3d, target="cuda", stream_stores=True, stream_loads=True)
+    yield "grid-3d", lambda: same(grid3, K.grid_3d, (data((3, 5, 19)), data((3, 5, 19))))
     stepped = sj.stream_kernel(K.stepped, target="cuda", stream_stores=True)
     yield "stepped", lambda: same(stepped, K.stepped, (data(50), data(50)))
     branchy = sj.stream_kernel(K.branchy, target="cuda", stream_stores=True)

@@ -140,9 +140,12 @@ def test_cpu_tested_prange_shapes_compile_and_stream(func, sig, array):
     assert r.machine["STG.E.EF"] + r.machine["STG.E.EF.128"] >= 1
 
 
-def test_a_perfect_prange_nest_is_a_2d_grid():
-    source = kernel("grid_2d", stream_stores=True).inspect_source((F64_2D, F64_2D))
-    assert ".grid(2)" in source and ".gridsize(2)" in source and "prange" not in source
+@pytest.mark.parametrize("func,sig,dims", [("grid_2d", (F64_2D, F64_2D), 2),
+                                           ("grid_3d", (T.float64[:, :, ::1],) * 2, 3)])
+def test_a_perfect_prange_nest_is_a_grid_of_its_depth(func, sig, dims):
+    source = kernel(func, stream_stores=True).inspect_source(sig)
+    assert f".grid({dims})" in source and f".gridsize({dims})" in source and "prange" not in source
+    assert report(func, sig, stream_stores=True).machine["STG.E.EF.128"] >= 1
 
 
 def test_other_dtypes_stay_plain_and_say_so():
