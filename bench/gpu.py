@@ -134,8 +134,13 @@ def table(mib, rounds, hand_hinted=True):
             runners["numba-cuda stcs/ldcs"] = synced(hinted[config], args)
         if name == "copy":
             runners["device-to-device copy"] = synced(lambda dst, src: dst.copy_to_device(src), (a, b))
-        for run in runners.values():
+        results = {}
+        for key, run in runners.items():
             run()  # compile, and the first touch
+            results[key] = args[0].copy_to_host()
+        for key, got in results.items():  # every variant computes the same
+            if not np.allclose(got, results["streamjit streamed"], rtol=1e-6):
+                raise SystemExit(f"bench/gpu.py: {name}: '{key}' differs from 'streamjit streamed'")
         medians = bench.interleaved_medians(runners, rounds)
         print(f"\n{name} ({nbytes / MIB:.0f} MiB moved per call), GB/s, median of {rounds}:")
         for key, seconds in medians.items():
