@@ -38,3 +38,13 @@ def test_every_case_ran(simulated):
 @pytest.mark.parametrize("case", CASES)
 def test_simulated_result_equals_njit(simulated, case):
     assert simulated[case] == "", simulated[case]
+
+
+def test_gpu_benchmark_script_runs_on_the_simulator():
+    # bench/gpu.py's logic (kernels, checks of every variant's result, the
+    # sweep) on tiny arrays; its timings mean nothing here
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    done = subprocess.run([sys.executable, os.path.join(HERE, os.pardir, "bench", "gpu.py"), "--smoke"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "pipeline depth" in done.stdout and "device-to-device copy" in done.stdout
