@@ -7,6 +7,8 @@ the kernel body, at first compile), ``StreamLegalityError`` when a signature
 is compiled and streaming a store would be unsafe.
 """
 
+import warnings
+
 
 class StreamError(ValueError):
     """Base class of every streamjit error."""
@@ -21,4 +23,12 @@ class StreamLegalityError(StreamError):
 
 
 class StreamWarning(UserWarning):
-    """A named array is never stored (or loaded) by the kernel."""
+    """A named array is never stored (or loaded) by the kernel, or none of
+    its stores could be streamed (the message says why)."""
+
+
+def warn_in_kernel(func_id, message, line=None):
+    """A `StreamWarning` shown at the user's kernel (its file, and ``line``
+    or the ``def`` line), not at the streamjit code that found it."""
+    warnings.warn_explicit(message, StreamWarning, func_id.filename, line or func_id.firstlineno,
+                           module=func_id.modname)

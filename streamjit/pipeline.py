@@ -36,7 +36,12 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
 
 Numba then lowers and optimizes as usual; ``lowering/library.py`` rewrites
 the optimized LLVM module (non-temporal tags, prefetches, AArch64 pairs,
-fences on the returns exceptions take out of a streamed nest).
+fences on the returns exceptions take out of a streamed nest). After
+Numba's lowering:
+
+10. ``nothing_streamed``: a warning for each array named in
+    ``stream_stores`` none of whose stores reached the machine code as
+    non-temporal stores, with the reasons.
 
 ``STREAMJIT_DUMP_AFTER=<pass name>`` (or ``all``) prints the IR after that
 pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes.
@@ -49,17 +54,18 @@ import os
 import warnings
 
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
-from numba.core.compiler_machinery import FunctionPass, register_pass
-from numba.core.typed_passes import InlineOverloads
+from numba.core.compiler_machinery import AnalysisPass, FunctionPass, register_pass
+from numba.core.typed_passes import InlineOverloads, NativeLowering, NativeParforLowering
 from numba.core.untyped_passes import InlineInlinables
 
 from .errors import StreamWarning
 from .passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, fills, legality,
-                     parallel_blocks, retype, size_check, stream_loads)
+                     nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
 
 UNTYPED_PASSES = (canonical_loops,)
 TYPED_PASSES = (fills, array_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check,
                 stream_loads, retype)
+LOWERED_PASSES = (nothing_streamed,)
 DUMP_ENV = "STREAMJIT_DUMP_AFTER"
 
 
@@ -67,9 +73,11 @@ def _pass_name(module):
     return module.__name__.rsplit(".", 1)[-1]
 
 
-def _numba_pass(module, typed):
-    """A Numba ``FunctionPass`` that runs ``module.run_pass(state)``; before
-    the first typed one, the typed statements are recorded (`retype.py`)."""
+def _numba_pass(module, typed, base=FunctionPass):
+    """A Numba pass (a ``FunctionPass``; an ``AnalysisPass`` after lowering,
+    where the IR holds Numba's ``del``s) that runs
+    ``module.run_pass(state)``; before the first typed one, the typed
+    statements are recorded (`retype.py`)."""
     name = _pass_name(module)
 
     def run_pass(self, state):
@@ -83,13 +91,15 @@ def _numba_pass(module, typed):
             state.func_ir.dump()
         return bool(changed)
 
-    cls = type(f"Stream_{name}", (FunctionPass,), {
-        "_name": f"streamjit_{name}", "__init__": lambda self: FunctionPass.__init__(self), "run_pass": run_pass})
-    return register_pass(mutates_CFG=True, analysis_only=False)(cls)
+    cls = type(f"Stream_{name}", (base,), {
+        "_name": f"streamjit_{name}", "__init__": lambda self: base.__init__(self), "run_pass": run_pass})
+    analysis = base is AnalysisPass
+    return register_pass(mutates_CFG=not analysis, analysis_only=analysis)(cls)
 
 
 _UNTYPED = [_numba_pass(m, typed=False) for m in UNTYPED_PASSES]
 _TYPED = [_numba_pass(m, typed=True) for m in TYPED_PASSES]
+_LOWERED = [_numba_pass(m, typed=False, base=AnalysisPass) for m in LOWERED_PASSES]
 
 
 def _check_dump_env(pm):
@@ -119,6 +129,10 @@ class StreamCompiler(CompilerBase):
                 previous = cls
             previous = InlineOverloads
             for cls in _TYPED:
+                pm.add_pass_after(cls, previous)
+                previous = cls
+            previous = next(cls for cls, _ in pm.passes if cls in (NativeLowering, NativeParforLowering))
+            for cls in _LOWERED:
                 pm.add_pass_after(cls, previous)
                 previous = cls
         pm.finalize()

@@ -29,7 +29,7 @@ _LOAD = re.compile(r"^load (?:volatile )?(<\d+ x [^>]+>|[^,]+), ptr (%[\w.\-]+)(
 _PREFETCH = re.compile(r"call void @llvm\.prefetch\.\w+\(ptr (%[\w.\-]+)")
 _MASKED_STORE = re.compile(r"call void @llvm\.masked\.(?:store|scatter)\.[^(]+\([^,]+, ptr (%[\w.\-]+)")
 _DATA_ARG = re.compile(r"^%arg\.(\w+)\.4$")
-_PARFOR_BODY = re.compile(r'^define linkonce_odr [^\n]*@"?(_ZN[^"(\s]*__numba_parfor_gufunc[^"(\s]*)"?\(', re.M)
+PARFOR_BODY = re.compile(r'^define linkonce_odr [^\n]*@"?(_ZN[^"(\s]*__numba_parfor_gufunc[^"(\s]*)"?\(', re.M)
 
 
 @dataclass
@@ -182,7 +182,7 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     """The report of one signature from its final LLVM IR and assembly."""
     # The kernel, and the worker functions Numba generated for its prange
     # loops (parallel=True), which are linked into the same module.
-    names = [dispatcher.overloads[sig].fndesc.mangled_name] + _PARFOR_BODY.findall(llvm_text)
+    names = [dispatcher.overloads[sig].fndesc.mangled_name] + PARFOR_BODY.findall(llvm_text)
     llvm_functions = [function_body(llvm_text, n, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n") for n in names]
     llvm_function = "".join(llvm_functions)
     # Mach-O prefixes symbols with an underscore.

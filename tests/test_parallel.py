@@ -138,3 +138,21 @@ def test_a_pure_copy_in_prange_keeps_its_streamed_stores():
     report = parallel_copy.stream_report()
     assert report.arrays["dst"].nt_vector_stores > 0 and report.machine_nt_vector_stores > 0
     assert report.unfenced_stores == 0, str(report)   # each worker fences its own stores
+
+
+def test_inner_prange_in_a_row_loop_streams():
+    """Issue 21, defect 1: a prange inside a sequential row loop writes each
+    element once (its blocks cover disjoint column ranges): legal, streamed."""
+    def rows_then_parallel_columns(dst, src):
+        for i in range(dst.shape[0]):
+            for j in sj.prange(dst.shape[1]):
+                dst[i, j] = src[i, j] * 0.5
+
+    kernel = sj.stream_kernel(stream_stores=["dst"], parallel=True)(rows_then_parallel_columns)
+    src = np.random.default_rng(4).standard_normal((37, 1003))
+    expected = np.empty_like(src)
+    numba.njit(parallel=True)(rows_then_parallel_columns)(expected, src)
+    dst = np.empty((37, 1004))[:, 1:]
+    kernel(dst, src)
+    np.testing.assert_array_equal(dst, expected)
+    assert kernel.stream_report().arrays["dst"].nt_vector_stores > 0

@@ -17,7 +17,6 @@ The other passes ask: which accesses touch which array, inside which loops
 """
 
 import re
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +24,7 @@ from numba.core import ir, types
 from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.ir_utils import find_callname, guard
 
-from ..errors import StreamConfigError, StreamWarning
+from ..errors import StreamConfigError, warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY, StreamResult
 
 PRANGE_NAMES = ("prange", "internal_prange")
@@ -516,12 +515,12 @@ def streamed_store_names(options, scan, origin=None):
     return named
 
 
-def _warn_unused(option, used, option_name, verb, func_name):
+def _warn_unused(option, used, option_name, verb, func_id):
     """A StreamWarning for each name in a list option that the kernel never
-    ``verb``s (the option itself is the warning's subject)."""
+    ``verb``s, shown at the kernel's ``def``."""
     if isinstance(option, tuple):
         for name in sorted(set(option) - used):
-            warnings.warn(f"{option_name} names '{name}', but {func_name} never {verb} it", StreamWarning, stacklevel=2)
+            warn_in_kernel(func_id, f"{option_name} names '{name}', but {func_id.func_qualname} never {verb} it")
 
 
 def run_pass(state):
@@ -535,17 +534,18 @@ def run_pass(state):
     # (a result named but not fused is noted by array_stores.py)
     locals_named = set(options.stream_stores) - set(state.func_id.arg_names) - stored - scan.results \
         if isinstance(options.stream_stores, tuple) else set()
-    _warn_unused(options.stream_stores, stored | scan.results | locals_named, "stream_stores", "stores to", func_name)
+    _warn_unused(options.stream_stores, stored | scan.results | locals_named, "stream_stores", "stores to",
+                 state.func_id)
     for name in sorted(locals_named):
-        warnings.warn(f"stream_stores names '{name}', but {func_name} neither allocates it with NumPy (np.empty, "
-                      "np.zeros, ...) and stores to it, nor computes it by an array expression: it stays plain",
-                      StreamWarning, stacklevel=2)
+        warn_in_kernel(state.func_id, f"stream_stores names '{name}', but {func_name} neither allocates it with NumPy "
+                       "(np.empty, np.zeros, ...) and stores to it, nor computes it by an array expression: it stays "
+                       "plain")
     loads = _named(options.stream_loads, loaded - stored)
     self_loads = sorted(loads & stored)
     if self_loads:
         raise StreamConfigError(f"stream_loads names '{self_loads[0]}', which {func_name} also stores to: "
                                 "a kernel cannot stream its own self-loads")
-    _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", func_name)
+    _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", state.func_id)
     result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded),
                           fresh_arrays=frozenset(scan.fresh & stored | scan.results), views=dict(scan.views))
     if options.stream_stores is True:

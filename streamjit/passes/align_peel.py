@@ -76,8 +76,8 @@ def _why_not_peelable(scan, loop):
         return "its loop is a prange loop that was not split into blocks"
     if not loop.is_range:
         return "its loop is not a range() loop"
-    if _int_value(scan, loop.step) != 1:
-        return "its loop step is not 1"
+    if _int_value(scan, loop.step) not in (1, -1):
+        return "its loop step is not 1 or -1"
     blocks = scan.func_ir.blocks
     header = blocks[loop.for_block].body[-1]
     if len(loop.entries) != 1 or not isinstance(blocks[next(iter(loop.entries))].body[-1], ir.Jump):
@@ -132,7 +132,9 @@ def plan_peels(scan, legal, streamed, aligned_loads, result, origin):
                 if all(d is not None for d in dims):
                     loads.append((a, dims))
         plan = PeelPlan(loop, root, aligned, loads)
-        plan.sources = _alignable_stream_loads(plan, loop, aligned_loads, scan)
+        # (sources read through aligned pointers only forwards)
+        plan.sources = _alignable_stream_loads(plan, loop, aligned_loads, scan) if _int_value(scan, loop.step) == 1 \
+            else []
         plans.append(plan)
     return plans
 
@@ -270,8 +272,12 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     exit_label = header_branch.falsebr
     scope, loc = preheader.scope, loop.loc
     pre = Emitter(scope, loc)
-    first = loop.start if isinstance(loop.start, int) else pre.assign(loop.start, hint="lo")
-    hi = pre.assign(loop.stop, hint="hi")
+    reverse = _int_value(scan, loop.step) == -1
+    if reverse:  # range(top, bottom, -1) visits [bottom + 1, top + 1) downwards
+        first, hi = pre.add(loop.stop, 1), pre.add(loop.start, 1)
+    else:
+        first = loop.start if isinstance(loop.start, int) else pre.assign(loop.start, hint="lo")
+        hi = pre.assign(loop.stop, hint="hi")
     last = pre.sub(hi, 1)
     anchor, anchor_dims = plan.stores[0]
     checks = _bounds_checks(scan, pre, plan, first, last)
@@ -286,10 +292,13 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         checks.insert(0, ir.Var(scope, SIZE_GATE, loc))
     # `&`, not `and`: no short-circuit branches to lower and optimize
     ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), checks)
-    start = pre.call(intrinsics.aligned_start, ir.Var(scope, anchor.array_var, loc),
-                     _index_at(scan, pre, anchor_dims, loop, first), first, hi, ok)
+    # the aligned loop runs over [start, hi) forwards, or [first, start) downwards, after the head
+    boundary, at = (intrinsics.aligned_end, hi) if reverse else (intrinsics.aligned_start, first)
+    start = pre.call(boundary, ir.Var(scope, anchor.array_var, loc), _index_at(scan, pre, anchor_dims, loop, at),
+                     first, hi, ok)
     drop_definition(blocks, scan.defs[loop.iterator][0])
-    pre.range_iterator(range, [first, start], target=loop.iterator)
+    pre.range_iterator(range, [loop.start, pre.sub(start, 1), -1] if reverse else [first, start],
+                       target=loop.iterator)
     preheader.body[-1:-1] = pre.stmts
 
     # the aligned loop(s): copies of the loop's blocks, planned accesses rewritten
@@ -303,7 +312,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
             source_pointers[access] = emit.call(intrinsics.aligned_pointer, ir.Var(scope, access.array_var, loc),
                                                 _index_at(scan, emit, dims, loop, start))
         iterator = emit.temp("aligned_iter").name
-        emit.range_iterator(range, [start, hi], target=iterator)
+        emit.range_iterator(range, [emit.sub(start, 1), loop.stop, -1] if reverse else [start, hi], target=iterator)
         head, mapping = _clone_loop(state, loop, iterator)
         _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
         emit.stmts.append(ir.Jump(head, loc))
@@ -321,7 +330,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     else:
         entry = aligned_copy(Emitter(scope, loc), {})
     after = Emitter(scope, loc)
-    more = after.binop(operator.gt, hi, start)
+    more = after.binop(operator.gt, start, first) if reverse else after.binop(operator.gt, hi, start)
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))
     retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
     plan.added = set(blocks) - existing

@@ -32,6 +32,7 @@ from numba.core import ir, types
 from ..errors import StreamLegalityError
 from ..plan import METADATA_KEY
 from .affine import Affine, AffineAnalyzer
+from .parallel_blocks import is_block_loop
 
 
 def _fail(store, reason):
@@ -96,6 +97,8 @@ def analyze_store(scan, store):
         _not_affine(store)
     nest = store.loops[store.loops.index(root):] if root is not None else ()
     for loop in nest:
+        if is_block_loop(loop):
+            continue  # its blocks run the loop inside it over disjoint ranges (an inner prange, split)
         if not loop.is_range:
             kind = "while" if loop.kind == "while" else "non-range for"
             _fail(store, f"the store is inside a {kind} loop (line {loop.line}) within its nest, whose "
@@ -152,20 +155,31 @@ def index_array_store(scan, store):
                                           for a in store.index)
 
 
+def numba_whole_store(scan, store, origin):
+    """Whether ``store`` is one Numba makes itself, with plain stores, that
+    no pass streams: a whole-array operator (``B *= 2``), an index-array
+    store, a row or slice assignment `array_stores.py` did not turn into an
+    element loop (``y[:k] += alpha * np.flip(y[:k])``: its operands are not
+    elementwise), or the fallback of one it did: the element loop is
+    checked instead (a view that moves with an outer loop, ``out[i:i + 2] =
+    ...`` in an ``i`` loop, is a stage re-run by that loop, as a time loop
+    re-runs a nest)."""
+    return store.kind in ("inplace", "row", "slice") or index_array_store(scan, store) \
+        or (not store.is_element and id(store.stmt) in origin)
+
+
 def check_stream_stores(scan, arrays, origin):
     """Raise `StreamLegalityError` unless streaming stores to ``arrays`` is
     safe; return {store: (nest root, dims)}. ``origin``: the stores
     `array_stores.py` made or kept as the fallback of its loops."""
     analyzed = {}
     for array in arrays:
-        # whole-array operators (`B *= 2`), index-array stores and the
-        # fallbacks of whole stores through a view run once, as a stage of
-        # their own, with Numba's own (plain) stores
-        indexed = [(s, *analyze_store(scan, s)) for s in scan.stores(array)
-                   if s.kind != "inplace" and not index_array_store(scan, s)
-                   and not (s.kind == "view" and id(s.stmt) in origin)]
+        # stores Numba makes itself (`numba_whole_store`) run once, as a
+        # stage of their own, with plain stores
+        indexed = [(s, *analyze_store(scan, s)) for s in scan.stores(array) if not numba_whole_store(scan, s, origin)]
+        stage = {a: root_a for a, root_a, _ in indexed}
+        conflicts = []
         for n, (a, root_a, dims_a) in enumerate(indexed):
-            analyzed[a] = (root_a, dims_a)
             for b, root_b, dims_b in indexed[n + 1:]:
                 if root_a is None or root_a is not root_b:
                     continue
@@ -173,9 +187,35 @@ def check_stream_stores(scan, arrays, origin):
                     continue
                 if _same_index(dims_a, dims_b) and _exclusive(scan, a.label, b.label):
                     continue
+                separate = _separate_stages(a, b)
+                if separate is None:
+                    conflicts.append((a, b))
+                    continue
+                # two nests run one after the other (Halide's stages), each fenced after it runs
+                for store, child in zip((a, b), separate):
+                    stage[store] = child or stage[store]
+        for a, b in conflicts:
+            if stage[a] is stage[b]:
                 first, second = sorted((a, b), key=lambda s: s.line)
                 _fail(second, f"this store and the one at line {first.line} may write the same element")
+        analyzed.update({a: (stage[a], dims_a) for a, _, dims_a in indexed})
     return analyzed
+
+
+def _separate_stages(a, b):
+    """``(loop of a, loop of b)``: the loops right inside the innermost loop
+    holding both stores, where the two stores sit in different ones (None
+    for a store right in that loop's body); None when both sit in one loop
+    body, one stage. Separate nests inside a sequential loop are separate
+    stages even when that loop's variable selects what both write (NPBench's
+    ``vadv``: two nests writing plane ``k`` in turn): each stage writes an
+    element at most once, and the fence after each orders them."""
+    depth = 0
+    while depth < min(len(a.loops), len(b.loops)) and a.loops[depth] is b.loops[depth]:
+        depth += 1
+    inner_a = a.loops[depth] if depth < len(a.loops) else None
+    inner_b = b.loops[depth] if depth < len(b.loops) else None
+    return None if inner_a is None and inner_b is None else (inner_a, inner_b)
 
 
 def run_pass(state):
@@ -187,6 +227,9 @@ def run_pass(state):
         if index_array_store(scan, store):
             result.note(store.array, store.line, "an index-array store (a boolean mask or fancy indexing): "
                         "Numba's own, plain stores")
+        elif store.kind in ("row", "slice") and id(store.stmt) not in state.stream_store_origin:
+            result.note(store.array, store.line, f"a {store.kind} assignment Numba makes itself (its right-hand "
+                        "side is not arithmetic and ufuncs on arrays and scalars): plain stores")
         elif store.is_element and store.loops and state.stream_legal[store][0] is None:
             result.note(store.array, store.line, "one element, whichever the iteration of the loops around it: "
                         "a stage of its own, plain stores")

@@ -34,6 +34,13 @@ from .retype import retype
 # float32 copy 1.21x the plain loop instead of 1.40x with these (256 MiB).
 # Still small enough to balance a few dozen workers on large arrays.
 BLOCK = 1 << 18
+BLOCK_HINT = "block"
+
+
+def is_block_loop(loop):
+    """Whether ``loop`` is a parallel loop over blocks this pass made: its
+    iterations run the loop inside it over disjoint ranges."""
+    return bool(loop.induction) and loop.induction.startswith(f"$streamjit_{BLOCK_HINT}.")
 
 
 def _splittable(scan, loop):
@@ -65,7 +72,7 @@ def _split(scan, loop):
 
     head = Emitter(scope, loc)
     nxt = head.assign(ir.Expr.iternext(outer_iter, loc), hint="next")
-    block_index = head.assign(ir.Expr.pair_first(nxt, loc), hint="block")
+    block_index = head.assign(ir.Expr.pair_first(nxt, loc), hint=BLOCK_HINT)
     more = head.assign(ir.Expr.pair_second(nxt, loc), hint="more")
     body = Emitter(scope, loc)
     start = body.add(lo, body.binop(operator.mul, block_index, BLOCK))

@@ -295,14 +295,31 @@ def aligned_start(typingctx, arr, first, lo, hi, ok):
     """First loop index at which ``arr``'s streamed store is aligned, or
     ``hi`` when the aligned loop must not run (check failed, loop too short,
     data not even element-aligned, last dimension not contiguous)."""
-    supported = _is_element_access(arr, first)
+    return _aligned_boundary(arr, first, lo, hi, ok, reverse=False)
+
+
+@intrinsic
+def aligned_end(typingctx, arr, end, lo, hi, ok):
+    """For a loop running down from ``hi - 1`` to ``lo``: the largest index
+    ``sv <= hi`` at which ``arr``'s streamed store is aligned (``end`` is the
+    index of the element at ``hi``), so the aligned loop runs ``sv - 1`` down
+    to ``lo``; or ``lo`` when it must not run (as `aligned_start`)."""
+    return _aligned_boundary(arr, end, lo, hi, ok, reverse=True)
+
+
+def _aligned_boundary(arr, at, lo, hi, ok, reverse):
+    """`aligned_start` / `aligned_end`: where an aligned loop over ``[lo, hi)``
+    starts (forward, from the element at ``lo``) or ends (``reverse``, from
+    the element at ``hi``), given the other checks ``ok``."""
+    supported = _is_element_access(arr, at)
 
     def codegen(context, builder, sig, args):
         aryty, idxty, loty, hity = sig.args[:4]
         lo_v = context.cast(builder, args[2], loty, types.intp)
         hi_v = context.cast(builder, args[3], hity, types.intp)
+        fallback = lo_v if reverse else hi_v
         if not supported:
-            return hi_v
+            return fallback
         itemsize = as_dtype(aryty.dtype).itemsize
         lanes = STREAM_ALIGN_BYTES // itemsize
         address = _element_address(context, builder, aryty, args[0], idxty, args[1])
@@ -311,11 +328,24 @@ def aligned_start(typingctx, arr, first, lo, hi, ok):
                                                 address.type(0))
         contiguous = _unit_inner_stride(context, builder, aryty, args[0])
         run = builder.and_(builder.and_(args[4], long_enough), builder.and_(element_aligned, contiguous))
-        misalignment = builder.and_(builder.neg(address), address.type(STREAM_ALIGN_BYTES - 1))
-        peel = builder.udiv(misalignment, misalignment.type(itemsize))
-        return builder.select(run, builder.add(lo_v, peel), hi_v)
+        if reverse:  # back from hi to the aligned element below it
+            misalignment = builder.and_(address, address.type(STREAM_ALIGN_BYTES - 1))
+            boundary = builder.sub(hi_v, builder.udiv(misalignment, misalignment.type(itemsize)))
+        else:  # on from lo to the next aligned element
+            misalignment = builder.and_(builder.neg(address), address.type(STREAM_ALIGN_BYTES - 1))
+            boundary = builder.add(lo_v, builder.udiv(misalignment, misalignment.type(itemsize)))
+        chosen = builder.select(run, boundary, fallback)
+        if not reverse:
+            return chosen
+        # Where the aligned loop runs (``chosen > lo``) LLVM knows the select
+        # took ``boundary`` and rewrites some uses of it but not others; the
+        # store offsets ``j - chosen`` then mix the two and their alignment is
+        # no longer provable. A frozen value is one value to every use.
+        frozen = llir.Instruction(builder.block, chosen.type, "freeze", [chosen])
+        builder._insert(frozen)
+        return frozen
 
-    return types.intp(arr, first, lo, hi, ok), codegen
+    return types.intp(arr, at, lo, hi, ok), codegen
 
 
 @intrinsic

@@ -1,0 +1,115 @@
+"""A named array none of whose stores is streamed raises a StreamWarning that
+names it and gives the reason, shown at the user's kernel; arrays streamed
+under stream_stores=True are not warned about."""
+
+import warnings
+
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+import pytest
+
+import streamjit as sj
+
+
+def step_two(out, a):
+    for i in range(0, a.shape[0], 2):
+        out[i] = a[i]
+
+
+def with_break(out, a):
+    for i in range(a.shape[0]):
+        if a[i] > 10.0:
+            break
+        out[i] = a[i]
+
+
+def scaled_index(out, a):
+    for i in range(a.shape[0] // 2):
+        out[2 * i] = a[i]
+
+
+def index_array(out, a):
+    out[a > 0.5] = 1.0
+
+
+def one_element(out, a):
+    for i in range(a.shape[0]):
+        out[0] = a[i]
+
+
+def recurrence(out, a):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc = acc * 0.5 + a[i]
+        out[i] = acc
+
+
+def fresh_under_auto(a):
+    r = np.empty_like(a)
+    for i in range(a.shape[0]):
+        r[i] = 2.0 * a[i]
+    return r
+
+
+# x86 has scalar non-temporal stores for floating point only with AMD's SSE4A
+SCALAR_FP_NT = llvm.get_process_triple().startswith("x86_64") and llvm.get_host_cpu_features().get("sse4a", False)
+CASES = [
+    (step_two, {}, "its loop step is not 1"),
+    (scaled_index, {}, "the last index is not 'i' plus a loop-invariant offset"),
+    (index_array, {}, "an index-array store"),
+    (one_element, {}, "one element, whichever the iteration"),
+] + [pytest.param(func, {}, "did not vectorize, and this CPU has no scalar non-temporal store",
+                 marks=pytest.mark.skipif(SCALAR_FP_NT, reason="this CPU streams scalar floating-point stores (SSE4A)"))
+     for func in (recurrence, with_break)]
+
+
+def _call(kernel, func):
+    a = np.random.default_rng(1).random(203)
+    if func is fresh_under_auto:
+        return kernel(a)
+    return kernel(np.zeros(203), a)
+
+
+@pytest.mark.parametrize("func, options, reason", CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_named_array_that_streams_nothing_warns_with_the_reason(func, options, reason):
+    kernel = sj.stream_kernel(stream_stores=["out"], **options)(func)
+    with pytest.warns(sj.StreamWarning, match=rf"stream_stores names 'out', but no store to it is streamed in "
+                                              rf"{func.__name__}: .*{reason}") as caught:
+        _call(kernel, func)
+    # shown at the kernel, not inside streamjit
+    assert all(w.filename == __file__ for w in caught if issubclass(w.category, sj.StreamWarning))
+    # the code is Numba's all the same
+    a = np.random.default_rng(1).random(203)
+    expected, got = np.zeros(203), np.zeros(203)
+    numba.njit(func)(expected, a)
+    kernel(got, a)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_fresh_array_named_under_auto_warns():
+    kernel = sj.stream_kernel(stream_stores=["r"], threshold="auto")(fresh_under_auto)
+    with pytest.warns(sj.StreamWarning, match="names 'r', but no store to it is streamed.*measured"):
+        _call(kernel, fresh_under_auto)
+
+
+def test_no_warning_when_it_streams_or_was_not_named():
+    def copy(out, a):
+        for i in range(a.shape[0]):
+            out[i] = a[i]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sj.StreamWarning)
+        _call(sj.stream_kernel(stream_stores=["out"])(copy), copy)
+        # under True the report notes say why; nothing is warned
+        _call(sj.stream_kernel(stream_stores=True)(step_two), step_two)
+        _call(sj.stream_kernel(stream_stores=True)(with_break), with_break)
+
+
+def test_never_stored_warning_points_at_the_kernel():
+    def reads_only(out, a):
+        return a[0]
+
+    with pytest.warns(sj.StreamWarning, match="never stores to it") as caught:
+        sj.stream_kernel(stream_stores=["out"])(reads_only)(np.zeros(3), np.ones(3))
+    assert caught[0].filename == __file__
