@@ -3,7 +3,7 @@ against numba.njit under numba-cuda's simulator, `cuda_simulated.py`):
 the prange shapes of the CPU tests (test_parallel.py, test_user_shapes.py)
 and a few the GPU passes treat specially."""
 
-from numba import cuda
+from numba import cuda, float64
 from numba import prange as pr  # `prange` under another name
 
 import streamjit as sj
@@ -118,3 +118,14 @@ def grid_3d(out, a):
         for j in sj.prange(a.shape[1]):
             for k in sj.prange(a.shape[2]):
                 out[i, j, k] = a[i, j, k] + 0.5
+
+
+def reverse_blocks_numba_cuda(out, x):
+    # a numba-cuda kernel with shared memory and a barrier: each block of 64
+    # reverses its elements (x holds whole blocks)
+    tile = cuda.shared.array(64, float64)
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    tile[t] = x[i]
+    cuda.syncthreads()
+    out[i] = tile[63 - t]

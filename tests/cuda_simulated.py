@@ -104,6 +104,9 @@ def cases():
     nc = sj.cuda.jit(K.axpy_numba_cuda, stream_stores=["out"], stream_loads=True, load_cache="nc")
     yield "numba-cuda-axpy-nc", lambda: same(nc, K.axpy_numba_cuda, (data(99), data(99), data(99), 0.5), (2, 64),
                                              reference=cuda.jit(K.axpy_numba_cuda)[2, 64])
+    shared = sj.cuda.jit(K.reverse_blocks_numba_cuda, stream_stores=["out"], stream_loads=["x"])
+    yield "numba-cuda-shared-memory", lambda: same(shared, K.reverse_blocks_numba_cuda, (data(192), data(192)),
+                                                   (3, 64), reference=cuda.jit(K.reverse_blocks_numba_cuda)[3, 64])
     # the launch given by the caller: grid-stride loops cover any grid
     for launch in ((1, 32), (3, 64), (5, 128)):
         yield f"triad-launch-{launch[0]}x{launch[1]}", lambda launch=launch: same(

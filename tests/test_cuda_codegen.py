@@ -154,6 +154,16 @@ def test_other_dtypes_stay_plain_and_say_so():
     assert any("no PTX cache hint" in note for note in r.arrays["out"].notes)
 
 
+def test_numba_cuda_kernel_with_shared_memory_keeps_it():
+    sig = (F64, F64)
+    hinted = sj.cuda.jit(K.reverse_blocks_numba_cuda, stream_stores=["out"], stream_loads=["x"])
+    r = hinted.stream_report(sig)
+    assert r.arrays["out"].scalar_stores == 1 and r.arrays["x"].loads == 1
+    code = hinted.inspect_sass(sig)
+    assert re.search(r"\bSTS\b", code) and re.search(r"\bLDS\b", code) and "BAR.SYNC" in code
+    assert re.search(r"\bSTG\.E\.EF\.64\b", code) and re.search(r"\bLDG\.E\.EF\.64\b", code)
+
+
 def test_stores_through_an_alias_stream():
     r = report("through_alias", (F64, F64), stream_stores=True)
     assert r.arrays["out"].vector_stores >= 1 and r.arrays["out"].scalar_stores >= 1

@@ -18,6 +18,7 @@ CASES = [f"triad-{n}{s}" for s in ("", "-prefetch2") for n in (0, 1, 7, 33, 1001
     ["fill-float32", "fill-int32", "fill-int8", "renamed-prange", "chained-store", "prange-rows", "grid-2d-0x5",
      "grid-2d-7x9", "grid-2d-33x17", "grid-3d", "stepped", "branchy", "negative-indices", "through-alias",
      "update-rows", "numba-cuda-axpy-0", "numba-cuda-axpy-7", "numba-cuda-axpy-1001", "numba-cuda-axpy-nc",
+     "numba-cuda-shared-memory",
      "triad-launch-1x32", "triad-launch-3x64", "triad-launch-5x128", "triad-prefetch3-64-threads",
      "device-arrays-in-place"]
 
