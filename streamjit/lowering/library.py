@@ -3,7 +3,7 @@ makes Numba use it.
 
 Numba optimizes each function's final LLVM module inside its code library.
 ``StreamCodeLibrary`` lets that happen unchanged, then rewrites the
-optimized module (`nontemporal.py`, `prefetch.py`, `exit_fences.py`) before machine code is
+optimized module (`widen_stores.py`, `nontemporal.py`, `prefetch.py`, `exit_fences.py`) before machine code is
 generated. It keeps the rewritten text for `stream_report` (Numba's
 `inspect_llvm` shows the module only after the backend has changed it in
 place) and the text before optimization, to compile for other targets
@@ -29,6 +29,7 @@ from .markers import STREAM_STORE_SCOPE
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_nontemporal import pair_streamed_accesses
 from .prefetch import insert_stream_prefetches
+from .widen_stores import widen_streamed_stores
 
 
 class StreamCodeLibrary(JITCodeLibrary):
@@ -66,7 +67,7 @@ class StreamCodeLibrary(JITCodeLibrary):
         super()._optimize_final_module()
         text = str(self._final_module)
         rewritten = fence_exits(insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
-            remove_keep_scalar_calls(text)))))
+            widen_streamed_stores(remove_keep_scalar_calls(text))))))
         if rewritten is not text:
             module = llvm.parse_assembly(rewritten)
             module.verify()
