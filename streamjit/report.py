@@ -18,6 +18,7 @@ from numba import types
 from numba.core.ir_utils import legalize_names
 
 from .lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
+from .lowering.nontemporal import MOVNTI_CALL
 from .lowering.exit_fences import EXIT_FENCE_MARK
 from .lowering.llvm_text import function_blocks, unfenced_returns
 from .lowering.targets import count_asm_streaming
@@ -130,6 +131,8 @@ def count_array_accesses(llvm_function, arrays, aliases=None):
         elif load:
             ty, ptr, tail = load.groups()
             attr = "nt_loads" if "!nontemporal" in tail else "plain_loads"
+        elif MOVNTI_CALL.search(body):
+            ptr, attr = MOVNTI_CALL.search(body).group(1), "nt_scalar_stores"
         elif _PREFETCH.search(body):
             ptr, attr = _PREFETCH.search(body).group(1), "prefetches"
         elif _MASKED_STORE.search(body):
@@ -150,7 +153,9 @@ def count_marked_stores(llvm_function, llvm_text, array):
     for line in llvm_function.splitlines():
         store = _STORE.match(line)
         scope = re.search(r"!alias\.scope !(\d+)", line)
-        if store and scope and int(scope.group(1)) in lists:
+        if MOVNTI_CALL.search(line) and scope and int(scope.group(1)) in lists:
+            rep.nt_scalar_stores += 1
+        elif store and scope and int(scope.group(1)) in lists:
             ty, _, tail = store.groups()
             attr = "plain_stores" if "!nontemporal" not in tail else \
                 "nt_vector_stores" if ty.startswith("<") else "nt_scalar_stores"

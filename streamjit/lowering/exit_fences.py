@@ -16,7 +16,7 @@ by the nest's fence and get none.
 
 import re
 
-from .llvm_text import STORE_FENCE, function_blocks, unfenced_returns
+from .llvm_text import NT_STORE, STORE_FENCE, function_blocks, unfenced_returns
 
 EXIT_FENCE_MARK = "; streamjit: exit fence"
 _FUNCTION = re.compile(r"^define [^\n]*\{\n.*?^\}$", re.M | re.S)
@@ -55,12 +55,12 @@ def _fenced(function_text, fence_call):
 def fence_exits(text):
     """The module text with every return that a non-temporal store reaches
     without a fence fenced; ``text`` itself when there is none."""
-    if "!nontemporal" not in text:
+    if not NT_STORE.search(text):
         return text
     fence = STORE_FENCE.search(text)
     if fence is None:  # (no nest fence: nothing streamed was placed)
         return text
     line = text[text.rfind("\n", 0, fence.start()) + 1:text.find("\n", fence.start())].strip()
-    rewritten = _FUNCTION.sub(lambda m: _fenced(m.group(0), line) if "!nontemporal" in m.group(0) else m.group(0),
+    rewritten = _FUNCTION.sub(lambda m: _fenced(m.group(0), line) if NT_STORE.search(m.group(0)) else m.group(0),
                               text)
     return rewritten if rewritten != text else text

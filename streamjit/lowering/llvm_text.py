@@ -32,7 +32,8 @@ def constant_offsets(lines):
 
 _BLOCK_LABEL = re.compile(r'^"?([-\w.$]+)"?:')
 _SUCCESSOR = re.compile(r'label %"?([-\w.$]+)"?')
-_NT_STORE = re.compile(r"^\s*store .*!nontemporal")
+# a non-temporal store: tagged, or a scalar float's `movnti` (`nontemporal.py`)
+NT_STORE = re.compile(r'^\s*(?:store .*!nontemporal|call void asm sideeffect "movnti)', re.M)
 _RETURN = re.compile(r"^\s*ret\b")
 # every target's store fence (`targets.emit_store_fence`)
 STORE_FENCE = re.compile(r"call void @llvm\.(?:x86\.sse\.sfence|aarch64\.dmb)\(|^\s*fence\b")
@@ -79,7 +80,7 @@ def unfenced_returns(blocks):
     stores, returns = 0, set()
     for label, lines in blocks.items():
         for k, line in enumerate(lines):
-            if _NT_STORE.match(line):
+            if NT_STORE.match(line):
                 kind, n = runs_into(lines, k + 1)
                 reached = {(label, n)} if kind == "ret" else set() if kind == "fence" else \
                     set().union(*(escapes.get(s, set()) for s in successors[label]))

@@ -14,7 +14,8 @@ Marked stores that stayed scalar because the aligned loop did not vectorize
 become scalar NT stores (`movnti`/`movntss`/`movntsd`), which have no
 alignment requirement: `bench/scalar_nt_stores.py` measured them against
 plain stores in loops that cannot vectorize, and they were never slower at
-256 MiB (1.00x to 1.26x). In a function that does get vector NT stores, its
+256 MiB (AMD EPYC: 1.00x to 1.26x; Intel Xeon, where floats and doubles go
+through an integer register as `movnti`, see `_movnti`: 1.10x to 1.58x). In a function that does get vector NT stores, its
 scalar marked stores are the vectorizer's remainder iterations, which write
 part of a cache line at the end of each row: as NT stores those partial
 lines cost a memory transaction each (a 3-D stencil with 400-element rows
@@ -27,6 +28,8 @@ write-back memory `vmovntdqa` is an ordinary load on most CPUs, and cost
 """
 
 import re
+
+import llvmlite.binding as llvm
 
 from .llvm_text import ELEMENT_BYTES
 from .markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, marked_scope_lists, metadata_ids, parse_load_marker
@@ -59,8 +62,45 @@ def is_streamable(match, scalar_stores=True):
     return size >= _MIN_VECTOR_BYTES and int(match.group("align")) >= min(size, 64)
 
 
-def make_streamed_accesses_nontemporal(llvm_text):
-    """Return ``llvm_text`` with `!nontemporal` on the streamable marked accesses."""
+_SCALAR_FP_STORE = re.compile(r"^(?P<indent>\s*)store (?P<type>float|double) (?P<value>[^,]+), ptr (?P<ptr>%[\w.\-]+), "
+                              r"align \d+(?P<tail>[^\n]*)$")
+# the integer register and movnti suffix for each floating-point type
+_INTEGER = {"float": ("i32", "l"), "double": ("i64", "q")}
+
+
+# what `_movnti` makes, as it reads in the final module (its pointer in group 1)
+MOVNTI_CALL = re.compile(r'call void asm sideeffect "movnti[lq] \$1, \$0", "=\*m,r[^"]*"\(ptr elementtype\(i(?:32|64)\) '
+                         r'(%[\w.\-]+)')
+
+
+def scalar_fp_through_integer_register(triple=None, cpu=None, features=None):
+    """Whether scalar floating-point NT stores must go through an integer
+    register on this host (or the ``triple``/``cpu``/``features`` given): x86
+    has ``movnti`` for 32- and 64-bit integers, and ``movntss``/``movntsd``
+    only with AMD's SSE4A; without it LLVM emits a tagged ``double`` store as
+    a plain ``movsd`` (and folds a bitcast to ``i64`` back into one), so only
+    inline assembly keeps the hint (measured: bench/README.md)."""
+    if triple is None:
+        triple, sse4a = llvm.get_process_triple(), llvm.get_host_cpu_features().get("sse4a", False)
+    else:
+        sse4a = "+sse4a" in (features or "") or bool(re.match(r"(znver|bdver|btver|amdfam10|barcelona)", cpu or ""))
+    return triple.startswith(("x86_64", "i686")) and not sse4a
+
+
+def _movnti(match, serial):
+    """A scalar float/double store as ``movnti`` of its bits (inline asm that
+    writes through the pointer, keeping the store's scope for the report)."""
+    integer, suffix = _INTEGER[match.group("type")]
+    bits = f"%streamjit.nti.{serial}"
+    return (f"{match.group('indent')}{bits} = bitcast {match.group('type')} {match.group('value')} to {integer}\n"
+            f"{match.group('indent')}call void asm sideeffect \"movnti{suffix} $1, $0\", \"=*m,r,~{{memory}}\"("
+            f"ptr elementtype({integer}) {match.group('ptr')}, {integer} {bits}){match.group('tail')}")
+
+
+def make_streamed_accesses_nontemporal(llvm_text, fp_through_integers=None):
+    """Return ``llvm_text`` with `!nontemporal` on the streamable marked
+    accesses; ``fp_through_integers``: see `scalar_fp_through_integer_register`
+    (None: this host)."""
     # loads only where their marker allows non-temporal loads (the machine profile's choice)
     lists = {**marked_scope_lists(llvm_text, STREAM_STORE_SCOPE),
              **{i: m for i, m in marked_scope_lists(llvm_text, STREAM_LOAD_SCOPE).items() if parse_load_marker(m)[2]}}
@@ -68,6 +108,10 @@ def make_streamed_accesses_nontemporal(llvm_text):
         return llvm_text
     nt_id = max(metadata_ids(llvm_text)) + 1
     marked = re.compile(r"!alias\.scope !(%s)\b" % "|".join(map(str, sorted(lists))))
+    through_integers = scalar_fp_through_integer_register() if fp_through_integers is None else fp_through_integers
+    serial = [0]
+    if through_integers:
+        llvm.initialize_native_asmparser()  # (Numba's JIT does not; the inline asm needs it)
 
     def candidate(match):
         tail = match.group("tail")
@@ -82,6 +126,10 @@ def make_streamed_accesses_nontemporal(llvm_text):
         def rewrite(match):
             if not candidate(match) or not is_streamable(match, scalar_stores=not vector_stores):
                 return match.group(0)
+            fp = _SCALAR_FP_STORE.match(match.group(0)) if through_integers else None
+            if fp:
+                serial[0] += 1
+                return _movnti(fp, serial[0])
             return f"{match.group('head')}{match.group('tail')}, !nontemporal !{nt_id}"
 
         return _ACCESS.sub(rewrite, function)

@@ -16,6 +16,7 @@ import llvmlite.binding as llvm
 
 from ..errors import warn_in_kernel
 from ..lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
+from ..lowering.nontemporal import MOVNTI_CALL
 from ..plan import LOOP_NOTE, METADATA_KEY
 from ..report import PARFOR_BODY, function_body
 
@@ -28,11 +29,13 @@ def _stores(functions, llvm_text, name):
     as non-temporal, and which kinds of marked stores there are: vector NT
     stores always do; scalar ones only as x86's ``movnti`` (integers) or,
     with AMD's SSE4A, ``movntss``/``movntsd``; elsewhere the backend emits a
-    plain store."""
+    plain store (the floating-point ones go through an integer register
+    there, `nontemporal.py`)."""
     lists = {i for i, n in marked_scope_lists(llvm_text, STREAM_STORE_SCOPE).items() if n == name}
     x86 = llvm.get_process_triple().startswith(("x86_64", "i686"))
     scalar_fp = x86 and llvm.get_host_cpu_features().get("sse4a", False)
-    kinds = set()
+    kinds = {"scalar" for m in re.finditer(r"^.*" + MOVNTI_CALL.pattern + r".*!alias\.scope !(\d+).*$", functions, re.M)
+             if int(m.group(2)) in lists}
     for m in _STORE.finditer(functions):
         if int(m.group("scope")) not in lists:
             continue
