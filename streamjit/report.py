@@ -199,6 +199,12 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     aliases = {legalize_names([view])[view]: array for view, array in result.views.items()}
     reports = count_array_accesses(llvm_function, arrays, aliases)
     vector, scalar, fences = count_asm_streaming(asm_function)
+    for name in result.streamed_stores & set(reports):
+        # stores through a view the pointer trace cannot follow (`a.ravel()`,
+        # `a.reshape(...)`) carry the array's name in their marks
+        marked, rep = count_marked_stores(llvm_function, llvm_text, name), reports[name]
+        if marked.nt_vector_stores + marked.nt_scalar_stores > rep.nt_vector_stores + rep.nt_scalar_stores:
+            rep.nt_vector_stores, rep.nt_scalar_stores = marked.nt_vector_stores, marked.nt_scalar_stores
     for name, rep in reports.items():
         rep.notes = _signature_notes(result, name, arrays[name], rep)
     for name in sorted(result.fresh_arrays):

@@ -268,6 +268,31 @@ def _classify(scan, loop, parallel):
     loop.loc = call.loc
 
 
+def _same_elements_view_of(scan, value):
+    """The array that ``value`` is another view of, every element once
+    (``a.T``, ``a.transpose()``, ``a.reshape(...)``, and ``a.ravel()`` of a
+    C-contiguous ``a``, which Numba's typing proves a view, not a copy), or
+    None. Its stores are the array's: distinct indices of the view are
+    distinct elements, so the legality rule holds on the view's own indices."""
+    if not isinstance(value, ir.Expr):
+        return None
+    if value.op == "getattr" and value.attr == "T":
+        base = value.value
+    elif value.op == "call":
+        method = scan.typemap.get(value.func.name)
+        # (Numba keys its array methods "array.ravel", its overloads (types.Array, "name"))
+        key = getattr(method, "typing_key", None)
+        kind = key[1] if isinstance(key, tuple) else str(key).rpartition(".")[2]
+        if not isinstance(method, types.BoundFunction) or not isinstance(method.this, types.Array) \
+                or kind not in ("ravel", "reshape", "transpose") or (kind == "ravel" and method.this.layout != "C"):
+            return None
+        found = scan.definition(value.func.name)
+        base = found.value if isinstance(found, ir.Expr) and found.op == "getattr" else None
+    else:
+        return None
+    return base if base is not None and isinstance(scan.typemap.get(base.name), types.Array) else None
+
+
 def _root_array(scan, var):
     """(array name, root variable, index prefix, view) when ``var`` is one
     of the kernel's arrays, a view `array_stores.py` made of one (its own
@@ -281,6 +306,11 @@ def _root_array(scan, var):
         if name == bound:
             return array, bound, [], None
     value = scan.definition(var.name)
+    base = _same_elements_view_of(scan, value)
+    if base is not None:
+        root = _root_array(scan, base)
+        if root and not root[2] and root[3] is None:
+            return root[0], name, [], None
     if isinstance(value, ir.Expr) and value.op in ("getitem", "static_getitem") \
             and isinstance(scan.typemap.get(var.name), types.Array):
         root = _root_array(scan, value.value)
