@@ -231,8 +231,14 @@ def test_the_cpu_path_never_imports_numba_cuda():
             "f(np.zeros(5)); sj.cuda.jit\n"
             "g = sj.stream_kernel(target='cuda', stream_stores=['a'])(f.py_func)\n"
             "assert 'numba.cuda' not in sys.modules, 'numba.cuda imported'\n")
+    _python(code)
+
+
+def _python(code):
+    """The output of ``code`` run by a fresh Python with this checkout's streamjit."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=K.checkout_env())
     assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 class _Occupancy:
@@ -267,6 +273,4 @@ def test_without_numba_cuda_a_gpu_kernel_says_what_to_install():
             "k = sj.stream_kernel(fill, target='cuda', stream_stores=['out'])\n"
             "for call in (lambda: k(np.zeros(4)), lambda: k.inspect_ptx('void(float64[::1])')):\n"
             "    try:\n        call()\n    except sj.StreamError as e:\n        print(e)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=K.checkout_env())
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.count("needs numba-cuda: pip install 'streamjit[cuda]'") == 2, done.stdout
+    assert _python(code).count("needs numba-cuda: pip install 'streamjit[cuda]'") == 2
