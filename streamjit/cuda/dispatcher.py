@@ -102,6 +102,7 @@ class CudaKernel:
         self._params = list(inspect.signature(py_func).parameters)
         self._built = {}  # (argtypes, threads, simulated) -> (python function, Kernel, StreamResult)
         self._jitted = {}  # same key -> numba.cuda dispatcher
+        self._ptx = {}  # (argtypes, threads, cc) -> PTX
         self.signatures = []
 
     def __repr__(self):
@@ -173,9 +174,12 @@ class CudaKernel:
         if self.prefetch and self.grid and cc < (8, 0):
             raise StreamError(f"prefetch_distance on the GPU uses cp.async, which needs sm_80 or later, not "
                               f"sm_{cc[0]}{cc[1]}")
-        func = self._kernel(argtypes, self._ring_threads(threads_per_block), False)[0]
-        options = {k: v for k, v in self.cuda_options.items() if k in ("fastmath", "lineinfo", "debug")}
-        return numba_cuda().compile_ptx(func, argtypes, cc=cc, **options)[0]
+        ring = self._ring_threads(threads_per_block)
+        if (argtypes, ring, cc) not in self._ptx:
+            func = self._kernel(argtypes, ring, False)[0]
+            options = {k: v for k, v in self.cuda_options.items() if k in ("fastmath", "lineinfo", "debug")}
+            self._ptx[argtypes, ring, cc] = numba_cuda().compile_ptx(func, argtypes, cc=cc, **options)[0]
+        return self._ptx[argtypes, ring, cc]
 
     def inspect_sass(self, signature=None, *, cc=DEFAULT_CC, threads_per_block=None):
         """Machine code (ptxas + nvdisasm) for ``sm_<cc>``: the hints show as
