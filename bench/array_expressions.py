@@ -78,7 +78,7 @@ def fresh_output(x, y):
 def compare(name, function, args, rounds, stream_stores=True):
     """njit, streamjit below its threshold (the same element loops, plain
     stores: what fusion alone gives) and streamjit streaming."""
-    streamed = sj.stream_kernel(stream_stores=stream_stores)(function)
+    streamed = sj.stream_kernel(stream_stores=stream_stores, threshold=None)(function)
     fused = sj.stream_kernel(stream_stores=stream_stores, threshold=1 << 62)(function)
     plain = numba.njit(function)
     expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]

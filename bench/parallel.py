@@ -42,7 +42,7 @@ def main(mib):
     threads = [t for t in (1, 2) if t <= numba.config.NUMBA_NUM_THREADS]
     times = {}
     for name, func, stores, args in cases:
-        streamed = sj.stream_kernel(stream_stores=stores, parallel=True)(func)
+        streamed = sj.stream_kernel(stream_stores=stores, parallel=True, threshold=None)(func)
         plain = numba.njit(parallel=True)(func)
         for t in threads:
             numba.set_num_threads(t)

@@ -36,7 +36,7 @@ def checked_scale(out, a):
 
 def build(func, scalar_nt, dtype):
     nontemporal.SCALAR_NONTEMPORAL = scalar_nt
-    kernel = sj.stream_kernel(stream_stores=["out"])(func)
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(func)
     probe = np.zeros(256, dtype)
     kernel(probe, probe.copy())   # compile now, under this setting
     nontemporal.SCALAR_NONTEMPORAL = True

@@ -14,6 +14,7 @@ distances (bytes ahead, with the profile's hint; 0 = no prefetch).
 Run: python bench/stream_loads.py [MiB]   (default 256)
 """
 
+import functools
 import sys
 
 import numba
@@ -28,10 +29,11 @@ DISTANCES = (0, 256, 512, 1024, 2048, 4096)
 
 
 def variants(func, stores, loads):
-    built = {"numba.njit": numba.njit(func), "stores only": sj.stream_kernel(stream_stores=stores)(func),
-             "loads (profile)": sj.stream_kernel(stream_stores=stores, stream_loads=loads)(func)}
+    streamed = functools.partial(sj.stream_kernel, stream_stores=stores, threshold=None)   # at every size
+    built = {"numba.njit": numba.njit(func), "stores only": streamed()(func),
+             "loads (profile)": streamed(stream_loads=loads)(func)}
     for d in DISTANCES:
-        built[f"loads D={d}"] = sj.stream_kernel(stream_stores=stores, stream_loads=loads, prefetch_distance=d)(func)
+        built[f"loads D={d}"] = streamed(stream_loads=loads, prefetch_distance=d)(func)
     return built
 
 

@@ -83,9 +83,9 @@ def host_description():
 
 
 def stream_builds(name):
-    """(streamed, plain) dispatchers of one STREAM kernel."""
+    """(streamed at every size, plain) dispatchers of one STREAM kernel."""
     kernel = STREAM_KERNELS[name][0]
-    return stream_kernel(stream_stores=["a"])(kernel), numba.njit(kernel)
+    return stream_kernel(stream_stores=["a"], threshold=None)(kernel), numba.njit(kernel)
 
 
 def _kernel_args(name, a, b, c, q):
@@ -251,7 +251,7 @@ def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
     for name, loop, kernel, shape in cases:
         a = rng.random(shape).astype(dtype)
         out_loop = np.zeros_like(a)
-        plain, streamed = numba.njit(loop), stream_kernel(stream_stores=["out"])(loop)
+        plain, streamed = numba.njit(loop), stream_kernel(stream_stores=["out"], threshold=None)(loop)
         ours, theirs = stencil(kernel), _numba_stencil(kernel)
         result = ours(a)
         if not np.array_equal(result, numba.stencil(kernel)(a)):
@@ -303,7 +303,7 @@ def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
     rows_n = mib * MIB // (width * dtype.itemsize)
     g = np.random.default_rng(0).random((rows_n, width)).astype(dtype)
     out = np.zeros(rows_n * width + offset, dtype)[offset:].reshape(rows_n, width)
-    streamed, plain = stream_kernel(stream_stores=["out"])(jacobi5), numba.njit(jacobi5)
+    streamed, plain = stream_kernel(stream_stores=["out"], threshold=None)(jacobi5), numba.njit(jacobi5)
     ours, theirs = stencil(jacobi5_stencil), _numba_stencil(jacobi5_stencil)
     expected = np.zeros_like(out)
     plain(expected, g)
@@ -412,7 +412,7 @@ def stencil_envelope(sizes_bytes, rounds=5, width=2048, progress=None):
     modulo 4 KiB, e.g. a view one element into a buffer allocated like the
     input, ran the streamed loop at 0.56x here: 4K aliasing)."""
     auto = stream_kernel(stream_stores=["out"], threshold="auto")(jacobi4)
-    always, plain = stream_kernel(stream_stores=["out"])(jacobi4), numba.njit(jacobi4)
+    always, plain = stream_kernel(stream_stores=["out"], threshold=None)(jacobi4), numba.njit(jacobi4)
 
     def setup(nbytes):
         rows_n = max(3, nbytes // (4 * width))

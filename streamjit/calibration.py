@@ -141,19 +141,41 @@ def save_load_stages(sources, loads, reasons, rows):
                                             "reasons": reasons}}, {"profile": rows})
 
 
+_NT_STORE = re.compile(r"^\s*(v?movnt(?:ps|pd|dq)\s+%[xyz]mm|stnp\s+q|stnt1\w)", re.M)
+_REGISTER_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
+
+
+def _nt_stores(asm):
+    """The distinct NT store instructions in ``asm``, narrowest register first."""
+    found = {re.sub(r"\s+", " ", s) for s in _NT_STORE.findall(asm)}
+    return sorted(found, key=lambda s: (_REGISTER_BITS.get(s[-3:], 0), s))
+
+
 def streaming_instructions():
-    """Which NT store and fence instructions a streamed copy uses here."""
+    """``(NT stores, fences, widest)``: the NT store and fence instructions
+    a streamed float32 copy compiles to here, and a line on the widest NT
+    store the CPU has, against the widest the copy uses. On x86 LLVM's
+    tuning for many AVX-512 CPUs prefers 256-bit vectors, so kernels store
+    ymm where the CPU has zmm; the line says so by compiling the same kernel
+    without that preference (``-prefer-256-bit``), never assuming."""
     def probe(dst, src):
         for i in range(dst.shape[0]):
             dst[i] = src[i]
 
-    kernel = stream_kernel(stream_stores=["dst"])(probe)
-    a = np.zeros(256, np.float32)
-    kernel(a, a.copy())
-    asm = kernel.inspect_asm(kernel.signatures[0])
-    stores = sorted(set(re.findall(r"^\s*(v?movnt(?:ps|pd|dq)\s+%[xyz]mm|stnp\s+q|stnt1\w)", asm, re.M)))
-    fences = sorted(set(re.findall(r"^\s*(sfence|dmb\s+ishst)\b", asm, re.M)))
-    return [re.sub(r"\s+", " ", s) for s in stores], [re.sub(r"\s+", " ", f) for f in fences]
+    kernel = stream_kernel(stream_stores=["dst"], threshold=None)(probe)
+    signature = "void(float32[::1], float32[::1])"
+    asm = kernel.inspect_asm(signature)
+    stores = _nt_stores(asm)
+    fences = sorted({re.sub(r"\s+", " ", f) for f in re.findall(r"^\s*(sfence|dmb\s+ishst)\b", asm, re.M)})
+    widest = stores[-1] if stores else "none"
+    if llvm.get_host_cpu_features().get("avx512f", False) and not widest.endswith("zmm"):
+        unpreferred = _nt_stores(kernel.inspect_asm(signature, cpu=llvm.get_host_cpu_name(),
+                                                    features="-prefer-256-bit"))
+        if unpreferred and unpreferred[-1].endswith("zmm"):
+            return stores, fences, (f"{unpreferred[-1]} (AVX-512); kernels here use up to {widest}: LLVM's tuning "
+                                    f"for {llvm.get_host_cpu_name()} prefers 256-bit vectors (compiled without that "
+                                    f"preference, features='-prefer-256-bit', the same copy stores zmm)")
+    return stores, fences, widest
 
 
 def _threshold_line(threshold, source):
@@ -168,13 +190,14 @@ def machine_info():
     """Everything ``python -m streamjit info`` prints, as a dict."""
     from .threshold import copy_threshold, default_threshold, parallel_copy_bytes
 
-    stores, fences = streaming_instructions()
+    stores, fences, widest = streaming_instructions()
     profile = machine_profile()
     return {
         "CPU": f"{cpu_name()} ({os.cpu_count()} CPUs, LLVM CPU {llvm.get_host_cpu_name()})",
         "target": llvm.get_process_triple(),
         "vector ISA": vector_isa(),
         "vector NT stores": ", ".join(stores) or "none: streamed stores are plain on this CPU",
+        "widest NT store": widest,
         "store fence": ", ".join(fences) or "none",
         "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
         "profile": profile.origin,

@@ -69,15 +69,64 @@ class StreamDispatcher(CPUDispatcher):
         return self
 
     def stream_result(self, signature=None):
-        """The `StreamResult` of one compiled signature (the latest by default)."""
+        """What the stream passes decided for one signature, as a `StreamResult`.
+
+        Parameters
+        ----------
+        signature : tuple of Numba types, or a signature string, optional
+            One of ``self.signatures`` (compiled first if it is not); by
+            default the latest compiled.
+
+        Returns
+        -------
+        StreamResult
+            ``streamed_stores`` and ``streamed_loads`` (array names),
+            ``fresh_arrays``, ``size_arrays`` (the arrays the threshold test
+            adds up), ``peeled_loops``, and ``notes`` per array (why a store
+            stayed plain, how it was made).
+
+        Examples
+        --------
+        >>> import numpy as np, streamjit as sj
+        >>> @sj.stream_kernel(stream_stores=["dst"])
+        ... def copy(dst, src):
+        ...     for i in range(src.shape[0]):
+        ...         dst[i] = src[i]
+        >>> copy(np.zeros(8), np.ones(8))
+        >>> sorted(copy.stream_result().streamed_stores)
+        ['dst']
+        """
         sig = self._signature_of(signature)
         return self.overloads[sig].metadata.get(METADATA_KEY) or StreamResult()
 
     def above_threshold(self, *args, **kwargs):
-        """Whether a call with these arguments passes the kernel's size test
-        (``threshold``): its streamed arrays hold more bytes than the
-        threshold. Always True without a threshold. The compiled kernel makes
-        the same test at entry; only then may its aligned loops stream."""
+        """Whether a call with these arguments would stream.
+
+        The compiled kernel tests at entry whether its streamed arrays hold
+        more bytes than ``threshold``; only then may its aligned loops
+        stream. This makes the same test in Python, without calling.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            The arguments of a call (compiled for their types first if needed).
+
+        Returns
+        -------
+        bool
+            True above the threshold, and always with ``threshold=None``.
+
+        Examples
+        --------
+        >>> import numpy as np, streamjit as sj
+        >>> @sj.stream_kernel(stream_stores=["dst"], threshold=4096)
+        ... def copy(dst, src):
+        ...     for i in range(src.shape[0]):
+        ...         dst[i] = src[i]
+        >>> small, large = np.ones(16), np.ones(1024)
+        >>> copy.above_threshold(np.empty_like(small), small), copy.above_threshold(np.empty_like(large), large)
+        (False, True)
+        """
         threshold = self.stream_options.threshold if self.stream_options else None
         if threshold is None:
             return True
@@ -103,8 +152,30 @@ class StreamDispatcher(CPUDispatcher):
         return args
 
     def inspect_llvm(self, signature=None, *, target=None, cpu=None, features=None):
-        """LLVM IR as handed to the backend, after the non-temporal rewrite;
-        for another ``target`` triple / ``cpu`` / ``features``, see `inspect_asm`."""
+        """The LLVM IR handed to the backend, after the non-temporal rewrite.
+
+        Parameters
+        ----------
+        signature : tuple of Numba types, or a signature string, optional
+            One signature's IR; by default a dict of every compiled one's.
+        target, cpu, features : str, optional
+            Compile for another machine instead (see `inspect_asm`).
+
+        Returns
+        -------
+        str, or dict of signature to str
+            Streamed stores carry ``!nontemporal`` metadata.
+
+        Examples
+        --------
+        >>> import numpy as np, streamjit as sj
+        >>> @sj.stream_kernel(stream_stores=["dst"])
+        ... def copy(dst, src):
+        ...     for i in range(src.shape[0]):
+        ...         dst[i] = src[i]
+        >>> "!nontemporal" in copy.inspect_llvm("void(float64[::1], float64[::1])")
+        True
+        """
         if signature is None:
             return {sig: self.inspect_llvm(sig, target=target, cpu=cpu, features=features) for sig in self.signatures}
         if target is None and cpu is None and features is None:
@@ -113,10 +184,37 @@ class StreamDispatcher(CPUDispatcher):
         return self._target_code(signature, target, cpu, features)[0]
 
     def inspect_asm(self, signature=None, *, target=None, cpu=None, features=None):
-        """Assembly, as Numba's; with ``target`` (an LLVM triple such as
-        ``"aarch64-unknown-linux-gnu"``), ``cpu`` (``"neoverse-v1"``,
-        ``"haswell"``) or ``features`` (``"+avx2"``), the same kernel module
-        compiled for that machine instead, without running it."""
+        """The assembly of the compiled kernel, as Numba's ``inspect_asm``.
+
+        Parameters
+        ----------
+        signature : tuple of Numba types, or a signature string, optional
+            One signature's assembly; by default a dict of every compiled one's.
+        target : str, optional
+            An LLVM triple (``"aarch64-unknown-linux-gnu"``): the same kernel
+            module compiled for that machine, without running it.
+        cpu : str, optional
+            An LLVM CPU name (``"neoverse-v1"``, ``"skylake-avx512"``).
+        features : str, optional
+            LLVM target features (``"+avx2"``).
+
+        Returns
+        -------
+        str, or dict of signature to str
+            On x86 streamed stores are ``vmovntps``/``vmovntpd``/``vmovntdq``,
+            fences ``sfence``.
+
+        Examples
+        --------
+        >>> import numpy as np, streamjit as sj
+        >>> @sj.stream_kernel(stream_stores=["dst"])
+        ... def copy(dst, src):
+        ...     for i in range(src.shape[0]):
+        ...         dst[i] = src[i]
+        >>> copy(np.zeros(8), np.ones(8))
+        >>> "stnp" in copy.inspect_asm(copy.signatures[0], target="aarch64-unknown-linux-gnu")
+        True
+        """
         if signature is None:
             return {sig: self.inspect_asm(sig, target=target, cpu=cpu, features=features) for sig in self.signatures}
         if target is None and cpu is None and features is None:
@@ -140,14 +238,43 @@ class StreamDispatcher(CPUDispatcher):
         return self._cross_compiled[key]
 
     def stream_report(self, signature=None, *, target=None, cpu=None, features=None):
-        """A `StreamReport` for one compiled signature (the latest by default),
-        for the host or, like `inspect_asm`, for another target."""
+        """What the compiled code of one signature streams, read from the code.
+
+        Parameters
+        ----------
+        signature : tuple of Numba types, or a signature string, optional
+            By default the latest compiled (a string or tuple is compiled
+            first if it is not yet).
+        target, cpu, features : str, optional
+            Report on the kernel compiled for another machine (see `inspect_asm`).
+
+        Returns
+        -------
+        StreamReport
+            Per array: non-temporal vector and scalar stores, plain stores,
+            non-temporal and plain loads, prefetches (instructions in the
+            final LLVM IR); fences, peeled loops and the machine code's NT
+            stores; how loads were lowered; notes saying why a named array
+            stayed plain. Printed, or shown in a REPL or Jupyter, it is a
+            table with a legend.
+
+        Examples
+        --------
+        >>> import numpy as np, streamjit as sj
+        >>> @sj.stream_kernel(stream_stores=["dst"])
+        ... def copy(dst, src):
+        ...     for i in range(src.shape[0]):
+        ...         dst[i] = src[i]
+        >>> report = copy.stream_report("void(float32[::1], float32[::1])")
+        >>> report.arrays["dst"].nt_vector_stores > 0, report.fences
+        (True, 1)
+        """
         sig = self._signature_of(signature)
         return build_report(self, sig, self.inspect_llvm(sig, target=target, cpu=cpu, features=features),
                             self.inspect_asm(sig, target=target, cpu=cpu, features=features))
 
 
-def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
+def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold="auto", prefetch_distance=None,
                     prefetch_hint=None, sigs=None, **numba_options):
     """A `StreamDispatcher` for ``func``, compiled for ``sigs`` (eager, as
     ``numba.njit(sigs)``: no other signature is compiled later)."""
@@ -163,14 +290,87 @@ def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold=
     return dispatcher
 
 
-def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None, prefetch_distance=None,
+def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="auto", prefetch_distance=None,
                   prefetch_hint=None, **numba_options):
-    """Compile a NumPy loop function with streamed (non-temporal) stores.
+    """Compile a NumPy loop function with Numba, streaming the stores you name.
 
-    Used bare (``@stream_kernel``), with options (``@stream_kernel(stream_stores=["dst"])``)
-    or with eager signatures first, as ``numba.njit``.
-    ``target="cuda"`` compiles the same function for an NVIDIA GPU (its prange
-    nest becomes the grid; see ``streamjit/cuda``).
+    Stores to the named arrays become aligned, full-width vector
+    non-temporal stores (x86: ``vmovntps``/``vmovntpd``/``vmovntdq``), which
+    bypass the cache, with a store fence after each streamed loop nest.
+    Anything ``numba.njit`` compiles, this compiles; a store that cannot
+    stream legally (one loop execution writing an element twice) raises
+    `StreamLegalityError`, and ``stream_report()`` says what streamed.
+
+    Used as ``numba.njit`` is: bare (``@stream_kernel``: ``numba.njit``,
+    nothing streamed), with options (``@stream_kernel(stream_stores=["dst"])``),
+    with eager signatures first (``@stream_kernel("void(f4[::1], f4[::1])",
+    stream_stores=["dst"])``: compiled now, no other signature later), or
+    called on a function (``stream_kernel(f, stream_stores=["dst"])``).
+
+    Parameters
+    ----------
+    stream_stores : bool, str or list of str, default False
+        The arrays whose stores stream: parameters, arrays the kernel
+        allocates (by variable name) and ``"return"`` (an array expression
+        returned unnamed). A string is one name. True: every array parameter
+        the kernel stores to, except those only updated in place.
+    stream_loads : bool, str or list of str, default False
+        Array parameters whose loads stream, lowered as this machine's
+        profile chose (a software prefetch ahead, non-temporal loads, or
+        plain loads). True: every array parameter the kernel does not store
+        to. Naming an array the kernel stores to is a `StreamConfigError`.
+    threshold : "auto", int or None, default "auto"
+        Stream only when the streamed arrays hold more bytes than this: one
+        comparison at entry, below which the plain loop runs as under
+        ``numba.njit`` (so tiny calls cost what they cost there). "auto":
+        ``STREAMJIT_THRESHOLD`` (bytes), else what ``python -m streamjit
+        calibrate`` measured, else a third of the last-level cache, else
+        16 MiB; "auto" also leaves plain, even when named, what measured
+        slower streamed at every size (arrays the kernel makes, arrays only
+        updated in place; the report says so). An int: that many bytes.
+        None: always stream.
+    prefetch_distance : int or None, default None
+        Bytes ahead to prefetch streamed loads and the sources of streamed
+        stores (0: no prefetch). None: the machine profile's.
+    prefetch_hint : {"t0", "t1", "t2", "nta", "none"} or None, default None
+        The prefetch instruction for them. None: the machine profile's.
+    target : {"cpu", "cuda"}, default "cpu"
+        "cuda" compiles the same function for an NVIDIA GPU (its ``prange``
+        nest becomes the grid; see ``streamjit.cuda``); a GPU kernel has no
+        size test, so ``threshold="auto"`` streams at every size there.
+    **numba_options
+        Forwarded to Numba: ``cache``, ``fastmath``, ``boundscheck``,
+        ``nogil``, ``error_model``, ``locals``, ``parallel`` (loops written
+        with `prange` run on Numba's threads, each block fenced by its
+        worker) and ``nopython=True``.
+
+    Returns
+    -------
+    StreamDispatcher
+        A Numba dispatcher (callable from other jitted functions) with
+        ``stream_report()``, ``stream_result()``, ``above_threshold()``,
+        ``inspect_llvm()`` and ``inspect_asm()``.
+
+    Raises
+    ------
+    StreamConfigError
+        A misspelt or misused option (with a "did you mean"), a name that is
+        not a parameter, a bad ``STREAMJIT_THRESHOLD``.
+
+    Examples
+    --------
+    >>> import numpy as np, streamjit as sj
+    >>> @sj.stream_kernel(stream_stores=["dst"])
+    ... def copy(dst, src):
+    ...     for i in range(src.shape[0]):
+    ...         dst[i] = src[i]
+    >>> src = np.arange(1000, dtype=np.float32)
+    >>> dst = np.empty_like(src)
+    >>> copy(dst, src)
+    >>> bool((dst == src).all())
+    True
+    >>> copy.stream_report().arrays["dst"].nt_vector_stores > 0
+    True
     """
     sigs = None
     if args and not callable(args[0]):
@@ -183,7 +383,8 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold=None
         if target != "cpu":  # a GPU kernel: only now is numba.cuda imported
             from .cuda.dispatcher import make_kernel
             return make_kernel(func, target=target, stream_stores=stream_stores, stream_loads=stream_loads,
-                               threshold=threshold, prefetch_distance=prefetch_distance, sigs=sigs, **numba_options)
+                               threshold=None if threshold == "auto" else threshold,
+                               prefetch_distance=prefetch_distance, sigs=sigs, **numba_options)
         return make_dispatcher(func, stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
                                prefetch_distance=prefetch_distance, prefetch_hint=prefetch_hint, sigs=sigs,
                                **numba_options)

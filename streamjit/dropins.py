@@ -36,8 +36,8 @@ def _starts_inside(dst, src):
     return start < dst.ctypes.data < start + src.shape[0] * src.itemsize
 
 
-# Both kernels always stream: `copyto` has already decided by size.
-@stream_kernel(stream_stores=["dst"], nogil=True)
+# Both kernels always stream (threshold=None): `copyto` has already decided by size.
+@stream_kernel(stream_stores=["dst"], nogil=True, threshold=None)
 def _copy_elements(dst, src):
     if _starts_inside(dst, src):
         for i in range(dst.shape[0] - 1, -1, -1):
@@ -47,7 +47,7 @@ def _copy_elements(dst, src):
         dst[i] = src[i]
 
 
-@stream_kernel(stream_stores=["dst"], nogil=True, parallel=True)
+@stream_kernel(stream_stores=["dst"], nogil=True, parallel=True, threshold=None)
 def _copy_elements_parallel(dst, src):
     for i in prange(dst.shape[0]):
         dst[i] = src[i]
@@ -86,7 +86,49 @@ def stream_copy(dst, src):
 
 
 def copyto(dst, src, casting="same_kind", where=True):
-    """Like `numpy.copyto`: copy ``src`` into ``dst``, streamed when large."""
+    """Copy ``src`` into ``dst`` as `numpy.copyto` does, streamed when large.
+
+    The same results, broadcasting, casting and exceptions as
+    `numpy.copyto`. Same-shape, same-dtype, C-contiguous numeric copies
+    without ``where=`` stream (non-temporal stores) inside the band of sizes
+    where streaming beats `numpy.copyto` on this machine; everything else,
+    smaller or larger, runs the C function `numpy.copyto` itself runs.
+
+    Parameters
+    ----------
+    dst : ndarray
+        The array written to.
+    src : array_like
+        The values, broadcast to ``dst``'s shape.
+    casting : {"no", "equiv", "safe", "same_kind", "unsafe"}, default "same_kind"
+        As `numpy.copyto`.
+    where : array_like of bool, default True
+        As `numpy.copyto` (a ``where=`` copy is never streamed).
+
+    Notes
+    -----
+    The band starts above ``STREAMJIT_COPY_THRESHOLD`` bytes, else the
+    crossover ``python -m streamjit calibrate`` measured, else half the
+    last-level cache (32 MiB where the reported cache is implausible, as on
+    VMs). From ``STREAMJIT_PARALLEL_BYTES`` (default: where glibc's
+    ``memcpy`` streams by itself) copies run on all of Numba's threads, or,
+    with one thread, are `numpy.copyto` again. Overlapping arrays are copied
+    as `numpy.copyto` copies them (as if through a buffer). The variables
+    are read on the first call; a bad value raises there, naming itself.
+
+    Examples
+    --------
+    >>> import numpy as np, streamjit as sj
+    >>> src = np.arange(6.0).reshape(2, 3)
+    >>> dst = np.zeros((2, 3), np.float32)
+    >>> sj.copyto(dst, src)
+    >>> dst
+    array([[0., 1., 2.],
+           [3., 4., 5.]], dtype=float32)
+    >>> sj.copyto(dst, np.int64(7), where=src > 3)
+    >>> dst[1]
+    array([3., 7., 7.], dtype=float32)
+    """
     # written for the small copy's sake: a module-level name and separate
     # comparisons cost 40 ns less than `np.ndarray` and a chained comparison
     if where is True and type(dst) is _ndarray and type(src) is _ndarray:
@@ -105,9 +147,33 @@ def copyto(dst, src, casting="same_kind", where=True):
 
 
 def memcpy(dst, src):
-    """Copy the bytes of C-contiguous ``src`` into C-contiguous ``dst`` (any
-    dtypes, equal ``nbytes``); overlapping buffers behave like ``memmove``.
-    Returns ``dst``."""
+    """Copy the bytes of ``src`` into ``dst``, streamed when large, as `copyto`.
+
+    Parameters
+    ----------
+    dst : ndarray
+        C-contiguous and writeable, any dtype, ``nbytes`` equal to ``src``'s.
+    src : ndarray
+        C-contiguous, any dtype. Overlapping buffers behave like C's
+        ``memmove``.
+
+    Returns
+    -------
+    dst : ndarray
+
+    Raises
+    ------
+    ValueError
+        An array that is not a C-contiguous ndarray, sizes that differ, or a
+        read-only ``dst``.
+
+    Examples
+    --------
+    >>> import numpy as np, streamjit as sj
+    >>> words = np.zeros(2, np.uint32)
+    >>> sj.memcpy(words, np.array([1, 0, 0, 0, 2, 0, 0, 0], np.uint8))
+    array([1, 2], dtype=uint32)
+    """
     for name, array in (("dst", dst), ("src", src)):
         if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
             raise ValueError(f"memcpy: {name} must be a C-contiguous numpy array")

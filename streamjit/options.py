@@ -99,8 +99,10 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
     params = list(inspect.signature(func).parameters)
     stores = _names("stream_stores", stream_stores, params, func)
     loads = _names("stream_loads", stream_loads, params, func)
-    measured = threshold == "auto"
-    threshold = _threshold(threshold)
+    # "auto" leaves named arrays plain where streaming measured slower (True leaves them plain anyway)
+    measured = threshold == "auto" and isinstance(stores, tuple)
+    # (the default "auto" of a kernel that streams nothing reads neither the environment nor the machine)
+    threshold = None if threshold == "auto" and not stores and not loads else _threshold(threshold)
     unknown = sorted(set(numba_options) - set(FORWARDED_NUMBA_OPTIONS))
     if unknown:
         raise StreamConfigError(

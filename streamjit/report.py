@@ -10,6 +10,7 @@ classified as vector or scalar, non-temporal or plain. Fences and the total
 of streaming store instructions are counted in the machine code.
 """
 
+import html
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -44,6 +45,21 @@ class ArrayReport:
     notes: list = field(default_factory=list)
 
 
+# The table's columns: ArrayReport fields, their heads, what they count.
+COLUMNS = ("nt_vector_stores", "nt_scalar_stores", "plain_stores", "nt_loads", "plain_loads", "prefetches")
+COLUMN_HEADS = ("NT vec st", "NT scal st", "plain st", "NT ld", "plain ld", "prefetch")
+COLUMN_MEANINGS = {
+    "nt_vector_stores": "non-temporal (streamed) vector stores",
+    "nt_scalar_stores": "non-temporal scalar stores",
+    "plain_stores": "ordinary (cached) stores",
+    "nt_loads": "non-temporal loads",
+    "plain_loads": "ordinary loads",
+    "prefetches": "software prefetches",
+}
+LEGEND = ("(instructions in the LLVM IR, not executions; NT: non-temporal (streamed); vec/scal: vector/scalar; "
+          "st/ld: store/load)")
+
+
 @dataclass
 class StreamReport:
     signature: tuple
@@ -56,16 +72,30 @@ class StreamReport:
     exit_fences: int = 0  # returns fenced because an exception raised in a streamed nest leads there
     loads: str = ""  # how loads were lowered: the machine profile used (calibrated or default) and its choices
 
-    def __str__(self):
-        cols = ("nt_vector_stores", "nt_scalar_stores", "plain_stores", "nt_loads", "plain_loads", "prefetches")
-        heads = ("array", "NT vec st", "NT scal st", "plain st", "NT ld", "plain ld", "prefetch")
-        width = max([len(h) for h in heads] + [len(n) for n in self.arrays])
-        lines = [f"stream report for ({', '.join(map(str, self.signature))})",
-                 "  ".join(h.rjust(width) for h in heads)]
-        for name, rep in self.arrays.items():
-            lines.append("  ".join([name.rjust(width)] + [str(getattr(rep, c)).rjust(width) for c in cols]))
-        lines.append(f"fences: {self.fences}   peeled loops: {self.peeled_loops}   machine NT stores: "
-                     f"{self.machine_nt_vector_stores} vector, {self.machine_nt_scalar_stores} scalar")
+    def _title(self):
+        return f"stream report for ({', '.join(map(str, self.signature))})"
+
+    def _summary(self):
+        return (f"fences: {self.fences}   peeled loops: {self.peeled_loops}   machine NT stores: "
+                f"{self.machine_nt_vector_stores} vector, {self.machine_nt_scalar_stores} scalar")
+
+    def _machine_note(self):
+        """Why the machine code's count of vector NT stores differs from the
+        table's, when it does: they count different things."""
+        table = sum(rep.nt_vector_stores for rep in self.arrays.values())
+        machine = self.machine_nt_vector_stores
+        if machine == table:
+            return None
+        why = ("the backend splits an LLVM vector store wider than a register into several, and may duplicate "
+               "blocks" if machine > table else "the backend merged or dropped some LLVM stores")
+        return f"  (machine code: {machine} vector NT store instructions for the table's {table}: {why})"
+
+    def _tail(self):
+        """The lines after the summary: fence checks, loads, notes."""
+        lines = []
+        machine_note = self._machine_note()
+        if machine_note:
+            lines.append(machine_note)
         if self.unfenced_stores:
             lines.append(f"  {self.unfenced_stores} streamed stores can reach the return without a store fence")
         if self.exit_fences:
@@ -74,7 +104,28 @@ class StreamReport:
             lines.append(f"loads: {self.loads}")
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
-        return "\n".join(lines)
+        return lines
+
+    def __str__(self):
+        width = max([len(h) for h in COLUMN_HEADS] + [len(n) for n in self.arrays])
+        lines = [self._title(), "  ".join(h.rjust(width) for h in ("array",) + COLUMN_HEADS)]
+        for name, rep in self.arrays.items():
+            lines.append("  ".join([name.rjust(width)] + [str(getattr(rep, c)).rjust(width) for c in COLUMNS]))
+        return "\n".join(lines + [LEGEND, self._summary()] + self._tail())
+
+    def __repr__(self):
+        """The table, as printed: what a REPL shows for ``k.stream_report()``."""
+        return str(self)
+
+    def _repr_html_(self):
+        """The table as HTML for Jupyter, each column head explained on hover."""
+        heads = "".join(f'<th title="{html.escape(COLUMN_MEANINGS[c])}">{html.escape(h)}</th>'
+                        for c, h in zip(COLUMNS, COLUMN_HEADS))
+        rows = "".join(f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{getattr(rep, c)}</td>" for c in COLUMNS)
+                       + "</tr>" for name, rep in self.arrays.items())
+        text = "\n".join([LEGEND, self._summary()] + self._tail())
+        return (f"<div><b>{html.escape(self._title())}</b><table><tr><th>array</th>{heads}</tr>{rows}</table>"
+                f"<pre>{html.escape(text)}</pre></div>")
 
 
 def function_body(text, name, opener, closer):

@@ -60,12 +60,62 @@ NUMBA_STENCIL_OPTIONS = ("cval", "standard_indexing", "neighborhood")  # what nu
 
 
 def stencil(func_or_mode="constant", **options):
-    """Decorator, as `numba.stencil`: ``@stencil`` or ``@stencil(cval=0, ...)``.
+    """`numba.stencil`, its loop nest compiled with streamed stores to the output.
 
-    Extra options: ``stream_stores`` (default True: the output is streamed),
-    ``stream_loads`` (True or names of input arrays), ``threshold`` (default
-    ``"auto"``), ``prefetch_distance``, ``prefetch_hint``, ``parallel`` (the outermost loop
-    runs on Numba's worker threads).
+    Used as `numba.stencil` is: ``@stencil``, ``@stencil(cval=0.0, ...)``,
+    ``@stencil("constant", ...)`` or ``stencil(kernel, ...)``. The kernel is
+    written at one point with relative indices (``a[-1, 0] + a[1, 0]``); the
+    results (values, dtype, border) are `numba.stencil`'s.
+
+    Parameters
+    ----------
+    func_or_mode : function or "constant", default "constant"
+        The kernel, or the border mode (`numba.stencil` knows only "constant").
+    cval : scalar, default 0
+        The value of the output's border (where the neighbourhood leaves the
+        input), as `numba.stencil`.
+    neighborhood : tuple of (low, high) per dimension, optional
+        The relative indices the kernel reads, as `numba.stencil`; also
+        accepted per call (``kernel(a, neighborhood=...)``).
+    standard_indexing : list of str, optional
+        Parameters indexed absolutely, as `numba.stencil`.
+    stream_stores : bool, default True
+        Stream the stores to the output.
+    stream_loads : bool, str or list of str, default False
+        Input arrays whose loads are streamed (see `stream_kernel`).
+    threshold : "auto", int or None, default "auto"
+        Stream only when the arrays hold more bytes than this (see
+        `stream_kernel`); None: always.
+    prefetch_distance : int or None, default None
+        Bytes ahead to prefetch (0: none); None: the machine profile's.
+    prefetch_hint : {"t0", "t1", "t2", "nta", "none"} or None, default None
+        The prefetch hint; None: the machine profile's.
+    parallel : bool, default False
+        The loop over the first dimension is a `prange` on Numba's threads.
+
+    Returns
+    -------
+    StreamStencil
+        Call it as ``kernel(*arrays, out=None, neighborhood=None)``: without
+        ``out=`` the output is allocated, its border set to ``cval``. Each
+        loop nest is compiled once per argument types. ``stream_report()``
+        and ``inspect_llvm()`` show the latest loop nest (the output is named
+        ``out0``). With Dask arrays it returns a lazy Dask array. It pickles
+        (function and options) with the standard `pickle`. It cannot be
+        called from jitted code yet (use `numba.stencil` there).
+
+    Examples
+    --------
+    >>> import numpy as np, streamjit as sj
+    >>> @sj.stencil(cval=-1.0)
+    ... def average(a):
+    ...     return 0.25 * (a[0, 1] + a[0, -1] + a[1, 0] + a[-1, 0])
+    >>> average(np.ones((3, 4)))
+    array([[-1., -1., -1., -1.],
+           [-1.,  1.,  1., -1.],
+           [-1., -1., -1., -1.]])
+    >>> average.stream_report().arrays["out0"].nt_vector_stores > 0
+    True
     """
     if isinstance(func_or_mode, str):
         return lambda func: StreamStencil(func, func_or_mode, options)

@@ -14,6 +14,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 # read or changed. tests/test_machine_profile.py tests the profiles
 # themselves: per-CPU defaults, calibrated files, each lowering.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="streamjit-tests-")
+# threshold="auto", the default, streams from 0 bytes here: the suite's small
+# arrays run the streamed code they test (under the machine's "auto", tens of
+# MiB, they would run the plain loop). Tests of "auto" itself clear it.
+os.environ["STREAMJIT_THRESHOLD"] = "0"
 from streamjit.machine import LoadStage, stage_record, update_profile_file  # noqa: E402
 
 SUITE_PROFILE = {"stream_loads": LoadStage("nta", 2048, True), "sources": LoadStage()}

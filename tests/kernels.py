@@ -44,7 +44,7 @@ def interleave(out, a, b):
         out[2 * i + 1] = b[i]
 
 
-@sj.stream_kernel(stream_stores=["out"])   # (True leaves an array only updated in place plain)
+@sj.stream_kernel(stream_stores=["out"], threshold=None)   # (True, "auto": an update in place stays plain)
 def accumulate(out, a):
     # read-modify-write: the load of out is a self-load and stays ordinary
     for i in range(a.shape[0]):

@@ -212,9 +212,10 @@ def clip_mix(out, x, y, a, b, c):
 KERNELS.update((f.__name__, (sj.stream_kernel(stream_stores=True)(f), numba.njit(f)))
                for f in (int_expr, slice_in_place, self_in_place, add_row, divide, clip_mix, helper_expression,
                          ellipsis_stores, masked_steps, through_views))
-KERNELS["scale_accumulate_named"] = (sj.stream_kernel(stream_stores=["C"])(scale_accumulate), KERNELS[
+# (named, and threshold=None: "auto" leaves updates in place and arrays the kernel makes plain)
+KERNELS["scale_accumulate_named"] = (sj.stream_kernel(stream_stores=["C"], threshold=None)(scale_accumulate), KERNELS[
     "scale_accumulate"][1])
-KERNELS["slice_in_place_named"] = (sj.stream_kernel(stream_stores=["A"])(slice_in_place), KERNELS[
+KERNELS["slice_in_place_named"] = (sj.stream_kernel(stream_stores=["A"], threshold=None)(slice_in_place), KERNELS[
     "slice_in_place"][1])
 
 
@@ -329,9 +330,9 @@ DONE_WHEN = {   # issue 13's kernels, as streamed: each must hold ymm/zmm NT sto
     "heat3d": (KERNELS["heat3d"][0], lambda rng: (rng.standard_normal((9, 9, 40)), rng.standard_normal((9, 9, 40)), 1)),
     "axpy": (KERNELS["axpy"][0], lambda rng: (np.empty(1001), 2.0, rng.standard_normal(1001),
                                               rng.standard_normal(1001))),
-    "returned": (sj.stream_kernel(stream_stores=["return"])(returned_expression),
+    "returned": (sj.stream_kernel(stream_stores=["return"], threshold=None)(returned_expression),
                  lambda rng: (rng.standard_normal(1001), rng.standard_normal(1001))),
-    "fresh": (sj.stream_kernel(stream_stores=["r"])(fresh_loop), lambda rng: (rng.standard_normal(1001),)),
+    "fresh": (sj.stream_kernel(stream_stores=["r"], threshold=None)(fresh_loop), lambda rng: (rng.standard_normal(1001),)),
     "in place": (KERNELS["scale_accumulate_named"][0], lambda rng: (rng.standard_normal((40, 70)),
                                                                     rng.standard_normal((40, 70)), 1.5, 0.5)),
 }

@@ -35,9 +35,10 @@ def fill_then_read(x):
 
 
 FRESH = sj.stream_kernel(stream_stores=True)(fill_fresh)
-FRESH_NAMED = sj.stream_kernel(stream_stores=["r"])(fill_fresh)
-FRESH_2D = sj.stream_kernel(stream_stores=["out"])(fill_fresh_2d)
-READ_BACK = sj.stream_kernel(stream_stores=["tmp"])(fill_then_read)
+# (named, and threshold=None: "auto" leaves an array the kernel makes plain)
+FRESH_NAMED = sj.stream_kernel(stream_stores=["r"], threshold=None)(fill_fresh)
+FRESH_2D = sj.stream_kernel(stream_stores=["out"], threshold=None)(fill_fresh_2d)
+READ_BACK = sj.stream_kernel(stream_stores=["tmp"], threshold=None)(fill_then_read)
 
 
 @pytest.mark.parametrize("kernel", [FRESH, FRESH_NAMED], ids=["all", "named"])
@@ -109,9 +110,9 @@ def stepped_result(x, steps):
 
 
 RESULTS = {
-    "named": (sj.stream_kernel(stream_stores=["r"])(named_result), numba.njit(named_result), "r"),
-    "returned": (sj.stream_kernel(stream_stores=["return"])(returned_result), numba.njit(returned_result), "return"),
-    "stepped": (sj.stream_kernel(stream_stores=["r"])(stepped_result), numba.njit(stepped_result), "r"),
+    "named": (sj.stream_kernel(stream_stores=["r"], threshold=None)(named_result), numba.njit(named_result), "r"),
+    "returned": (sj.stream_kernel(stream_stores=["return"], threshold=None)(returned_result), numba.njit(returned_result), "return"),
+    "stepped": (sj.stream_kernel(stream_stores=["r"], threshold=None)(stepped_result), numba.njit(stepped_result), "r"),
     "plain": (sj.stream_kernel(stream_stores=True)(returned_result), numba.njit(returned_result), "return"),
 }
 RESULT_ARGS = {"named": lambda x, y: (1.5, x, y), "returned": lambda x, y: (x, y, 1.5, 2.5, 0.25),
@@ -168,7 +169,7 @@ def test_named_array_computed_by_another_numpy_call_warns():
         r = np.outer(x, y)
         return r
 
-    kernel = sj.stream_kernel(stream_stores=["r"])(outer)
+    kernel = sj.stream_kernel(stream_stores=["r"], threshold=None)(outer)
     x = np.arange(3.0)
     with pytest.warns(sj.StreamWarning, match="neither allocates it with NumPy .* nor computes it by an array"):
         np.testing.assert_array_equal(kernel(x, x), np.outer(x, x))
@@ -179,14 +180,14 @@ def test_named_array_expression_that_cannot_be_fused_says_why():
         r = a > b
         return r
 
-    kernel = sj.stream_kernel(stream_stores=["r"])(compare)
+    kernel = sj.stream_kernel(stream_stores=["r"], threshold=None)(compare)
     a, b = np.random.default_rng(5).standard_normal((2, 40))
     np.testing.assert_array_equal(kernel(a, b), a > b)
     assert any("an array expression Numba computes itself" in n for n in kernel.stream_report().arrays["r"].notes)
 
 
 def test_parallel_array_expression_result_streams_on_numbas_threads():
-    kernel = sj.stream_kernel(stream_stores=["r"], parallel=True)(named_result)
+    kernel = sj.stream_kernel(stream_stores=["r"], threshold=None, parallel=True)(named_result)
     x, y = np.random.default_rng(6).standard_normal((2, 300_001))
     np.testing.assert_array_equal(kernel(1.5, x[1:], y[:-1]), 1.5 * x[1:] + y[:-1])
     assert kernel.stream_report().arrays["r"].nt_vector_stores > 0
@@ -200,7 +201,7 @@ def store_then_result(out, x, y):
 
 
 def test_a_result_after_a_rewritten_store_in_the_same_block():
-    kernel = sj.stream_kernel(stream_stores=["out", "r"])(store_then_result)
+    kernel = sj.stream_kernel(stream_stores=["out", "r"], threshold=None)(store_then_result)
     x, y = np.random.default_rng(7).standard_normal((2, 1001))
     out = np.empty(1001)
     np.testing.assert_array_equal(kernel(out, x, y), x + y)

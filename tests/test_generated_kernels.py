@@ -318,7 +318,7 @@ def test_generated_kernel_matches_njit_and_legality(second, data, seed):
     func = namespace["kernel"]
     reference = numba.njit(func)
     # named: True would leave an array only updated in place (`out[k] = out[k] * ...`) plain, unchecked
-    kernel = sj.stream_kernel(stream_stores=list(spec.stored))(func)
+    kernel = sj.stream_kernel(stream_stores=list(spec.stored), threshold=None)(func)  # ("auto": in place stays plain)
 
     first_kind = "off" if seed % 2 else "c"
     want = make_args(spec, seed, first_kind)

@@ -46,8 +46,9 @@ def test_calibrated_file_is_read_and_bad_entries_fall_back(profile_dir):
     assert profile.origin.startswith("calibrated in") and "sources only" in profile.origin
 
 
-def test_profile_writes_merge_under_a_lock(profile_dir):
+def test_profile_writes_merge_under_a_lock(profile_dir, monkeypatch):
     from streamjit import threshold as th
+    monkeypatch.delenv(th.ENV_VAR, raising=False)    # (the suite's conftest sets it)
     th.save_calibration({"kernel": 777}, {"kernel": [1]})
     calibration.save_load_stages(LoadStage("t1", 512), LoadStage(), {"sources": "why"}, [])
     threads = [threading.Thread(target=machine.update_profile_file, args=({f"key{k}": k},)) for k in range(8)]

@@ -41,9 +41,13 @@ def test_notebook_runs_and_plots(path, monkeypatch, tmp_path):
 def test_info(capsys):
     assert main(["info"]) == 0
     out = capsys.readouterr().out
-    for key in ("CPU:", "vector ISA:", "vector NT stores:", "store fence:", "caches:", "threshold (auto):",
-                "copyto streams:", "versions:"):
+    for key in ("CPU:", "vector ISA:", "vector NT stores:", "widest NT store:", "store fence:", "caches:",
+                "threshold (auto):", "copyto streams:", "versions:"):
         assert key in out
+    # issue 21: on AVX-512 the widest NT store is zmm, whether or not the kernels here use it (and the line says which)
+    widest = next(line for line in out.splitlines() if line.startswith("widest NT store:"))
+    if "AVX-512" in out:
+        assert "zmm" in widest
 
 
 def test_demo(capsys):

@@ -42,7 +42,7 @@ def after(monkeypatch, module, function, args, **options):
         return changed
 
     monkeypatch.setattr(module, "run_pass", run_pass)
-    sj.stream_kernel(**options)(function)(*args)
+    sj.stream_kernel(**{"threshold": None, **options})(function)(*args)   # (None: no size test unless asked)
     return seen[-1]
 
 
