@@ -1,35 +1,64 @@
-"""Large copies above glibc's own streaming size: `np.copyto` against the
-streamed copy kernels `copyto` chooses between, one thread and all of
-Numba's threads, in one process, interleaved rounds, medians.
+"""Large copies above glibc's own streaming size: `np.copyto` against
+`streamjit.copyto` (which times its ways and takes the faster), the
+streamed copies it chooses between (one thread; as many threads as
+Numba's, taking blocks as they come free) and the split it made before
+(a `prange`: each thread's half fixed in advance), in one process,
+interleaved rounds, medians with their spread.
 
-Run: python bench/copy_threads.py [MiB]   (default 256, float32, destination misaligned by one element)
+Run: python bench/copy_threads.py [MiB] [--busy]
+(default 256 MiB, float32, destination misaligned by one element; --busy
+keeps one core busy with another process, `python -c "while 1: pass"`,
+while it runs)
 """
 
+import subprocess
 import sys
 
 import numba
 import numpy as np
 
+import streamjit as sj
 from streamjit import bench, dropins
 
 
-def main(mib=256, rounds=9):
+def _copy_in_halves(dst, src):
+    for i in numba.prange(dst.shape[0]):
+        dst[i] = src[i]
+
+
+copy_in_halves = sj.stream_kernel(stream_stores=["dst"], parallel=True, nogil=True, threshold=None)(_copy_in_halves)
+
+
+def main(mib=256, rounds=11, busy=False):
     n = (mib << 20) // 4
     src = np.random.default_rng(0).random(n + 1, dtype=np.float32)[1:]
     dst = np.empty(n + 1, np.float32)[:-1]
-    for kernel in (dropins._copy_elements_parallel, dropins._copy_elements):
-        kernel(dst, src)
-        assert np.array_equal(dst, src)
-    medians = bench.interleaved_medians({
+    threads = numba.get_num_threads()
+    runners = {
         "np.copyto": lambda: np.copyto(dst, src),
-        f"streamed, {numba.get_num_threads()} threads": lambda: dropins._copy_elements_parallel(dst, src),
+        "streamjit.copyto": lambda: sj.copyto(dst, src),
+        f"streamed, {threads} threads, blocks": lambda: dropins.copy_in_blocks(dst, src, threads),
+        f"streamed, {threads} threads, halves": lambda: copy_in_halves(dst, src),
         "streamed, one thread": lambda: dropins._copy_elements(dst, src),
-    }, rounds)
+    }
+    for run in runners.values():
+        dst[:] = 0
+        run()
+        assert np.array_equal(dst, src)
+    spinner = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if busy else None
+    try:
+        times = bench.interleaved_times(runners, rounds)
+    finally:
+        if spinner:
+            spinner.kill()
     print(bench.host_description())
-    print(f"{mib} MiB float32 copy, read + written bytes per second, medians of {rounds}")
-    for name, seconds in medians.items():
-        print(f"{name:24s} {2 * n * 4 / seconds / 1e9:6.1f} GB/s  {medians['np.copyto'] / seconds:5.2f}x np.copyto")
+    print(f"{mib} MiB float32 copy, {'one core busy' if busy else 'no other load started'}; read + written bytes per "
+          f"second and speed relative to np.copyto, medians (min-max) of {rounds} interleaved rounds")
+    gbs, ratios = bench.rates(times, 2 * n * 4 / 1e9), bench.speedups(times, "np.copyto")
+    for name in runners:
+        print(f"{name:32s} {gbs[name]:5.1f} ({gbs[name].low:.1f}-{gbs[name].high:.1f}) GB/s  "
+              f"{ratios[name]:.2f}x ({ratios[name].low:.2f}-{ratios[name].high:.2f})")
 
 
 if __name__ == "__main__":
-    main(*map(int, sys.argv[1:2]))
+    main(*map(int, [a for a in sys.argv[1:2] if a.isdigit()]), busy="--busy" in sys.argv)

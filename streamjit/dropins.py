@@ -7,13 +7,18 @@ same-dtype, C-contiguous numeric copies without ``where=`` run a streamed
 copy kernel (overlapping arrays, which NumPy copies as if through a
 buffer, in the direction that reads each element before it is
 overwritten); from `PARALLEL_BYTES` (where glibc's memcpy streams too) on
-all of Numba's threads, or, with one thread, NumPy's copy again. Everything
+as many threads as Numba's, in blocks taken as threads come free, or, with
+one thread, NumPy's copy again. Everything
 else goes to `numpy.copyto`.
 """
 
+import functools
+import itertools
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import numba
 import numpy as np
-from numba import prange
 
 from .dispatcher import stream_kernel
 from .threshold import copy_threshold, parallel_copy_bytes
@@ -36,7 +41,7 @@ def _starts_inside(dst, src):
     return start < dst.ctypes.data < start + src.shape[0] * src.itemsize
 
 
-# Both kernels always stream (threshold=None): `copyto` has already decided by size.
+# Always streamed (threshold=None): `copyto` has already decided by size.
 @stream_kernel(stream_stores=["dst"], nogil=True, threshold=None)
 def _copy_elements(dst, src):
     if _starts_inside(dst, src):
@@ -47,17 +52,46 @@ def _copy_elements(dst, src):
         dst[i] = src[i]
 
 
-@stream_kernel(stream_stores=["dst"], nogil=True, parallel=True, threshold=None)
-def _copy_elements_parallel(dst, src):
-    for i in prange(dst.shape[0]):
-        dst[i] = src[i]
+# From PARALLEL_BYTES on a copy is cut into blocks of this size, which the
+# threads take one at a time from a shared counter: a thread whose core is
+# busy with another process takes fewer blocks instead of holding up the
+# copy. Split in halves fixed in advance (a prange), a 256 MiB float32 copy
+# ran at 0.86x np.copyto with one of two cores busy, and 1.94x with both
+# idle; in 8 MiB blocks 1.28x (1.05-1.43 over 11 rounds) and 1.76x
+# (bench/copy_threads.py, Intel Xeon VM). The calling thread takes blocks
+# too; the others come from a pool started on first use.
+PARALLEL_BLOCK_BYTES = 8 << 20
+
+
+@functools.lru_cache(maxsize=1)
+def _helper_pool():
+    return ThreadPoolExecutor(max(1, numba.config.NUMBA_NUM_THREADS - 1), thread_name_prefix="streamjit-copy")
+
+
+def copy_in_blocks(dst, src, threads):
+    """Streamed copy of 1-D ``src`` into ``dst`` (same length and dtype, not
+    overlapping) on ``threads`` threads taking `PARALLEL_BLOCK_BYTES`
+    blocks as they come free."""
+    block = max(1, PARALLEL_BLOCK_BYTES // dst.itemsize)
+    starts = itertools.count(0, block)  # (next() holds the GIL: each block is taken once)
+
+    def take_blocks():
+        for start in starts:
+            if start >= dst.shape[0]:
+                return
+            _copy_elements(dst[start:start + block], src[start:start + block])
+
+    helpers = [_helper_pool().submit(take_blocks) for _ in range(threads - 1)]
+    take_blocks()
+    for helper in helpers:
+        helper.result()
 
 
 # Copies stream above STREAM_BYTES (where the measured curves cross, see
 # `threshold.copy_threshold`). From where np.copyto streams by itself
 # (glibc's memcpy: `threshold.numpy_streaming_bytes`; one streamed thread of
-# ours only reaches 0.9x of it) they use all of Numba's threads: 1.62x
-# np.copyto at 256 MiB with two (bench/README.md); with one thread, copies
+# ours only reaches 0.9x of it) they use as many threads as Numba
+# (`copy_in_blocks`); with one thread, copies
 # that large go back to np.copyto. STREAMJIT_PARALLEL_BYTES moves where the
 # threads start. Both are read on the first call (`copy_bands`), not at
 # import: a bad environment variable breaks copyto only, and names itself.
@@ -76,11 +110,36 @@ def copy_bands():
     return STREAM_BYTES, PARALLEL_BYTES
 
 
+# Even in blocks, threads that share their cores with other processes may
+# copy slower than np.copyto alone (0.93-0.96x in some runs with one core
+# busy, 1.28-1.32x in others, as the scheduler places them), so from
+# PARALLEL_BYTES on each copy is timed, and copies take the way last
+# measured faster, the other one every `RECHECK_EVERY`th copy to follow
+# the load: 1.0x np.copyto at worst when threads do not pay, and most of
+# the threads' gain when they do.
+RECHECK_EVERY = 8
+_seconds_per_byte = {"threads": 0.0, "np.copyto": 0.0}  # as last measured
+_large_copies = itertools.count()
+
+
+def _large_copy(dst, src, threads):
+    """A copy from PARALLEL_BYTES on, on ``threads`` threads or by
+    np.copyto, whichever was measured faster (see `RECHECK_EVERY`)."""
+    faster, slower = sorted(_seconds_per_byte, key=_seconds_per_byte.get)
+    way = slower if next(_large_copies) % RECHECK_EVERY == 0 else faster
+    start = time.perf_counter()
+    if way == "threads":
+        copy_in_blocks(dst, src, threads)
+    else:
+        _numpy_copyto(dst, src)
+    _seconds_per_byte[way] = (time.perf_counter() - start) / dst.nbytes
+
+
 def stream_copy(dst, src):
     """Streamed copy of 1-D C-contiguous ``src`` into ``dst`` (same length and
     dtype, any size): what `copyto` runs above its threshold."""
     if dst.nbytes >= PARALLEL_BYTES and numba.get_num_threads() > 1 and not np.may_share_memory(dst, src):
-        _copy_elements_parallel(dst, src)
+        _large_copy(dst, src, numba.get_num_threads())
     else:
         _copy_elements(dst, src)
 
@@ -111,8 +170,10 @@ def copyto(dst, src, casting="same_kind", where=True):
     crossover ``python -m streamjit calibrate`` measured, else half the
     last-level cache (32 MiB where the reported cache is implausible, as on
     VMs). From ``STREAMJIT_PARALLEL_BYTES`` (default: where glibc's
-    ``memcpy`` streams by itself) copies run on all of Numba's threads, or,
-    with one thread, are `numpy.copyto` again. Overlapping arrays are copied
+    ``memcpy`` streams by itself) copies run on as many threads as Numba's,
+    in blocks each thread takes as it comes free (so a busy core slows the
+    copy down only by its own share), or, with one thread, are
+    `numpy.copyto` again. Overlapping arrays are copied
     as `numpy.copyto` copies them (as if through a buffer). The variables
     are read on the first call; a bad value raises there, naming itself.
 

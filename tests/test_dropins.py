@@ -1,6 +1,7 @@
 """streamjit.copyto / memcpy against NumPy: the same results and the same
 exceptions, on the streamed path and on the plain one."""
 
+import itertools
 import os
 
 import numba
@@ -130,15 +131,13 @@ def test_memcpy_read_only_destination():
         sj.memcpy(dst, np.ones(8))
 
 
-def test_large_copies_use_the_parallel_kernel(monkeypatch):
+def test_large_copies_use_the_threads(monkeypatch):
     monkeypatch.setattr(dropins, "PARALLEL_BYTES", 1024)
     monkeypatch.setattr(dropins, "STREAM_BYTES", 1024)
     src = random_array(np.random.default_rng(5), 600_001, np.float32)
     dst = np.zeros(600_002, np.float32)[1:]
     sj.copyto(dst, src)
     np.testing.assert_array_equal(dst, src)
-    if numba.get_num_threads() > 1:
-        assert dropins._copy_elements_parallel.signatures
     overlapping = np.arange(100_000, dtype=np.float64)
     expected = overlapping.copy()
     np.copyto(expected[1:], expected[:-1])
@@ -212,3 +211,59 @@ def test_bad_environment_variables_never_break_the_import(env_var):
     assert done.returncode == 1
     assert f"environment variable {env_var} must be a number of bytes" in done.stderr
     assert 'File "<string>", line 1,' not in done.stderr and 'File "<string>", line 6,' in done.stderr  # not the import
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 7, 4096, 10_001])
+def test_copies_in_blocks_taken_as_threads_come_free(monkeypatch, threads, n):
+    """Issue 21, defect 7: the threaded copy waited for its slowest thread
+    (0.90x np.copyto with one core busy); now the threads take small blocks
+    from a shared counter. Every element is copied once, whatever the block
+    size, the thread count and the length (blocks of 1 KiB here)."""
+    monkeypatch.setattr(dropins, "PARALLEL_BLOCK_BYTES", 1024)
+    src = random_array(np.random.default_rng(n), n, np.float64)
+    dst = np.full(n + 1, np.nan)[1:]
+    taken = []
+    original = dropins._copy_elements
+
+    def spy(d, s):
+        taken.append(d.shape[0])
+        original(d, s)
+
+    monkeypatch.setattr(dropins, "_copy_elements", spy)
+    dropins.copy_in_blocks(dst, src, threads)
+    np.testing.assert_array_equal(dst, src)
+    assert sorted(taken) == sorted([128] * (n // 128) + ([n % 128] if n % 128 else []))
+
+
+def test_large_copies_take_the_way_last_measured_faster(monkeypatch):
+    """Issue 21, defect 7: from PARALLEL_BYTES on, copies take whichever of
+    the threads and np.copyto was last measured faster, and the other one
+    every RECHECK_EVERY-th copy, so a busy core never leaves them slower
+    than np.copyto for long. The clock here is fake: each way costs what
+    the test says."""
+    from types import SimpleNamespace
+
+    clock, cost, ways = [0.0], {"threads": 2.0, "np.copyto": 1.0}, []
+
+    def way(name):
+        def run(*args):
+            ways.append(name)
+            clock[0] += cost[name]
+        return run
+
+    monkeypatch.setattr(dropins, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(dropins, "copy_in_blocks", way("threads"))
+    monkeypatch.setattr(dropins, "_numpy_copyto", way("np.copyto"))
+    monkeypatch.setattr(dropins, "_large_copies", itertools.count())
+    monkeypatch.setattr(dropins, "_seconds_per_byte", {"threads": 0.0, "np.copyto": 0.0})
+    a = np.zeros(1000)
+    for _ in range(2 * dropins.RECHECK_EVERY):
+        dropins._large_copy(a, a, 2)
+    # both measured first, then np.copyto (faster) but for one recheck of the threads per RECHECK_EVERY copies
+    assert [k for k, w in enumerate(ways) if w == "threads"] == [1, dropins.RECHECK_EVERY]
+    cost["threads"] = 0.5                                  # the load went away: the next recheck finds it
+    ways.clear()
+    for _ in range(dropins.RECHECK_EVERY):
+        dropins._large_copy(a, a, 2)
+    assert ways == ["threads"] * dropins.RECHECK_EVERY
