@@ -14,7 +14,8 @@ def demo(args):
           f"element\n{bench.host_description()}\n")
     rows = bench.stream_table(mib=args.mib, dtype=np.float32, rounds=args.rounds, progress=lambda row: None)
     print(bench.format_table(rows))
-    print("\nratios > 1 mean streamjit is faster; every streamed result was checked against NumPy.")
+    print(f"\nmedians (min-max) of {args.rounds} interleaved rounds; ratios > 1 mean streamjit is faster; every "
+          "streamed result was checked against NumPy.")
 
 
 def _plots():
@@ -42,7 +43,7 @@ def _progress(name):
 def run_bench(args):
     os.makedirs(args.out, exist_ok=True)
     written = []
-    print(f"{bench.host_description()}\n")
+    print(f"{bench.host_description()}\nevery cell: the median (min-max) of {args.rounds} interleaved rounds\n")
     plots = _plots()
     stream_rows = []
     for dtype in args.dtypes:
