@@ -46,8 +46,8 @@ def expected_pattern(output):
             line = re.escape(line)
             line = re.sub(r"machine\\ NT\\ stores:\\ \d+\\ vector,\\ \d+\\ scalar",
                           r"machine\\ NT\\ stores:\\ \\d+\\ vector,\\ \\d+\\ scalar", line)
-            line = re.sub(r"machine\\ code:\\ \d+(.*?)the\\ table's\\ \d+", r"machine\\ code:\\ \\d+\1the\\ table's\\ \\d+",
-                          line)
+            if line.startswith("fences:"):  # (another CPU's backend may split vector stores: a note says so)
+                line += r"(\n  \(machine code: [^\n]*\))?"
             lines.append(line)
     return "\n".join(lines)
 
