@@ -86,9 +86,11 @@ class StreamReport:
         machine = self.machine_nt_vector_stores
         if machine == table:
             return None
-        why = ("the backend splits an LLVM vector store wider than a register into several, and may duplicate "
-               "blocks" if machine > table else "the backend merged or dropped some LLVM stores")
-        return f"  (machine code: {machine} vector NT store instructions for the table's {table}: {why})"
+        # (which of these it was, the report cannot tell from the text)
+        why = ("the backend can split an LLVM vector store wider than a register into several, or duplicate "
+               "blocks" if machine > table else "the backend can merge or drop LLVM stores")
+        return (f"  (machine code: {machine} vector NT store instructions for the table's {table} LLVM IR stores: "
+                f"{why})")
 
     def _tail(self):
         """The lines after the summary: fence checks, loads, notes."""
