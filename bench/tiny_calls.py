@@ -40,7 +40,8 @@ def main(calls=20000, rounds=15):
               f"{rounds} rounds of {calls} calls")
         for name, ratio in bench.speedups(times, "numba.njit").items():
             ns = bench.Spread(t / calls * 1e9 for t in times[name])
-            print(f"  {name:18s} {ns:6.1f} ({ns.low:.0f}-{ns.high:.0f}) ns   {ratio:.3f} ({ratio.low:.2f}-{ratio.high:.2f})")
+            print(f"  {name:18s} {ns:6.1f} ({ns.low:.0f}-{ns.high:.0f}) ns   "
+                  f"{ratio:.3f} ({ratio.low:.2f}-{ratio.high:.2f})")
 
 
 if __name__ == "__main__":

@@ -463,7 +463,8 @@ def winning_band(rows, column):
     first, last = max(runs, key=lambda run: run[1] - run[0])
     threshold = rows[first - 1]["bytes"] if first else rows[0]["bytes"] - 1
     band = threshold, None if last == len(rows) - 1 else rows[last]["bytes"]
-    return band, f"won in all {rounds} rounds from {human_size(rows[first]['bytes'])} to {human_size(rows[last]['bytes'])}"
+    return band, (f"won in all {rounds} rounds from {human_size(rows[first]['bytes'])} "
+                  f"to {human_size(rows[last]['bytes'])}")
 
 
 def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):

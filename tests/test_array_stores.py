@@ -332,7 +332,8 @@ DONE_WHEN = {   # issue 13's kernels, as streamed: each must hold ymm/zmm NT sto
                                               rng.standard_normal(1001))),
     "returned": (sj.stream_kernel(stream_stores=["return"], threshold=None)(returned_expression),
                  lambda rng: (rng.standard_normal(1001), rng.standard_normal(1001))),
-    "fresh": (sj.stream_kernel(stream_stores=["r"], threshold=None)(fresh_loop), lambda rng: (rng.standard_normal(1001),)),
+    "fresh": (sj.stream_kernel(stream_stores=["r"], threshold=None)(fresh_loop),
+              lambda rng: (rng.standard_normal(1001),)),
     "in place": (KERNELS["scale_accumulate_named"][0], lambda rng: (rng.standard_normal((40, 70)),
                                                                     rng.standard_normal((40, 70)), 1.5, 0.5)),
 }

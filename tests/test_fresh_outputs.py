@@ -111,7 +111,8 @@ def stepped_result(x, steps):
 
 RESULTS = {
     "named": (sj.stream_kernel(stream_stores=["r"], threshold=None)(named_result), numba.njit(named_result), "r"),
-    "returned": (sj.stream_kernel(stream_stores=["return"], threshold=None)(returned_result), numba.njit(returned_result), "return"),
+    "returned": (sj.stream_kernel(stream_stores=["return"], threshold=None)(returned_result),
+                 numba.njit(returned_result), "return"),
     "stepped": (sj.stream_kernel(stream_stores=["r"], threshold=None)(stepped_result), numba.njit(stepped_result), "r"),
     "plain": (sj.stream_kernel(stream_stores=True)(returned_result), numba.njit(returned_result), "return"),
 }

@@ -13,7 +13,8 @@ from test_codegen import needs_x86_avx
 PREFETCH_NTA = re.compile(r"^\s*prefetchnta\s", re.M)
 
 
-@sj.stream_kernel(stream_loads=True, stream_stores=["out"], threshold=None)   # (True, "auto": an update in place stays plain)
+# (named, and threshold=None: under True or "auto" an update in place stays plain)
+@sj.stream_kernel(stream_loads=True, stream_stores=["out"], threshold=None)
 def self_referencing(out, a):
     # Halide's case: a is streamed, the load of out is an ordinary self-load
     for i in range(a.shape[0]):
