@@ -20,6 +20,7 @@ from numba.core.ir_utils import legalize_names
 
 from .lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
 from .lowering.nontemporal import MOVNTI_CALL
+from .lowering.stream_memset import FILL
 from .lowering.exit_fences import EXIT_FENCE_MARK
 from .lowering.llvm_text import function_blocks, unfenced_returns
 from .lowering.targets import count_asm_streaming
@@ -30,6 +31,8 @@ _STORE = re.compile(r"^\s*store (?:volatile )?(<\d+ x [^>]+>|[^,]+?) [^,]+, ptr 
 _LOAD = re.compile(r"^load (?:volatile )?(<\d+ x [^>]+>|[^,]+), ptr (%[\w.\-]+)(.*)$")
 _PREFETCH = re.compile(r"call void @llvm\.prefetch\.\w+\(ptr (%[\w.\-]+)")
 _MASKED_STORE = re.compile(r"call void @llvm\.masked\.(?:store|scatter)\.[^(]+\([^,]+, ptr (%[\w.\-]+)")
+_FILL_CALL = re.compile(r"call void @" + re.escape(FILL) + r"\.\d+\(ptr (%[\w.\-]+)")
+_FILL_BODY = re.compile(r"^define internal void @(" + re.escape(FILL) + r"\.\d+)\(", re.M)
 _DATA_ARG = re.compile(r"^%arg\.(\w+)\.4$")
 PARFOR_BODY = re.compile(r'^define linkonce_odr [^\n]*@"?(_ZN[^"(\s]*__numba_parfor_gufunc[^"(\s]*)"?\(', re.M)
 
@@ -186,6 +189,8 @@ def count_array_accesses(llvm_function, arrays, aliases=None):
             attr = "nt_loads" if "!nontemporal" in tail else "plain_loads"
         elif MOVNTI_CALL.search(body):
             ptr, attr = MOVNTI_CALL.search(body).group(1), "nt_scalar_stores"
+        elif _FILL_CALL.search(body):
+            ptr, attr = _FILL_CALL.search(body).group(1), "nt_vector_stores"
         elif _PREFETCH.search(body):
             ptr, attr = _PREFETCH.search(body).group(1), "prefetches"
         elif _MASKED_STORE.search(body):
@@ -208,6 +213,8 @@ def count_marked_stores(llvm_function, llvm_text, array):
         scope = re.search(r"!alias\.scope !(\d+)", line)
         if MOVNTI_CALL.search(line) and scope and int(scope.group(1)) in lists:
             rep.nt_scalar_stores += 1
+        elif _FILL_CALL.search(line) and scope and int(scope.group(1)) in lists:
+            rep.nt_vector_stores += 1
         elif store and scope and int(scope.group(1)) in lists:
             ty, _, tail = store.groups()
             attr = "plain_stores" if "!nontemporal" not in tail else \
@@ -243,8 +250,10 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     names = [dispatcher.overloads[sig].fndesc.mangled_name] + PARFOR_BODY.findall(llvm_text)
     llvm_functions = [function_body(llvm_text, n, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n") for n in names]
     llvm_function = "".join(llvm_functions)
-    # Mach-O prefixes symbols with an underscore.
-    asm_function = "".join(function_body(asm_text, n, lambda n: rf'^"?_?{n}"?:', ".cfi_endproc") for n in names)
+    # Mach-O prefixes symbols with an underscore. (The streamed fills'
+    # stores are counted in the machine code; in the IR, their calls are.)
+    asm_function = "".join(function_body(asm_text, n, lambda n: rf'^"?_?{n}"?:', ".cfi_endproc")
+                           for n in names + _FILL_BODY.findall(llvm_text))
     params = list(inspect.signature(dispatcher.py_func).parameters)
     arrays = {p: t for p, t in zip(params, sig) if isinstance(t, types.Array)}
     result = dispatcher.stream_result(sig)

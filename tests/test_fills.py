@@ -126,3 +126,17 @@ def test_numba_issue_7534_fill_streams():
     assert not arr.any()
     with pytest.raises(AssertionError):
         fillArrSmall(np.full(1000, 7.0))
+
+
+def test_plain_path_keeps_memset_and_the_streamed_path_streams_it():
+    """Below the threshold a zero fill is Numba's (LLVM's memset, the faster
+    fill in cache); the memset LLVM made of the aligned loop is a streamed fill."""
+    kernel = sj.stream_kernel(stream_stores=["arr"], threshold=1 << 16)(fill_slice_zero)
+    for n in (1000, 100_000):
+        a = np.ones(n + 1)[1:]
+        kernel(a, 0.0)
+        assert not a.any()
+    llvm_ir = kernel.inspect_llvm(kernel.signatures[0])
+    assert re.search(r"call void @llvm\.memset\.p0\.i64\((?![^\n]*!alias\.scope)", llvm_ir)
+    assert re.search(r"call void @streamjit\.stream_fill\.\d+\(ptr %[\w.\-]+, i8 0,", llvm_ir)
+    assert kernel.stream_report().arrays["arr"].nt_vector_stores > 0

@@ -18,6 +18,7 @@ from .keep_scalar import remove_keep_scalar_calls
 from .nontemporal import make_streamed_accesses_nontemporal, scalar_fp_through_integer_register
 from .pair_nontemporal import pair_streamed_accesses
 from .prefetch import insert_stream_prefetches
+from .stream_memset import stream_marked_memsets
 from .targets import retarget_host_text
 from .widen_stores import widen_streamed_stores
 
@@ -55,6 +56,6 @@ def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
     builder = llvm.create_pass_builder(tm, pto)
     builder.getModulePassManager().run(module, builder)
     final = insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
-        widen_streamed_stores(remove_keep_scalar_calls(str(module))),
+        widen_streamed_stores(stream_marked_memsets(remove_keep_scalar_calls(str(module)))),
         scalar_fp_through_integer_register(triple, cpu, features))))
     return final, tm.emit_assembly(_parse(final, triple, tm))

@@ -3,7 +3,7 @@ makes Numba use it.
 
 Numba optimizes each function's final LLVM module inside its code library.
 ``StreamCodeLibrary`` lets that happen unchanged, then rewrites the
-optimized module (`widen_stores.py`, `nontemporal.py`, `prefetch.py`, `exit_fences.py`) before machine code is
+optimized module (`stream_memset.py`, `widen_stores.py`, `nontemporal.py`, `prefetch.py`, `exit_fences.py`) before machine code is
 generated. It keeps the rewritten text for `stream_report` (Numba's
 `inspect_llvm` shows the module only after the backend has changed it in
 place) and the text before optimization, to compile for other targets
@@ -16,19 +16,17 @@ rewritten one.
 """
 
 import contextlib
-import re
 
 import llvmlite.binding as llvm
-from numba.core import cgutils
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
 from .exit_fences import fence_exits
 from .keep_scalar import remove_keep_scalar_calls
-from .markers import STREAM_STORE_SCOPE
 from .nontemporal import make_streamed_accesses_nontemporal
 from .pair_nontemporal import pair_streamed_accesses
 from .prefetch import insert_stream_prefetches
+from .stream_memset import stream_marked_memsets
 from .widen_stores import widen_streamed_stores
 
 
@@ -37,25 +35,6 @@ class StreamCodeLibrary(JITCodeLibrary):
 
     streamed_llvm_ir = None
     _unoptimized_module = None
-
-    def add_ir_module(self, ir_module):
-        """Numba's `add_ir_module` (the same four steps), with every function
-        of a module that holds streamed stores declared ``no-builtin-memset``:
-        LLVM's loop idiom pass turns a loop that stores one value into
-        ``memset`` where it can prove the bytes, which any loop-invariant
-        value of a byte array and a zero of any type are, and the streamed
-        stores are gone (a zero fill ran at the speed of a plain one). Without
-        ``memset`` in its library the pass leaves the loop to the vectorizer,
-        whose stores are then made non-temporal. Calls to ``llvm.memset``
-        that Numba makes itself still run ``memset``."""
-        self._raise_if_finalized()
-        text = cgutils.normalize_ir_text(str(ir_module))
-        if STREAM_STORE_SCOPE in text:
-            text = re.sub(r"^(define [^\n]*\))", r'\1 "no-builtin-memset"', text, flags=re.M)
-        ll_module = llvm.parse_assembly(text)
-        ll_module.name = ir_module.name
-        ll_module.verify()
-        self.add_llvm_module(ll_module)
 
     @property
     def unoptimized_llvm_ir(self):
@@ -67,7 +46,7 @@ class StreamCodeLibrary(JITCodeLibrary):
         super()._optimize_final_module()
         text = str(self._final_module)
         rewritten = fence_exits(insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
-            widen_streamed_stores(remove_keep_scalar_calls(text))))))
+            widen_streamed_stores(stream_marked_memsets(remove_keep_scalar_calls(text)))))))
         if rewritten is not text:
             module = llvm.parse_assembly(rewritten)
             module.verify()

@@ -32,8 +32,10 @@ def constant_offsets(lines):
 
 _BLOCK_LABEL = re.compile(r'^"?([-\w.$]+)"?:')
 _SUCCESSOR = re.compile(r'label %"?([-\w.$]+)"?')
-# a non-temporal store: tagged, or a scalar float's `movnti` (`nontemporal.py`)
-NT_STORE = re.compile(r'^\s*(?:store .*!nontemporal|call void asm sideeffect "movnti)', re.M)
+# a non-temporal store: tagged, a scalar float's `movnti` (`nontemporal.py`),
+# or a streamed fill (`stream_memset.py`)
+NT_STORE = re.compile(r'^\s*(?:store .*!nontemporal|call void asm sideeffect "movnti|call void @streamjit\.stream_fill)',
+                      re.M)
 _RETURN = re.compile(r"^\s*ret\b")
 # every target's store fence (`targets.emit_store_fence`)
 STORE_FENCE = re.compile(r"call void @llvm\.(?:x86\.sse\.sfence|aarch64\.dmb)\(|^\s*fence\b")

@@ -17,6 +17,7 @@ import llvmlite.binding as llvm
 from ..errors import warn_in_kernel
 from ..lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
 from ..lowering.nontemporal import MOVNTI_CALL
+from ..lowering.stream_memset import FILL
 from ..plan import LOOP_NOTE, METADATA_KEY
 from ..report import PARFOR_BODY, function_body
 
@@ -34,8 +35,9 @@ def _stores(functions, llvm_text, name):
     lists = {i for i, n in marked_scope_lists(llvm_text, STREAM_STORE_SCOPE).items() if n == name}
     x86 = llvm.get_process_triple().startswith(("x86_64", "i686"))
     scalar_fp = x86 and llvm.get_host_cpu_features().get("sse4a", False)
-    kinds = {"scalar" for m in re.finditer(r"^.*" + MOVNTI_CALL.pattern + r".*!alias\.scope !(\d+).*$", functions, re.M)
-             if int(m.group(2)) in lists}
+    kinds = {kind for kind, call in (("scalar", MOVNTI_CALL.pattern), ("vector", r"call void @" + re.escape(FILL)))
+             for m in re.finditer(r"^.*" + call + r".*!alias\.scope !(\d+).*$", functions, re.M)
+             if int(m.groups()[-1]) in lists}
     for m in _STORE.finditer(functions):
         if int(m.group("scope")) not in lists:
             continue
