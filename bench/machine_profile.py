@@ -82,7 +82,7 @@ def streamjit_builds(function, output, loads):
               "streamjit stream_loads=True": (True, profile.stream_loads, profile.sources),
               "before the profile: stores only": (False, none, none),
               "before the profile: stream_loads=True": (True, BEFORE_LOADS, none)}
-    return {name: calibration._build(function, output, loads if streams else False, loads_stage, sources)
+    return {name: calibration.kernel_with_stages(function, output, loads if streams else False, loads_stage, sources)
             for name, (streams, loads_stage, sources) in builds.items()}
 
 

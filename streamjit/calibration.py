@@ -70,7 +70,7 @@ def workloads(mib, rng):
     return found
 
 
-def _build(function, output, stream_loads, loads, sources):
+def kernel_with_stages(function, output, stream_loads, loads, sources):
     """A kernel streaming stores to ``output`` (and its loads, if
     ``stream_loads``) with its loads lowered as the two stages say."""
     options, forwarded = validate_options(function, [output], stream_loads, None, None, None, {})
@@ -82,7 +82,7 @@ def _compare(builds, baseline, cases, rounds):
     ``builds``: ``{key: (stream_loads, loads stage, sources stage)}``."""
     table = {}
     for name, (function, args, output) in cases.items():
-        kernels = {key: _build(function, output, *how) for key, how in builds.items()}
+        kernels = {key: kernel_with_stages(function, output, *how) for key, how in builds.items()}
         for kernel in kernels.values():
             kernel(*args)
         medians = bench.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)

@@ -127,7 +127,7 @@ def test_sources_of_stores_alone_are_prefetched_as_the_profile_says(triad_args):
     """The asynchronous load stage of a stores-only loop: its unit-stride
     sources prefetched, as plain (never non-temporal) loads."""
     b, c, expected = triad_args
-    kernel = calibration._build(triad, "a", False, LoadStage(), LoadStage("t1", 4096))
+    kernel = calibration.kernel_with_stages(triad, "a", False, LoadStage(), LoadStage("t1", 4096))
     out = np.empty(5001)
     kernel(out[1:], b[1:], c[1:], 2.5)
     np.testing.assert_array_equal(out[1:], expected)
@@ -142,7 +142,7 @@ def test_non_temporal_loads_only_where_the_profile_says(triad_args):
     b, c, expected = triad_args
     lowered = {}
     for nt in (False, True):
-        kernel = calibration._build(triad, "a", True, LoadStage("nta", 2048, nt), LoadStage())
+        kernel = calibration.kernel_with_stages(triad, "a", True, LoadStage("nta", 2048, nt), LoadStage())
         out = np.zeros(5008)
         kernel(out[8:], b[1:5001], c[1:5001], 2.5)          # co-aligned: the aligned-source loop runs
         np.testing.assert_array_equal(out[8:], expected[:5000])
