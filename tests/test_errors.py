@@ -320,3 +320,17 @@ def test_unknown_dump_after_warns_with_the_pass_names(monkeypatch, capsys):
         warnings.simplefilter("error", sj.StreamWarning)
         sj.stream_kernel(stream_stores=["dst"])(copy)(np.zeros(3), np.ones(3))
     assert "after legality" in capsys.readouterr().out
+
+
+def test_while_loop_named_at_its_own_line():
+    """Issue 21: Python 3.11 starts a while loop's header block at its body;
+    the message names the line of the ``while``."""
+    def in_a_while(out, a):
+        i = 0
+        while i < a.shape[0]:
+            out[i] = a[i]
+            i += 1
+
+    with pytest.raises(sj.StreamLegalityError) as info:
+        sj.stream_kernel(stream_stores=["out"])(in_a_while)(np.zeros(5), np.ones(5))
+    assert f"while loop (line {line_of(in_a_while, 'while i <')})" in str(info.value)

@@ -212,6 +212,17 @@ def _rebound_arrays(defs, typemap):
     return rebound
 
 
+def _first_loc(blocks, labels, header_label):
+    """The loop's location as the user sees it: its first line (the ``for``
+    or ``while``). Python 3.11 starts a ``while`` loop's header block at its
+    body, and tests the condition again at the end of it, on the loop's line."""
+    header = blocks[header_label].loc
+    # (statements of inlined helpers carry their own file's lines)
+    locs = [s.loc for label in labels for s in blocks[label].body
+            if s.loc is not None and s.loc.line and s.loc.filename == header.filename]
+    return min(locs, key=lambda loc: loc.line) if locs else header
+
+
 def _find_loops(scan, parallel):
     cfg = scan.cfg
     raw = sorted(cfg.loops().values(), key=lambda lp: -len(lp.body))
@@ -219,7 +230,7 @@ def _find_loops(scan, parallel):
     for serial, lp in enumerate(raw):
         loop = Loop(header=lp.header, body=frozenset(lp.body), exits=frozenset(lp.exits),
                     entries=frozenset(lp.entries), serial=serial,
-                    loc=scan.func_ir.blocks[lp.header].loc)
+                    loc=_first_loc(scan.func_ir.blocks, lp.body, lp.header))
         loop.parent = next((o for o in reversed(loops) if lp.header in o.body and o.header != lp.header), None)
         _classify(scan, loop, parallel)
         loops.append(loop)
@@ -583,7 +594,7 @@ def run_pass(state):
             result.note(name, 0, FRESH_NOTE)
         for name in sorted(stored - scan.fresh - streamed):
             result.note(name, 0, IN_PLACE_NOTE)
-    elif options.measured:
+    elif options.measured and isinstance(options.stream_stores, tuple):
         for name in sorted(set(options.stream_stores) & (stored | scan.results) - streamed):
             result.note(name, 0, AUTO_NOTE.format("an array the kernel makes" if name in scan.fresh
                                                   else "an update in place"))
