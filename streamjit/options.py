@@ -50,11 +50,7 @@ def _names(option_name, value, params, func):
     return tuple(dict.fromkeys(value))
 
 
-def _load_stages(prefetch_distance, prefetch_hint):
-    """``(loads, sources, where they come from)``: the machine profile's
-    lowering of streamed loads and of the sources of streamed stores, with
-    the kernel's ``prefetch_distance`` / ``prefetch_hint`` in place of the
-    profile's for both."""
+def _check_prefetch(prefetch_distance, prefetch_hint):
     if prefetch_distance is not None and (isinstance(prefetch_distance, bool) or not isinstance(prefetch_distance, int)
                                           or not 0 <= prefetch_distance <= 1 << 20):
         raise StreamConfigError(f"prefetch_distance must be None or a number of bytes from 0 to 1 MiB, "
@@ -62,6 +58,13 @@ def _load_stages(prefetch_distance, prefetch_hint):
     if prefetch_hint is not None and prefetch_hint not in PREFETCH_HINTS:
         raise StreamConfigError(f"prefetch_hint must be None or one of {', '.join(map(repr, PREFETCH_HINTS))}, "
                                 f"got {prefetch_hint!r}")
+
+
+def _load_stages(prefetch_distance, prefetch_hint):
+    """``(loads, sources, where they come from)``: the machine profile's
+    lowering of streamed loads and of the sources of streamed stores, with
+    the kernel's ``prefetch_distance`` / ``prefetch_hint`` in place of the
+    profile's for both."""
     profile = machine_profile()
     stages = []
     for stage in (profile.stream_loads, profile.sources):
@@ -111,8 +114,10 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
             f"{', '.join(FORWARDED_NUMBA_OPTIONS)}")
     if numba_options.get("nopython", True) is not True:
         raise StreamConfigError("stream_kernel compiles in nopython mode only: nopython must be True")
-    loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
+    _check_prefetch(prefetch_distance, prefetch_hint)
     if not stores and not loads:
         return None, numba_options
+    # (read only by kernels that stream: a bare stream_kernel is numba.njit)
+    loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
     return StreamOptions(stores, loads, loads_stage, sources_stage, threshold, bool(numba_options.get("parallel")),
                          measured, profile), numba_options

@@ -209,13 +209,15 @@ def count_marked_stores(llvm_function, llvm_text, array):
     lists = {i for i, name in marked_scope_lists(llvm_text, STREAM_STORE_SCOPE).items() if name == array}
     rep = ArrayReport()
     for line in llvm_function.splitlines():
-        store = _STORE.match(line)
         scope = re.search(r"!alias\.scope !(\d+)", line)
-        if MOVNTI_CALL.search(line) and scope and int(scope.group(1)) in lists:
+        if not scope or int(scope.group(1)) not in lists:
+            continue
+        store = _STORE.match(line)
+        if MOVNTI_CALL.search(line):
             rep.nt_scalar_stores += 1
-        elif _FILL_CALL.search(line) and scope and int(scope.group(1)) in lists:
+        elif _FILL_CALL.search(line):
             rep.nt_vector_stores += 1
-        elif store and scope and int(scope.group(1)) in lists:
+        elif store:
             ty, _, tail = store.groups()
             attr = "plain_stores" if "!nontemporal" not in tail else \
                 "nt_vector_stores" if ty.startswith("<") else "nt_scalar_stores"

@@ -594,7 +594,7 @@ def run_pass(state):
             result.note(name, 0, FRESH_NOTE)
         for name in sorted(stored - scan.fresh - streamed):
             result.note(name, 0, IN_PLACE_NOTE)
-    elif options.measured and isinstance(options.stream_stores, tuple):
+    elif options.measured:
         for name in sorted(set(options.stream_stores) & (stored | scan.results) - streamed):
             result.note(name, 0, AUTO_NOTE.format("an array the kernel makes" if name in scan.fresh
                                                   else "an update in place"))
