@@ -26,7 +26,12 @@ def to_bytes(out, a):
         out[i] = np.int8(a[i] * 100.0)
 
 
-CASES = {compare_loop: np.bool_, compare_arrays: np.bool_, to_bytes: np.int8}
+def compare_reversed(out, a):
+    for i in range(a.shape[0] - 1, -1, -1):   # narrow stores going down in memory
+        out[i] = a[i] > 0.5
+
+
+CASES = {compare_loop: np.bool_, compare_arrays: np.bool_, to_bytes: np.int8, compare_reversed: np.bool_}
 KERNELS = {f: (sj.stream_kernel(stream_stores=["out"], threshold=None)(f), numba.njit(f)) for f in CASES}
 
 

@@ -8,9 +8,9 @@ streams. Unrolled, though, the aligned loop writes such vectors back to back
 (``p``, ``p+4``, ``p+8``, ``p+12``) from an aligned ``p``. This pass, run on
 the optimized module before `nontemporal.py`, joins a run of marked stores
 of one vector type on consecutive lines, to consecutive addresses from one
-base, into a single store of their concatenation (built by
-``shufflevector``), when the first is aligned to the joined width and that
-width is at least 16 bytes:
+base (going up, or down in a reversed loop), into a single store of their
+concatenation in address order (built by ``shufflevector``), when the
+lowest is aligned to the joined width and that width is at least 16 bytes:
 
     store <4 x i8> %a, ptr %p, align 16      %ab = shufflevector %a, %b, <0..7>
     store <4 x i8> %b, ptr %p+4              %cd = shufflevector %c, %d, <0..7>
@@ -32,25 +32,33 @@ _MAX_BYTES = 64
 
 
 def _joinable(lines, start, offsets, marked):
-    """How many stores from line ``start`` on can be joined (0 or 1: none)."""
+    """The marked stores from line ``start`` on that can be joined, lowest
+    address first (none, or one: nothing to join). The run goes up in
+    memory, or down (a reversed loop's stores); its lowest store must be
+    aligned to the joined width."""
     first = _STORE.match(lines[start])
     if not first or int(first.group(8)) not in marked or "!nontemporal" in first.group(7):
-        return 0
-    lanes, element = int(first.group(2)), ELEMENT_BYTES.get(first.group(3).strip(), 0)
-    size, align = lanes * element, int(first.group(6))
+        return []
+    size = int(first.group(2)) * ELEMENT_BYTES.get(first.group(3).strip(), 0)
     if not size or size >= _MIN_BYTES:
-        return 0
+        return []
     base, at = offsets.get(first.group(5), (first.group(5), 0))
-    count = 1
-    while start + count < len(lines) and size * count < min(align, _MAX_BYTES):
-        m = _STORE.match(lines[start + count])
-        if not m or (m.group(2), m.group(3)) != (first.group(2), first.group(3)) or int(m.group(8)) not in marked \
-                or offsets.get(m.group(5)) != (base, at + size * count):
+    run = [first]
+    for step in (size, -size):
+        while start + len(run) < len(lines) and size * len(run) < _MAX_BYTES:
+            m = _STORE.match(lines[start + len(run)])
+            if not m or (m.group(2), m.group(3)) != (first.group(2), first.group(3)) \
+                    or int(m.group(8)) not in marked or offsets.get(m.group(5)) != (base, at + step * len(run)):
+                break
+            run.append(m)
+        if len(run) > 1:
             break
-        count += 1
-    while count & (count - 1):  # a power of two, for the concatenation tree
-        count -= 1
-    return count if size * count >= _MIN_BYTES else 0
+    count = 1 << (len(run).bit_length() - 1)  # a power of two, for the concatenation tree
+    # (the first `count` lines; their lowest address is the first going up, the last going down)
+    while count > 1 and int(run[0 if step > 0 else count - 1].group(6)) < size * count:
+        count //= 2
+    joined = run[:count] if step > 0 else run[:count][::-1]
+    return joined if size * count >= _MIN_BYTES else []
 
 
 def widen_streamed_stores(llvm_text):
@@ -62,14 +70,12 @@ def widen_streamed_stores(llvm_text):
     offsets = constant_offsets(lines)
     out, k, serial = [], 0, 0
     while k < len(lines):
-        count = _joinable(lines, k, offsets, marked)
-        if count < 2:
+        stores = _joinable(lines, k, offsets, marked)
+        if not stores:
             out.append(lines[k])
             k += 1
             continue
-        stores = [_STORE.match(line) for line in lines[k:k + count]]
-        indent, element = stores[0].group(1), stores[0].group(3)
-        lanes = int(stores[0].group(2))
+        indent, element, lanes = stores[0].group(1), stores[0].group(3), int(stores[0].group(2))
         values = [s.group(4) for s in stores]
         while len(values) > 1:
             joined = []
@@ -81,8 +87,8 @@ def widen_streamed_stores(llvm_text):
                            f"<{2 * lanes} x i32> <{mask}>")
                 joined.append(name)
             values, lanes = joined, 2 * lanes
-        first = stores[0]
-        out.append(f"{indent}store <{lanes} x {element}> {values[0]}, ptr {first.group(5)}, align {first.group(6)}"
-                   f"{first.group(7)}")
-        k += count
+        lowest = stores[0]
+        out.append(f"{indent}store <{lanes} x {element}> {values[0]}, ptr {lowest.group(5)}, align {lowest.group(6)}"
+                   f"{lowest.group(7)}")
+        k += len(stores)
     return "\n".join(out) if serial else llvm_text
