@@ -16,7 +16,7 @@ import numpy as np
 
 import streamjit as sj
 from streamjit import bench
-from streamjit.lowering import nontemporal
+from streamjit.post_o3 import nontemporal
 
 
 def running_sum(out, a):

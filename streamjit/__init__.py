@@ -5,11 +5,11 @@ and turns the stores to the named arrays into aligned, full-width vector
 non-temporal stores, followed by a store fence (see README.md).
 """
 
-__version__ = "0.1.0"  # before the submodules: the cache key reads it
+import importlib
 
-import importlib  # noqa: E402
+from numba import prange
 
-from numba import prange  # noqa: E402
+from ._version import __version__
 
 from .dispatcher import StreamDispatcher, stream_kernel
 from .dropins import copyto, memcpy

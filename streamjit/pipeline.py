@@ -34,17 +34,18 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
 8. ``stream_loads``: the remaining loads of streamed sources are tagged;
 9. ``retype``: Numba's type inference over the inserted statements.
 
-Numba then lowers and optimizes as usual; ``lowering/library.py`` rewrites
-the optimized LLVM module (non-temporal tags, prefetches, AArch64 pairs,
-fences on the returns exceptions take out of a streamed nest). After
-Numba's lowering:
+Numba then lowers and optimizes as usual; ``lowering/library.py`` runs the
+post-O3 stages of ``post_o3/stages.py`` on the optimized LLVM module
+(non-temporal tags, prefetches, AArch64 pairs, fences on the returns
+exceptions take out of a streamed nest). After Numba's lowering:
 
 10. ``nothing_streamed``: a warning for each array named in
     ``stream_stores`` none of whose stores reached the machine code as
     non-temporal stores, with the reasons.
 
 ``STREAMJIT_DUMP_AFTER=<pass name>`` (or ``all``) prints the IR after that
-pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes.
+pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes; a
+post-O3 stage's name prints the LLVM module after that stage (`dump.py`).
 
 Private Numba APIs used here (``CompilerBase``, ``PassManager``, the pass
 classes) are why ``pyproject.toml`` pins Numba to 0.68.x.
@@ -58,7 +59,9 @@ from numba.core.compiler_machinery import AnalysisPass, FunctionPass, register_p
 from numba.core.typed_passes import InlineOverloads, NativeLowering, NativeParforLowering
 from numba.core.untyped_passes import InlineInlinables
 
+from .dump import DUMP_ENV, dump_after
 from .errors import StreamWarning
+from .post_o3.stages import STAGE_NAMES
 from .passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, fills, legality,
                      nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
 
@@ -66,7 +69,6 @@ UNTYPED_PASSES = (canonical_loops,)
 TYPED_PASSES = (fills, array_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check,
                 stream_loads, retype)
 LOWERED_PASSES = (nothing_streamed,)
-DUMP_ENV = "STREAMJIT_DUMP_AFTER"
 
 
 def _pass_name(module):
@@ -86,9 +88,7 @@ def _numba_pass(module, typed, base=FunctionPass):
         if typed and not hasattr(state, "stream_typed"):
             retype.snapshot(state)
         changed = module.run_pass(state)
-        if os.environ.get(DUMP_ENV) in (name, "all"):
-            print(f"---- streamjit: IR of {state.func_id.func_qualname} after {name} ----")
-            state.func_ir.dump()
+        dump_after(name, f"IR of {state.func_id.func_qualname}", state.func_ir.dump)
         return bool(changed)
 
     cls = type(f"Stream_{name}", (base,), {
@@ -104,11 +104,12 @@ _LOWERED = [_numba_pass(m, typed=False, base=AnalysisPass) for m in LOWERED_PASS
 
 def _check_dump_env(pm):
     """A ``STREAMJIT_DUMP_AFTER`` that names none of the passes in ``pm``
-    would dump nothing, silently: warn, listing the pass names."""
+    nor a post-O3 stage would dump nothing, silently: warn, listing the names."""
     value = os.environ.get(DUMP_ENV)
     names = [cls._name.removeprefix("streamjit_") for cls, _ in pm.passes if cls._name.startswith("streamjit_")]
+    names += list(STAGE_NAMES) if names else []
     if value is not None and value != "all" and names and value not in names:
-        warnings.warn(f"{DUMP_ENV}={value!r} names no streamjit pass, so nothing is printed; the passes: "
+        warnings.warn(f"{DUMP_ENV}={value!r} names no streamjit pass or stage, so nothing is printed; the names: "
                       f"{', '.join(names)}, or 'all'", StreamWarning, stacklevel=2)
 
 

@@ -10,7 +10,7 @@ reads it.
 
 from dataclasses import dataclass, field
 
-from . import __version__
+from ._version import __version__
 from .machine import LoadStage
 
 METADATA_KEY = "streamjit"

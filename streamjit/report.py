@@ -13,39 +13,20 @@ of streaming store instructions are counted in the machine code.
 import html
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from numba import types
 from numba.core.ir_utils import legalize_names
 
-from .lowering.markers import STREAM_STORE_SCOPE, marked_scope_lists
-from .lowering.nontemporal import MOVNTI_CALL
-from .lowering.stream_memset import FILL
-from .lowering.exit_fences import EXIT_FENCE_MARK
-from .lowering.llvm_text import function_blocks, unfenced_returns
 from .lowering.targets import count_asm_streaming
 from .plan import LOOP_NOTE
+from .post_o3.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
+from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
+from .post_o3.module import LOCAL, Module
+from .post_o3.stream_memset import FILL
 
-_ASSIGN = re.compile(r"^\s*(%[\w.\-]+) = (.*)$")
-_STORE = re.compile(r"^\s*store (?:volatile )?(<\d+ x [^>]+>|[^,]+?) [^,]+, ptr (%[\w.\-]+)(.*)$")
-_LOAD = re.compile(r"^load (?:volatile )?(<\d+ x [^>]+>|[^,]+), ptr (%[\w.\-]+)(.*)$")
-_PREFETCH = re.compile(r"call void @llvm\.prefetch\.\w+\(ptr (%[\w.\-]+)")
-_MASKED_STORE = re.compile(r"call void @llvm\.masked\.(?:store|scatter)\.[^(]+\([^,]+, ptr (%[\w.\-]+)")
-_FILL_CALL = re.compile(r"call void @" + re.escape(FILL) + r"\.\d+\(ptr (%[\w.\-]+)")
-_FILL_BODY = re.compile(r"^define internal void @(" + re.escape(FILL) + r"\.\d+)\(", re.M)
-_DATA_ARG = re.compile(r"^%arg\.(\w+)\.4$")
-PARFOR_BODY = re.compile(r'^define linkonce_odr [^\n]*@"?(_ZN[^"(\s]*__numba_parfor_gufunc[^"(\s]*)"?\(', re.M)
-
-
-@dataclass
-class ArrayReport:
-    nt_vector_stores: int = 0
-    nt_scalar_stores: int = 0
-    plain_stores: int = 0
-    nt_loads: int = 0
-    plain_loads: int = 0
-    prefetches: int = 0
-    notes: list = field(default_factory=list)
+# Numba passes an array argument as its fields; field 4 is the data pointer
+_DATA_ARG = re.compile(r"%arg\.(\w+)\.4")
 
 
 # The table's columns: ArrayReport fields, their heads, what they count.
@@ -133,96 +114,54 @@ class StreamReport:
                 f"<pre>{html.escape(text)}</pre></div>")
 
 
-def function_body(text, name, opener, closer):
-    """Lines of the named function in LLVM or assembly text."""
-    start = next((m.start() for m in re.finditer(opener(re.escape(name)), text, re.M)), None)
+def _asm_function(asm_text, name):
+    """The lines of the named function in assembly text (Mach-O prefixes
+    symbols with an underscore)."""
+    start = next((m.start() for m in re.finditer(rf'^"?_?{re.escape(name)}"?:', asm_text, re.M)), None)
     if start is None:
         return ""
-    end = text.find(closer, start)
-    return text[start:end if end >= 0 else len(text)]
+    end = asm_text.find(".cfi_endproc", start)
+    return asm_text[start:end if end >= 0 else len(asm_text)]
 
 
-def _origin_arrays(pointer, defs, seen=None):
+def _origin_arrays(pointer, definitions, seen=None):
     """Array parameters whose data pointer ``pointer`` is derived from."""
     seen = set() if seen is None else seen
-    if pointer in seen:
+    if pointer is None or pointer in seen:
         return set()
     seen.add(pointer)
-    match = _DATA_ARG.match(pointer)
+    match = _DATA_ARG.fullmatch(pointer)
     if match:
         return {match.group(1)}
-    instr = defs.get(pointer, "")
-    if instr.startswith(("getelementptr", "freeze")) or "@llvm.launder.invariant.group" in instr:
-        base = re.search(r"ptr (%[\w.\-]+)", instr)
-        return _origin_arrays(base.group(1), defs, seen) if base else set()
-    if instr.startswith(("phi ptr", "select")):
-        return set().union(*(_origin_arrays(p, defs, seen) for p in re.findall(r"(%[\w.\-]+)", instr)))
+    inst = definitions.get(pointer)
+    if inst is None:
+        return set()
+    if inst.opcode in ("getelementptr", "freeze") or inst.callee == "llvm.launder.invariant.group.p0":
+        return _origin_arrays(inst.pointer or next(iter(LOCAL.findall(" ".join(inst.operands))), None),
+                              definitions, seen)
+    if inst.opcode in ("phi", "select") and (inst.opcode == "select" or inst.operands[0].startswith("ptr ")):
+        return set().union(*(_origin_arrays(p, definitions, seen) for p in LOCAL.findall(" ".join(inst.operands))))
     return set()
 
 
-def count_array_accesses(llvm_function, arrays, aliases=None):
-    """Per-array access counts of one LLVM function's text; ``aliases``:
-    {argument name: array name} for the views `passes/array_stores.py`
-    made, which reach ``prange`` workers as arguments of their own."""
+def count_array_accesses(functions, arrays, aliases=None):
+    """Per-array access counts of LLVM functions (`post_o3.module.Function`);
+    ``aliases``: {argument name: array name} for the views
+    `passes/array_stores.py` made, which reach ``prange`` workers as
+    arguments of their own."""
     aliases = aliases or {}
-    defs = {}
-    for line in llvm_function.splitlines():
-        m = _ASSIGN.match(line)
-        if m:
-            defs[m.group(1)] = m.group(2)
     reports = {name: ArrayReport() for name in arrays}
-
-    def owners(pointer):
-        return [reports[aliases.get(n, n)] for n in _origin_arrays(pointer, defs) if aliases.get(n, n) in reports]
-
-    for line in llvm_function.splitlines():
-        assigned = _ASSIGN.match(line)
-        body = assigned.group(2) if assigned else line.strip()
-        store = _STORE.match(line)
-        load = _LOAD.match(body)
-        if store:
-            ty, ptr, tail = store.groups()
-            nt, vector = "!nontemporal" in tail, ty.startswith("<")
-            attr = "plain_stores" if not nt else "nt_vector_stores" if vector else "nt_scalar_stores"
-        elif load:
-            ty, ptr, tail = load.groups()
-            attr = "nt_loads" if "!nontemporal" in tail else "plain_loads"
-        elif MOVNTI_CALL.search(body):
-            ptr, attr = MOVNTI_CALL.search(body).group(1), "nt_scalar_stores"
-        elif _FILL_CALL.search(body):
-            ptr, attr = _FILL_CALL.search(body).group(1), "nt_vector_stores"
-        elif _PREFETCH.search(body):
-            ptr, attr = _PREFETCH.search(body).group(1), "prefetches"
-        elif _MASKED_STORE.search(body):
-            ptr, attr = _MASKED_STORE.search(body).group(1), "plain_stores"
-        else:
-            continue
-        for rep in owners(ptr):
-            setattr(rep, attr, getattr(rep, attr) + 1)
+    for function in functions:
+        definitions = function.definitions()
+        for _, _, inst in function.instructions():
+            kind = access_kind(inst)
+            if kind is None:
+                continue
+            for name in _origin_arrays(inst.pointer, definitions):
+                report = reports.get(aliases.get(name, name))
+                if report is not None:
+                    setattr(report, kind, getattr(report, kind) + 1)
     return reports
-
-
-def count_marked_stores(llvm_function, llvm_text, array):
-    """An `ArrayReport` of the stores marked as streamed to ``array`` (the
-    aligned loops' stores: the only ones attributable to an array that is
-    not a parameter)."""
-    lists = {i for i, name in marked_scope_lists(llvm_text, STREAM_STORE_SCOPE).items() if name == array}
-    rep = ArrayReport()
-    for line in llvm_function.splitlines():
-        scope = re.search(r"!alias\.scope !(\d+)", line)
-        if not scope or int(scope.group(1)) not in lists:
-            continue
-        store = _STORE.match(line)
-        if MOVNTI_CALL.search(line):
-            rep.nt_scalar_stores += 1
-        elif _FILL_CALL.search(line):
-            rep.nt_vector_stores += 1
-        elif store:
-            ty, _, tail = store.groups()
-            attr = "plain_stores" if "!nontemporal" not in tail else \
-                "nt_vector_stores" if ty.startswith("<") else "nt_scalar_stores"
-            setattr(rep, attr, getattr(rep, attr) + 1)
-    return rep
 
 
 def _signature_notes(result, name, aryty, rep):
@@ -247,32 +186,28 @@ def _loads_line(options):
 
 def build_report(dispatcher, sig, llvm_text, asm_text):
     """The report of one signature from its final LLVM IR and assembly."""
-    # The kernel, and the worker functions Numba generated for its prange
-    # loops (parallel=True), which are linked into the same module.
-    names = [dispatcher.overloads[sig].fndesc.mangled_name] + PARFOR_BODY.findall(llvm_text)
-    llvm_functions = [function_body(llvm_text, n, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n") for n in names]
-    llvm_function = "".join(llvm_functions)
-    # Mach-O prefixes symbols with an underscore. (The streamed fills'
-    # stores are counted in the machine code; in the IR, their calls are.)
-    asm_function = "".join(function_body(asm_text, n, lambda n: rf'^"?_?{n}"?:', ".cfi_endproc")
-                           for n in names + _FILL_BODY.findall(llvm_text))
+    module = Module(llvm_text)
+    functions = kernel_functions(module, dispatcher.overloads[sig].fndesc.mangled_name)
+    # (the streamed fills' stores are counted in the machine code; in the IR, their calls are)
+    fills = [f.name for f in module.functions if f.name.startswith(FILL + ".")]
+    asm_function = "".join(_asm_function(asm_text, name) for name in [f.name for f in functions] + fills)
     params = list(inspect.signature(dispatcher.py_func).parameters)
     arrays = {p: t for p, t in zip(params, sig) if isinstance(t, types.Array)}
     result = dispatcher.stream_result(sig)
     # (Numba names a worker's arguments after the variables, made legal)
     aliases = {legalize_names([view])[view]: array for view, array in result.views.items()}
-    reports = count_array_accesses(llvm_function, arrays, aliases)
+    reports = count_array_accesses(functions, arrays, aliases)
     vector, scalar, fences = count_asm_streaming(asm_function)
     for name in result.streamed_stores & set(reports):
         # stores through a view the pointer trace cannot follow (`a.ravel()`,
         # `a.reshape(...)`) carry the array's name in their marks
-        marked, rep = count_marked_stores(llvm_function, llvm_text, name), reports[name]
+        marked, rep = count_marked_stores(functions, module, name), reports[name]
         if marked.nt_vector_stores + marked.nt_scalar_stores > rep.nt_vector_stores + rep.nt_scalar_stores:
             rep.nt_vector_stores, rep.nt_scalar_stores = marked.nt_vector_stores, marked.nt_scalar_stores
     for name, rep in reports.items():
         rep.notes = _signature_notes(result, name, arrays[name], rep)
     for name in sorted(result.fresh_arrays):
-        reports[name] = count_marked_stores(llvm_function, llvm_text, name)
+        reports[name] = count_marked_stores(functions, module, name)
         if name in result.streamed_stores:
             reports[name].notes.append("allocated by the kernel: only the stores of its aligned loops are counted")
         reports[name].notes += result.notes.get(name, [])
@@ -282,6 +217,6 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     return StreamReport(signature=sig, arrays=reports, fences=fences,
                         peeled_loops=result.peeled_loops,
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar,
-                        unfenced_stores=sum(unfenced_returns(function_blocks(f))[0] for f in llvm_functions),
-                        exit_fences=llvm_function.count(EXIT_FENCE_MARK),
+                        unfenced_stores=sum(unfenced_returns(f)[0] for f in functions),
+                        exit_fences=sum(EXIT_FENCE_MARK in i.text for f in functions for _, _, i in f.instructions()),
                         loads=_loads_line(dispatcher.stream_options) if dispatcher.stream_options else "")

@@ -312,8 +312,9 @@ def test_stream_loads_true_excludes_self_loads():
 def test_unknown_dump_after_warns_with_the_pass_names(monkeypatch, capsys):
     """Issue 21: `STREAMJIT_DUMP_AFTER=bogus` was silently ignored."""
     monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "bogus")
-    with pytest.warns(sj.StreamWarning, match=r"STREAMJIT_DUMP_AFTER='bogus' names no streamjit pass, so nothing "
-                                              r"is printed; the passes: canonical_loops, .*align_peel, .*or 'all'"):
+    with pytest.warns(sj.StreamWarning, match=r"STREAMJIT_DUMP_AFTER='bogus' names no streamjit pass or stage, so "
+                                              r"nothing is printed; the names: canonical_loops, .*align_peel, "
+                                              r".*nontemporal, .*exit_fences, or 'all'"):
         sj.stream_kernel(stream_stores=["dst"])(copy)(np.zeros(3), np.ones(3))
     monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "legality")
     with warnings.catch_warnings():

@@ -1,26 +1,22 @@
 """Compile a kernel's module for another CPU, to inspect its streamed code.
 
-Our machines are x86-64 with AVX-512, but users run on Graviton, Apple
-silicon and older x86. This pass takes the kernel's linked LLVM module as it
+The development machines are x86-64 with AVX-512, but users run on
+Graviton, Apple silicon and older x86. This takes the kernel's linked LLVM module as it
 was *before* optimization (kept by `library.StreamCodeLibrary`), points it
 at another target triple / CPU / feature set, swaps the host's store fence
-for that target's (`targets.py`), and runs the same pipeline the host build
-runs: O3 with that target's vectorizer, the non-temporal rewrite, pair
-stores, prefetches, then assembly from llvmlite's target machine. Nothing
-is executed, so any target llvmlite was built with can be inspected.
+for that target's (`targets.py`), and runs what the host build runs: O3
+with that target's vectorizer, the same post-O3 stages
+(`post_o3/stages.py`, exit fences included), then assembly from llvmlite's
+target machine. Nothing is executed, so any target llvmlite was built with
+can be inspected.
 """
 
 import re
 
 import llvmlite.binding as llvm
 
-from .keep_scalar import remove_keep_scalar_calls
-from .nontemporal import make_streamed_accesses_nontemporal, scalar_fp_through_integer_register
-from .pair_nontemporal import pair_streamed_accesses
-from .prefetch import insert_stream_prefetches
-from .stream_memset import stream_marked_memsets
-from .targets import retarget_host_text
-from .widen_stores import widen_streamed_stores
+from ..post_o3.stages import run_post_o3
+from .targets import Target, retarget_host_text
 
 _initialized = False
 
@@ -55,7 +51,5 @@ def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
     pto.slp_vectorization = True
     builder = llvm.create_pass_builder(tm, pto)
     builder.getModulePassManager().run(module, builder)
-    final = insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
-        widen_streamed_stores(stream_marked_memsets(remove_keep_scalar_calls(str(module)))),
-        scalar_fp_through_integer_register(triple, cpu, features))))
+    final = str(run_post_o3(str(module), Target(triple, cpu, features), f"{triple} {cpu or ''}")[0])
     return final, tm.emit_assembly(_parse(final, triple, tm))

@@ -2,9 +2,10 @@
 makes Numba use it.
 
 Numba optimizes each function's final LLVM module inside its code library.
-``StreamCodeLibrary`` lets that happen unchanged, then rewrites the
-optimized module (`stream_memset.py`, `widen_stores.py`, `nontemporal.py`, `prefetch.py`, `exit_fences.py`) before machine code is
-generated. It keeps the rewritten text for `stream_report` (Numba's
+``StreamCodeLibrary`` lets that happen unchanged, then runs the post-O3
+stages on the optimized module (`post_o3/stages.py`: keep_scalar,
+stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch,
+exit_fences) before machine code is generated. It keeps the rewritten text for `stream_report` (Numba's
 `inspect_llvm` shows the module only after the backend has changed it in
 place) and the text before optimization, to compile for other targets
 (`cross_target.py`).
@@ -21,13 +22,8 @@ import llvmlite.binding as llvm
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
-from .exit_fences import fence_exits
-from .keep_scalar import remove_keep_scalar_calls
-from .nontemporal import make_streamed_accesses_nontemporal
-from .pair_nontemporal import pair_streamed_accesses
-from .prefetch import insert_stream_prefetches
-from .stream_memset import stream_marked_memsets
-from .widen_stores import widen_streamed_stores
+from ..post_o3.stages import run_post_o3
+from .targets import Target
 
 
 class StreamCodeLibrary(JITCodeLibrary):
@@ -45,9 +41,9 @@ class StreamCodeLibrary(JITCodeLibrary):
         self._unoptimized_module = self._final_module.clone()
         super()._optimize_final_module()
         text = str(self._final_module)
-        rewritten = fence_exits(insert_stream_prefetches(pair_streamed_accesses(make_streamed_accesses_nontemporal(
-            widen_streamed_stores(stream_marked_memsets(remove_keep_scalar_calls(text)))))))
-        if rewritten is not text:
+        stages, changed = run_post_o3(text, Target(), self.name)
+        rewritten = str(stages) if changed else text
+        if changed:
             module = llvm.parse_assembly(rewritten)
             module.verify()
             module.name = self._final_module.name

@@ -4,8 +4,8 @@ A streamed store or load is emitted as an ordinary one carrying an
 `!alias.scope` in a domain of our own. The loop vectorizer drops unknown
 metadata kinds but keeps alias scopes on the vector instructions it creates,
 and since no instruction lists our scopes in `!noalias`, the marks change no
-aliasing decision. After optimization, `nontemporal.py` and `prefetch.py`
-find the marked instructions by their scope names.
+aliasing decision. After optimization, the post-O3 stages find the marked
+instructions by their scope names (`post_o3/module.Module.marked_scope_lists`).
 
 A load's scope name carries how it is lowered (`load_marker`: the prefetch
 hint, the distance in bytes, 0 for none, and ``nt`` where it may become a
@@ -15,16 +15,11 @@ needs no state from the compiler; a store's carries the name of the array
 it writes (`streamjit.stream_store:out`).
 """
 
-import re
-
 import llvmlite.ir as llir
 
 DOMAIN_NAME = "streamjit"
 STREAM_STORE_SCOPE = "streamjit.stream_store"
 STREAM_LOAD_SCOPE = "streamjit.stream_load"
-
-_METADATA_DEF = re.compile(r"^!(\d+) = (?:distinct )?!\{(.*)\}\s*$", re.M)
-_REF_LIST = re.compile(r"^!\d+(?:, !\d+)*$")
 
 
 def _mark(builder, instruction, scope_name):
@@ -57,26 +52,3 @@ def parse_load_marker(marker):
 def mark_streamed_load(builder, instruction, marker):
     """Tag a load to be lowered as ``marker`` (`load_marker`) says."""
     _mark(builder, instruction, f"{STREAM_LOAD_SCOPE}:{marker}")
-
-
-def metadata_ids(llvm_text):
-    return [int(m.group(1)) for m in _METADATA_DEF.finditer(llvm_text)]
-
-
-def marked_scope_lists(llvm_text, scope_name):
-    """``{scope list id: suffix}`` for `!alias.scope` lists holding a scope
-    named ``scope_name`` or ``scope_name:suffix`` (suffix '' when none)."""
-    defs = {int(m.group(1)): m.group(2) for m in _METADATA_DEF.finditer(llvm_text)}
-    scope_name_of = re.compile(r'^!"%s(?::([^"]*))?", ' % re.escape(scope_name))
-    scopes = {}
-    for i, body in defs.items():
-        m = scope_name_of.match(body)
-        if m:
-            scopes[i] = m.group(1) or ""
-    lists = {}
-    for i, body in defs.items():
-        if _REF_LIST.match(body):
-            found = [scopes[int(r)] for r in re.findall(r"!(\d+)", body) if int(r) in scopes]
-            if found:
-                lists[i] = found[0]
-    return lists

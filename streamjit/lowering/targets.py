@@ -8,8 +8,11 @@ Non-temporal stores are weakly ordered on x86 (`movnt*`) and AArch64
 fence on any other target.
 """
 
+import functools
 import re
+from dataclasses import dataclass
 
+import llvmlite.binding as llvm
 import llvmlite.ir as llir
 
 # Streamed destinations are peeled to this alignment: one cache line, which
@@ -32,6 +35,39 @@ def arch_of(triple):
     if arch in ("aarch64", "arm64"):
         return "aarch64"
     return "other"
+
+
+def scalar_fp_through_integer_register(triple=None, cpu=None, features=None):
+    """Whether scalar floating-point NT stores must go through an integer
+    register on this host (or the ``triple``/``cpu``/``features`` given): x86
+    has ``movnti`` for 32- and 64-bit integers, and ``movntss``/``movntsd``
+    only with AMD's SSE4A; without it LLVM emits a tagged ``double`` store as
+    a plain ``movsd`` (and folds a bitcast to ``i64`` back into one), so only
+    inline assembly keeps the hint (measured: bench/README.md)."""
+    if triple is None:
+        triple, sse4a = llvm.get_process_triple(), llvm.get_host_cpu_features().get("sse4a", False)
+    else:
+        sse4a = "+sse4a" in (features or "") or bool(re.match(r"(znver|bdver|btver|amdfam10|barcelona)", cpu or ""))
+    return triple.startswith(("x86_64", "i686")) and not sse4a
+
+
+@dataclass(frozen=True)
+class Target:
+    """The machine a module is compiled for, as the post-O3 stages need it:
+    the host (``triple`` None) or another one (`cross_target.py`)."""
+
+    triple: str = None
+    cpu: str = None
+    features: str = None
+
+    @property
+    def arch(self):
+        return arch_of(self.triple or llvm.get_process_triple())
+
+    @functools.cached_property
+    def fp_through_integers(self):
+        """See `scalar_fp_through_integer_register`."""
+        return scalar_fp_through_integer_register(self.triple, self.cpu, self.features)
 
 
 def emit_store_fence(builder, triple):

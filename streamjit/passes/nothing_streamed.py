@@ -4,8 +4,9 @@ with no streamed store.
 Runs after Numba's lowering, when the optimized module exists: whether a
 store became a non-temporal store is only known there (the loop may not
 have vectorized, the target may have no scalar non-temporal store), so the
-check reads the code, as `stream_report` does, not the plan. The warning
-gives the reasons the passes recorded (`StreamResult.notes`) and is shown
+check reads the code, as `stream_report` does, not the plan: the records
+the post-O3 stages left, counted by `post_o3/counts.py`. The warning gives
+the reasons the passes recorded (`StreamResult.notes`) and is shown
 at the user's kernel. Arrays streamed under ``stream_stores=True`` are not
 warned about: the user did not name them, and the report notes say why.
 """
@@ -16,7 +17,8 @@ import llvmlite.binding as llvm
 
 from ..errors import warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY
-from ..report import PARFOR_BODY, count_marked_stores, function_body
+from ..post_o3.counts import count_marked_stores, kernel_functions
+from ..post_o3.module import Module
 
 
 def _reasons(result, name, stores):
@@ -33,14 +35,15 @@ def run_pass(state):
     options, result = state.stream_options, state.metadata.get(METADATA_KEY)
     if result is None or not isinstance(options.stream_stores, tuple):
         return False
-    llvm_text = getattr(state.library, "streamed_llvm_ir", None) or ""
-    names = [state.cr.fndesc.mangled_name] + PARFOR_BODY.findall(llvm_text)
-    functions = "".join(function_body(llvm_text, n, lambda n: rf'^define [^\n]*@"?{n}"?\(', "\n}\n") for n in names)
+    # (the module as the post-O3 stages left it, read into the same records; a
+    # library keeps its text, not the records, which take several times the memory)
+    module = Module(getattr(state.library, "streamed_llvm_ir", None) or "")
+    functions = kernel_functions(module, state.cr.fndesc.mangled_name)
     x86 = llvm.get_process_triple().startswith(("x86_64", "i686"))
     for name in options.stream_stores:
         if name not in result.streamed_stores and name not in result.notes:
             continue  # never stored: `accesses.py` said so
-        stores = count_marked_stores(functions, llvm_text, name)
+        stores = count_marked_stores(functions, module, name)
         # vector NT stores always reach the machine; scalar ones only on x86
         # (`movnti`, `movntsd`; `nontemporal.py` sends floats through `movnti`)
         if name in result.streamed_stores and (stores.nt_vector_stores or stores.nt_scalar_stores and x86):

@@ -1,0 +1,81 @@
+"""What the final module's instructions do to memory: the classification
+the report, the nothing-streamed check and the exit fences share.
+
+Each record of `module.py` is one of: a store (non-temporal or plain, vector
+or scalar), a scalar store made ``movnti`` (`nontemporal.py`), a streamed
+fill (`stream_memset.py`), a masked store, a load, a prefetch, a store
+fence; counted per array in an `ArrayReport`.
+"""
+
+from dataclasses import dataclass, field
+
+from ..lowering.markers import STREAM_STORE_SCOPE
+from .nontemporal import MOVNTI_ASM
+from .stream_memset import FILL
+
+# every target's store fence (`lowering/targets.emit_store_fence`)
+_FENCE_CALLS = ("llvm.x86.sse.sfence", "llvm.aarch64.dmb")
+
+
+@dataclass
+class ArrayReport:
+    nt_vector_stores: int = 0
+    nt_scalar_stores: int = 0
+    plain_stores: int = 0
+    nt_loads: int = 0
+    plain_loads: int = 0
+    prefetches: int = 0
+    notes: list = field(default_factory=list)
+
+
+def access_kind(inst):
+    """The `ArrayReport` field that counts ``inst`` (None: no array access)."""
+    if inst.opcode == "store":
+        nt = "nontemporal" in inst.metadata
+        return "plain_stores" if not nt else "nt_vector_stores" if inst.type.startswith("<") else "nt_scalar_stores"
+    if inst.opcode == "load":
+        return "nt_loads" if "nontemporal" in inst.metadata else "plain_loads"
+    if inst.opcode != "call":
+        return None
+    callee = inst.callee or ""
+    if (inst.asm or "").startswith(MOVNTI_ASM):
+        return "nt_scalar_stores"
+    if callee.startswith(FILL + "."):
+        return "nt_vector_stores"
+    if callee.startswith("llvm.prefetch."):
+        return "prefetches"
+    if callee.startswith("llvm.masked.store."):
+        return "plain_stores"
+    return None
+
+
+def is_nt_store(inst):
+    return access_kind(inst) in ("nt_vector_stores", "nt_scalar_stores")
+
+
+def is_store_fence(inst):
+    return inst.opcode == "fence" or inst.callee in _FENCE_CALLS
+
+
+def count_marked_stores(functions, module, array):
+    """An `ArrayReport` of the stores in ``functions`` marked as streamed to
+    ``array`` (the aligned loops' stores: the only ones attributable to an
+    array that is not a parameter)."""
+    lists = {i for i, name in module.marked_scope_lists(STREAM_STORE_SCOPE).items() if name == array}
+    report = ArrayReport()
+    for function in functions:
+        for _, _, inst in function.instructions():
+            kind = access_kind(inst) if inst.scope() in lists else None
+            # (a marked masked store is the vectorizer's, never made non-temporal)
+            if kind and kind.endswith("stores") and not (inst.callee or "").startswith("llvm.masked."):
+                setattr(report, kind, getattr(report, kind) + 1)
+    return report
+
+
+def kernel_functions(module, mangled_name):
+    """The kernel's function and the worker functions Numba generated for
+    its ``prange`` loops (``parallel=True``), linked into the same module."""
+    kernel = module.function(mangled_name)
+    workers = [f for f in module.functions if f.header.startswith("define linkonce_odr ")
+               and f.name.startswith("_ZN") and "__numba_parfor_gufunc" in f.name]
+    return ([kernel] if kernel else []) + workers

@@ -1,0 +1,52 @@
+"""The stages run on the optimized LLVM module, in order.
+
+Read this like `pipeline.py`, which lists the Numba-IR passes: Numba lowers
+and runs O3, then these stages rewrite the optimized module's text, each one
+module with one entry point ``run(module, target) -> changed``, working per
+function on the records of `module.py`:
+
+1. ``keep_scalar``: the calls that kept the peeled head loops scalar go;
+2. ``stream_memset``: a marked, aligned ``memset`` LLVM made of a streamed
+   loop becomes a streamed fill;
+3. ``widen_stores``: runs of narrow marked vector stores join into one
+   full-width store;
+4. ``nontemporal``: marked, aligned stores (and loads, where the machine
+   profile says so) get ``!nontemporal``; scalar floats go through ``movnti``
+   on x86;
+5. ``pair_nontemporal``: on AArch64, adjacent 128-bit NT accesses become
+   256-bit ``stnp``/``ldnp`` pairs;
+6. ``prefetch``: prefetches ahead of the marked loads that ask for them;
+7. ``exit_fences``: a store fence before every return an NT store reaches
+   unfenced (the exceptions raised inside a streamed nest).
+
+The host build (`lowering/library.py`) and the inspection for other CPUs
+(`lowering/cross_target.py`) both run `run_post_o3`, so they cannot drift
+apart. ``STREAMJIT_DUMP_AFTER=<stage name>`` prints the module after that
+stage, for each module that holds streamjit marks.
+"""
+
+from ..dump import dump_after
+from ..lowering.markers import DOMAIN_NAME
+from . import exit_fences, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset, widen_stores
+from .module import Module
+
+STAGES = (keep_scalar, stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch, exit_fences)
+
+
+def stage_name(stage):
+    return stage.__name__.rsplit(".", 1)[-1]
+
+
+STAGE_NAMES = tuple(map(stage_name, STAGES))
+
+
+def run_post_o3(text, target, module_name=""):
+    """(the `Module` of ``text`` after every stage for ``target``, whether any changed it)."""
+    module = Module(text)
+    marked = any(f'!"{DOMAIN_NAME}' in body for body in module.metadata.values())
+    changed = False
+    for stage in STAGES:
+        changed |= stage.run(module, target)
+        if marked:
+            dump_after(stage_name(stage), f"LLVM IR of {module_name or 'the module'}", lambda: print(module))
+    return module, changed

@@ -1,0 +1,118 @@
+"""Join narrow streamed vector stores into one full-width vector store.
+
+The loop vectorizer picks its width from the widest type in the loop, so a
+loop storing bytes computed from doubles (``out[i] = a[i] > 0.5``, a boolean
+output) stores ``<4 x i8>`` vectors: four bytes, too narrow for any
+non-temporal store instruction (they need 16 bytes or more), so nothing
+streams. Unrolled, though, the aligned loop writes such vectors back to back
+(``p``, ``p+4``, ``p+8``, ``p+12``) from an aligned ``p``. This stage, run
+before `nontemporal.py`, joins a run of marked stores of one vector type
+that follow each other in a block (debug records aside), to consecutive
+addresses from one base (going up, or down in a reversed loop), into a
+single store of their concatenation in address order (built by
+``shufflevector``), when the lowest is aligned to the joined width and that
+width is at least 16 bytes:
+
+    store <4 x i8> %a, ptr %p, align 16      %ab = shufflevector %a, %b, <0..7>
+    store <4 x i8> %b, ptr %p+4              %cd = shufflevector %c, %d, <0..7>
+    store <4 x i8> %c, ptr %p+8        ->    %abcd = shufflevector %ab, %cd, <0..15>
+    store <4 x i8> %d, ptr %p+12             store <16 x i8> %abcd, ptr %p, align 16
+
+Nothing else runs between the stores, so the joined store writes the same
+bytes at the same point; `nontemporal.py` then streams it like any other.
+"""
+
+from ..lowering.markers import STREAM_STORE_SCOPE
+from .module import LOCAL, Inst, type_bytes, vector_shape
+
+_MIN_BYTES = 16
+_MAX_BYTES = 64
+
+
+def _narrow_marked_store(inst, marked):
+    """The bytes of a marked, not yet non-temporal, fixed-width vector store
+    of a named value narrower than a non-temporal store (0: not one)."""
+    if inst.opcode != "store" or inst.scope() not in marked or "nontemporal" in inst.metadata \
+            or not LOCAL.fullmatch(inst.value or "") or inst.pointer is None or inst.align is None:
+        return 0
+    shape = vector_shape(inst.type)
+    size = type_bytes(inst.type) if shape and not shape[0] else 0
+    return size if size < _MIN_BYTES else 0
+
+
+def _joinable(block, start, offsets, marked):
+    """(the marked stores from ``block.insts[start]`` on that can be joined,
+    lowest address first; the index after the last) or ([], start): none,
+    or one, so nothing to join. The run goes up in memory, or down (a
+    reversed loop's stores); its lowest store must be aligned to the joined
+    width."""
+    first = block.insts[start]
+    size = _narrow_marked_store(first, marked)
+    if not size:
+        return [], start
+    base, at = offsets.get(first.pointer, (first.pointer, 0))
+    # (debug records between the stores run nothing)
+    following = [(k, i) for k, i in enumerate(block.insts[start + 1:], start + 1) if i.is_instruction]
+    for step in (size, -size):
+        run, ends = [first], [start + 1]
+        for k, inst in following:
+            if size * len(run) >= _MAX_BYTES or inst.type != first.type or not _narrow_marked_store(inst, marked) \
+                    or offsets.get(inst.pointer) != (base, at + step * len(run)):
+                break
+            run.append(inst)
+            ends.append(k + 1)
+        if len(run) > 1:
+            break
+    count = 1 << (len(run).bit_length() - 1)  # a power of two, for the concatenation tree
+    # (the first `count` stores; their lowest address is the first going up, the last going down)
+    while count > 1 and run[0 if step > 0 else count - 1].align < size * count:
+        count //= 2
+    if size * count < _MIN_BYTES:
+        return [], start
+    return (run[:count] if step > 0 else run[:count][::-1]), ends[count - 1]
+
+
+def _joined(function, stores):
+    """The instructions that store ``stores`` (lowest address first) as one."""
+    _, lanes, element = vector_shape(stores[0].type)
+    insts, values = [], [s.value for s in stores]
+    while len(values) > 1:
+        joined = []
+        for a, b in zip(values[::2], values[1::2]):
+            name = function.new_name("widen")
+            mask = ", ".join(f"i32 {i}" for i in range(2 * lanes))
+            insts.append(Inst(f"  {name} = shufflevector <{lanes} x {element}> {a}, <{lanes} x {element}> {b}, "
+                              f"<{2 * lanes} x i32> <{mask}>"))
+            joined.append(name)
+        values, lanes = joined, 2 * lanes
+    lowest = stores[0]
+    insts.append(Inst(f"  store <{lanes} x {element}> {values[0]}, ptr {lowest.pointer}, align {lowest.align}"
+                      f"{lowest.tail}"))
+    return insts
+
+
+def run(module, target):
+    """Join the runs of narrow marked vector stores, per function."""
+    marked = set(module.marked_scope_lists(STREAM_STORE_SCOPE))
+    if not marked:
+        return False
+    changed = False
+    for function in module.functions:
+        offsets = None
+        for block in function.blocks:
+            k = 0
+            while k < len(block.insts):
+                if not _narrow_marked_store(block.insts[k], marked):
+                    k += 1
+                    continue
+                offsets = function.constant_offsets() if offsets is None else offsets
+                stores, end = _joinable(block, k, offsets, marked)
+                if not stores:
+                    k += 1
+                    continue
+                records = [i for i in block.insts[k:end] if not i.is_instruction]
+                replacement = _joined(function, stores) + records
+                block.insts[k:end] = replacement
+                k += len(replacement)
+                changed = True
+    return changed
