@@ -262,7 +262,7 @@ class Function:
         for line in self._body:
             if pending or (line.startswith(" ") and line.rstrip().endswith("[")):  # a `switch`'s case lines
                 pending.append(line)
-                if line.strip() == "]":
+                if line.lstrip().startswith("]"):  # (`], !prof !7`)
                     blocks[-1].insts.append(Inst("\n".join(pending)))
                     pending = []
             elif line and not line.startswith((" ", ";")):
