@@ -22,6 +22,7 @@ import re
 
 NAME = r'(?:[-a-zA-Z$._][-a-zA-Z$._0-9]*|"[^"]*"|\d+)'
 LOCAL = re.compile("%" + NAME)
+_LAST_LOCAL = re.compile("(%" + NAME + ")$")
 _RESULT = re.compile(r"\s*(%" + NAME + r") = ")
 _LABEL = re.compile(r"(" + NAME + r"):")
 _SUCCESSOR = re.compile(r"label (%" + NAME + ")")
@@ -112,10 +113,8 @@ def _leading_type(text):
 
 def _pointer_value(operand):
     """The value of a ``ptr [attributes] %p`` operand, or None (a constant, another type)."""
-    words = operand.split()
-    if words[:1] != ["ptr"] or not LOCAL.fullmatch(words[-1]):
-        return None
-    return words[-1]
+    last = _LAST_LOCAL.search(operand) if operand.startswith("ptr ") else None
+    return last.group(1) if last else None
 
 
 def vector_shape(llvm_type):

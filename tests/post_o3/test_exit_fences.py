@@ -1,0 +1,29 @@
+"""`post_o3/exit_fences.py`: a store fence before each return an NT store
+reaches without one (an exception raised inside the streamed nest)."""
+
+from llvm_fixtures import after, instructions, verified
+
+from streamjit.post_o3 import exit_fences, nontemporal
+from streamjit.post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
+
+
+def _kernel(module):
+    return next(f for f in module.functions if "divide" in f.name and f.name.startswith("_ZN8"))
+
+
+def test_the_division_by_zero_return_gets_the_functions_fence():
+    module = after("divide.ll", nontemporal)
+    stores, returns = unfenced_returns(_kernel(module))
+    assert stores and returns
+    assert exit_fences.run(module, None)
+    text = verified(module)
+    assert text.count(EXIT_FENCE_MARK) == len(returns)
+    assert f"  tail call void @llvm.x86.sse.sfence() {EXIT_FENCE_MARK}" in text
+    assert unfenced_returns(_kernel(module)) == (0, set())
+
+
+def test_a_module_whose_returns_are_fenced_is_left_alone():
+    module = after("triad_f32.ll", nontemporal)
+    text = str(module)
+    assert not exit_fences.run(module, None) and str(module) == text
+    assert any(i.callee == "llvm.x86.sse.sfence" for i in instructions(module, "call"))

@@ -1,0 +1,63 @@
+"""`post_o3/widen_stores.py`: runs of narrow marked vector stores join into
+one full-width store (which `nontemporal.py` then streams)."""
+
+import re
+
+import pytest
+from llvm_fixtures import after, fixture_text, instructions, verified
+
+from streamjit.post_o3 import nontemporal, widen_stores
+from streamjit.post_o3.module import Module
+
+NARROW = re.compile(r"store <4 x i8> (%[-\w.$\"]+|%\"[^\"]*\"), ptr (%[-\w.$]+|%\"[^\"]*\"), align (\d+)")
+
+
+def _run_of_four(name):
+    """(values, pointers, alignments) of the first four narrow stores, in line order."""
+    found = NARROW.findall(fixture_text(name))[:4]
+    return [f[0] for f in found], [f[1] for f in found], [int(f[2]) for f in found]
+
+
+@pytest.mark.parametrize("name", ["positive_bool.ll", "names_bool.ll", "debug_positive_bool.ll"])
+def test_four_byte_stores_going_up_become_one_streamed_16_byte_store(name):
+    values, pointers, aligns = _run_of_four(name)
+    assert aligns[0] == 16
+    module = after(name, widen_stores, nontemporal)
+    text = verified(module)
+    joined = [i for i in instructions(module, "store") if i.type == "<16 x i8>"]
+    assert len(joined) == 1 and joined[0].pointer == pointers[0] and joined[0].align == 16
+    assert "nontemporal" in joined[0].metadata
+    # the concatenation in address order: (a b) (c d)
+    assert re.search(rf"= shufflevector <4 x i8> {re.escape(values[0])}, <4 x i8> {re.escape(values[1])}, "
+                     r"<8 x i32> <i32 0, i32 1, i32 2, i32 3, i32 4, i32 5, i32 6, i32 7>", text)
+    assert not any(i.type == "<4 x i8>" and i.pointer in pointers for i in instructions(module, "store"))
+
+
+def test_a_reversed_run_is_joined_lowest_address_first():
+    values, pointers, aligns = _run_of_four("reversed_bool.ll")
+    module = after("reversed_bool.ll", widen_stores)
+    text = verified(module)
+    joined = next(i for i in instructions(module, "store") if i.type == "<16 x i8>")
+    # going down: the last store in line order has the lowest address, and the alignment
+    assert joined.pointer == pointers[-1] and joined.align == aligns[-1] == 16
+    assert re.search(rf"= shufflevector <4 x i8> {re.escape(values[3])}, <4 x i8> {re.escape(values[2])}, ", text)
+
+
+def test_debug_records_between_the_stores_do_not_stop_the_join():
+    text = fixture_text("debug_positive_bool.ll")
+    record = re.search(r"^    #dbg_value\(.*$", text, re.M).group(0)
+    first = NARROW.search(text).group(0)
+    line = text[text.index(first):].split("\n")[0]
+    module = Module(text.replace(line, f"{line}\n{record}", 1))
+    assert widen_stores.run(module, None)
+    assert "store <16 x i8>" in verified(module) and record in str(module)
+
+
+def test_offsets_are_read_per_function():
+    """``second_function`` reuses the kernel's names at other offsets: the
+    kernel's run is joined, the copy's (not consecutive) is not."""
+    module = after("two_functions.ll", widen_stores)
+    verified(module)
+    kernel, second = module.functions[:2]
+    assert any(i.type == "<16 x i8>" for _, _, i in kernel.instructions() if i.opcode == "store")
+    assert not any(i.type == "<16 x i8>" for _, _, i in second.instructions() if i.opcode == "store")
