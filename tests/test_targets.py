@@ -132,3 +132,24 @@ def test_host_build_honours_numba_cpu_name(tmp_path):
 def test_aarch64_streamed_loads_are_non_temporal(kernels):
     assert re.search(r"^\s*ldnp\s+q\d+, q\d+,", asm_for(kernels, "stream_loads", NEON), re.M)
     assert re.search(r"^\s*ldnt1d\s", asm_for(kernels, "stream_loads", SVE), re.M)
+
+
+def _divide(out, a):
+    for i in range(a.shape[0]):
+        out[i] = 1.0 / a[i]
+
+
+def test_other_targets_fence_the_exits_the_host_build_fences():
+    """Issue 26: the inspection for another target ran a copy of the post-O3
+    chain without exit fences, so its report counted "unfenced" stores the
+    host build fences."""
+    import llvmlite.binding as llvm
+
+    import streamjit as sj
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(_divide)
+    sig = compiled(kernel, np.zeros(300), np.ones(300))
+    host = kernel.stream_report(sig)
+    assert host.exit_fences > 0 and host.unfenced_stores == 0
+    for triple, cpu in ((llvm.get_process_triple(), None), NEON):
+        report = kernel.stream_report(sig, target=triple, cpu=cpu)
+        assert (report.exit_fences, report.unfenced_stores) == (host.exit_fences, 0), triple
