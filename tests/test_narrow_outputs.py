@@ -1,6 +1,7 @@
 """Outputs narrower than the loop's widest type (booleans and bytes computed
 from doubles) stream: the narrow vectors the vectorizer stores back to back
-are joined into full-width non-temporal stores (lowering/widen_stores.py)."""
+are joined into full-width non-temporal stores (post_o3/widen_stores.py),
+and convert from floating point as njit does, bytes included."""
 
 import re
 
@@ -61,3 +62,50 @@ def test_narrow_outputs_hold_vector_nt_stores(func):
     sig = streamed.signatures[-1]
     assert streamed.stream_report(sig).arrays["out"].nt_vector_stores > 0
     assert re.search(r"^\s*vmovntdq\s+%[xyz]mm", streamed.inspect_asm(sig), re.M)
+
+
+def converted(out, a):
+    for i in range(a.shape[0]):
+        out[i] = a[i]
+
+
+def converted_reversed(out, a):
+    for i in range(a.shape[0] - 1, -1, -1):
+        out[i] = a[i]
+
+
+def converted_scaled(out, a):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 2.0 - 1.0
+
+
+# (source, output): float32 -> uint16 is left out: njit's full-width vector
+# loop saturates (vpackusdw) where its scalar code, and NumPy, wrap, so which
+# elements it saturates depends on where the peel starts the vector loop
+CONVERSIONS = [(np.float64, np.uint8), (np.float64, np.int8), (np.float64, np.uint16), (np.float64, np.bool_),
+               (np.float32, np.uint8), (np.float32, np.int8), (np.float32, np.bool_)]
+
+
+@needs_x86_avx
+@pytest.mark.parametrize("func", [converted, converted_reversed, converted_scaled], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("source, output", CONVERSIONS, ids=lambda t: np.dtype(t).name)
+def test_out_of_range_conversions_equal_njit_byte_for_byte(func, source, output):
+    """Issue 24: -49.5 -> uint8 gave 0 where njit and NumPy give 207 (the
+    joined narrow stores' conversion became a saturating pack). Lengths
+    whose remainder after njit's 16-wide loop is under 4 elements: longer,
+    njit's own 4-wide epilogue saturates too."""
+    streamed, plain = sj.stream_kernel(stream_stores=["out"], threshold=None)(func), numba.njit(func)
+    rng = np.random.default_rng(0)
+    for n in (515, 1027, 4099):
+        for offset in (0, 1, 3):
+            a = rng.uniform(-70000, 70000, n).astype(source)
+            a[:3] = (-49.5, -1.0, 300.0)
+            expected, out = np.zeros(n + offset, output)[offset:], np.zeros(n + offset, output)[offset:]
+            plain(expected, a)
+            streamed(out, a)
+            assert out.tobytes() == expected.tobytes(), (n, offset)
+    if output is not np.bool_:  # NumPy's wrapped values (-49.5 -> uint8: 207)
+        values = np.array([-49.5, -1.0, 300.0]) * (2.0 if func is converted_scaled else 1.0) - \
+            (1.0 if func is converted_scaled else 0.0)
+        assert out[:3].tobytes() == values.astype(np.int64).astype(output).tobytes()
+    assert streamed.stream_report(streamed.signatures[0]).arrays["out"].nt_vector_stores > 0

@@ -20,6 +20,18 @@ width is at least 16 bytes:
 
 Nothing else runs between the stores, so the joined store writes the same
 bytes at the same point; `nontemporal.py` then streams it like any other.
+
+A value converted from floating point to a narrow integer (``fptoui``,
+``fptosi``) is poison where it is out of range, so LLVM lowers it as it
+likes: a narrow vector as a 32-bit conversion and a *saturating* pack
+(``vcvttpd2dq`` + ``vpackusdw``: -49.5 to uint16 gives 0), where Numba's
+scalar code and its full-width vector loop convert to 32 bits and
+*truncate* (``cvttsd2si`` + a 16-bit store; ``vcvttpd2dq`` + ``vpmovdw``),
+keeping the wrapped value NumPy gives (65487). So every narrow marked
+store, joined or not (a remainder's), takes such a value as that conversion
+spelled out (``fptosi`` to ``i32``, ``i64`` for an unsigned ``i32``, then
+``trunc``), defined for every input, and stores the bytes the scalar code
+stores.
 """
 
 from ..lowering.markers import STREAM_STORE_SCOPE
@@ -27,6 +39,9 @@ from .module import LOCAL, Inst, type_bytes, vector_shape
 
 _MIN_BYTES = 16
 _MAX_BYTES = 64
+# (conversion, integer element): the wider signed integer x86 converts through
+_CONVERTED_THROUGH = {("fptoui", "i8"): "i32", ("fptosi", "i8"): "i32", ("fptoui", "i16"): "i32",
+                      ("fptosi", "i16"): "i32", ("fptoui", "i32"): "i64"}
 
 
 def _narrow_marked_store(inst, marked):
@@ -72,10 +87,31 @@ def _joinable(block, start, offsets, marked):
     return (run[:count] if step > 0 else run[:count][::-1]), ends[count - 1]
 
 
+def _spelled_out_conversions(function, stores):
+    """(the instructions, the values to join): each stored value converted
+    from floating point to a narrow integer, converted through the wider
+    integer x86 converts it through, then truncated (see the module doc)."""
+    definitions = function.definitions()
+    insts, values = [], []
+    for store in stores:
+        conversion, value = definitions.get(store.value), store.value
+        _, lanes, element = vector_shape(store.type)
+        wider = _CONVERTED_THROUGH.get((getattr(conversion, "opcode", None), element))
+        if wider:
+            source = conversion.operands[0].split(" to ")[0]
+            through = function.new_name("convert")
+            value = function.new_name("truncate")
+            insts += [Inst(f"  {through} = fptosi {source} to <{lanes} x {wider}>"),
+                      Inst(f"  {value} = trunc <{lanes} x {wider}> {through} to {store.type}")]
+        values.append(value)
+    return insts, values
+
+
 def _joined(function, stores):
-    """The instructions that store ``stores`` (lowest address first) as one."""
+    """The instructions that store ``stores`` (lowest address first; one or
+    more) as one."""
     _, lanes, element = vector_shape(stores[0].type)
-    insts, values = [], [s.value for s in stores]
+    insts, values = _spelled_out_conversions(function, stores)
     while len(values) > 1:
         joined = []
         for a, b in zip(values[::2], values[1::2]):
@@ -92,7 +128,8 @@ def _joined(function, stores):
 
 
 def run(module, target):
-    """Join the runs of narrow marked vector stores, per function."""
+    """Join the runs of narrow marked vector stores, per function; spell out
+    the conversions of the values they store."""
     marked = set(module.marked_scope_lists(STREAM_STORE_SCOPE))
     if not marked:
         return False
@@ -107,12 +144,14 @@ def run(module, target):
                     continue
                 offsets = function.constant_offsets() if offsets is None else offsets
                 stores, end = _joinable(block, k, offsets, marked)
-                if not stores:
+                if not stores:  # (alone: its conversion, if any, spelled out)
+                    stores, end = [block.insts[k]], k + 1
+                replacement = _joined(function, stores)
+                if len(replacement) == 1:  # (alone, and no conversion to spell out)
                     k += 1
                     continue
                 records = [i for i in block.insts[k:end] if not i.is_instruction]
-                replacement = _joined(function, stores) + records
-                block.insts[k:end] = replacement
-                k += len(replacement)
+                block.insts[k:end] = replacement + records
+                k += len(replacement) + len(records)
                 changed = True
     return changed

@@ -42,6 +42,11 @@ def reversed_positive(out, a):
         out[i] = a[i] > 0.5
 
 
+def convert(out, a):
+    for i in range(a.shape[0]):
+        out[i] = a[i]
+
+
 def fills(zeros, sevens, bytes_of, flags, v):
     """Every memset form LLVM makes of a streamed loop: a zero of doubles,
     a constant byte, a variable byte, a boolean."""
@@ -132,6 +137,8 @@ def capture_plain():
     _write("positive_bool.ll", narrow_text)
     backwards = sj.stream_kernel(stream_stores=["out"], threshold=None)(reversed_positive)
     _write("reversed_bool.ll", _captured(lambda: backwards(np.zeros(1000, np.bool_), f64)))
+    converting = sj.stream_kernel(stream_stores=["out"], threshold=None)(convert)
+    _write("uint16_from_double.ll", _captured(lambda: converting(np.zeros(1000, np.uint16), f64)))
     filled = sj.stream_kernel(stream_stores=True, threshold=None)(fills)
     u8 = np.zeros(1000, np.uint8)
     _write("fills.ll", _captured(lambda: filled(np.ones(1000), u8.copy(), u8.copy(), np.zeros(1000, np.bool_),

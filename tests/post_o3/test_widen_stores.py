@@ -61,3 +61,20 @@ def test_offsets_are_read_per_function():
     kernel, second = module.functions[:2]
     assert any(i.type == "<16 x i8>" for _, _, i in kernel.instructions() if i.opcode == "store")
     assert not any(i.type == "<16 x i8>" for _, _, i in second.instructions() if i.opcode == "store")
+
+
+def test_a_converted_value_is_converted_through_32_bits_and_truncated():
+    """Issue 24: `fptoui <4 x double> to <4 x i16>` is poison out of range,
+    and joined, x86 lowered it as a saturating pack (-49.5 -> 0); Numba's
+    scalar code and full-width loop truncate a 32-bit conversion (65487)."""
+    original = fixture_text("uint16_from_double.ll")
+    narrow = re.findall(r"(%[-\w.]+) = fptoui <4 x double> (%[-\w.]+) to <4 x i16>", original)
+    assert narrow
+    module = after("uint16_from_double.ll", widen_stores)
+    text = verified(module)
+    for _, source in narrow:
+        converted = re.search(rf"(%streamjit\.convert\.\d+) = fptosi <4 x double> {re.escape(source)} to <4 x i32>\n"
+                              rf"  %streamjit\.truncate\.\d+ = trunc <4 x i32> \1 to <4 x i16>", text)
+        assert converted, source
+    stored = {i.value for i in instructions(module, "store") if i.type in ("<4 x i16>", "<16 x i16>")}
+    assert not stored & {value for value, _ in narrow}
