@@ -49,19 +49,24 @@ def unquoted(name):
     return name.lstrip("%@").strip('"')
 
 
-def split_operands(text):
-    """``text`` split at the commas outside brackets and quotes."""
-    parts, depth, quoted, start = [], 0, False, 0
-    for k, char in enumerate(text):
+def _scan(text, start=0):
+    """(index, character, bracket depth after it) for each character of
+    ``text`` from ``start`` that is outside quotes."""
+    depth, quoted = 0, False
+    for k in range(start, len(text)):
+        char = text[k]
         if char == '"':
             quoted = not quoted
-        elif quoted:
-            continue
-        elif char in _OPENERS:
-            depth += 1
-        elif char in _CLOSERS:
-            depth -= 1
-        elif char == "," and depth == 0:
+        elif not quoted:
+            depth += (char in _OPENERS) - (char in _CLOSERS)
+            yield k, char, depth
+
+
+def split_operands(text):
+    """``text`` split at the commas outside brackets and quotes."""
+    parts, start = [], 0
+    for k, char, depth in _scan(text):
+        if char == "," and depth == 0:
             parts.append(text[start:k].strip())
             start = k + 1
     last = text[start:].strip()
@@ -70,43 +75,21 @@ def split_operands(text):
 
 def _matching_paren(text, start):
     """Index of the ``)`` closing the ``(`` at ``start - 1``."""
-    depth, quoted = 1, False
-    for k in range(start, len(text)):
-        char = text[k]
-        if char == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif char in _OPENERS:
-            depth += 1
-        elif char in _CLOSERS:
-            depth -= 1
-            if depth == 0:
-                return k
-    return len(text)
+    return next((k for k, _, depth in _scan(text, start) if depth < 0), len(text))
 
 
 def _strip_comment(text):
     """``text`` without a trailing ``; comment`` (outside quotes)."""
     if ";" not in text:
         return text
-    quoted = False
-    for k, char in enumerate(text):
-        if char == '"':
-            quoted = not quoted
-        elif char == ";" and not quoted:
-            return text[:k].rstrip()
-    return text
+    return next((text[:k].rstrip() for k, char, _ in _scan(text) if char == ";"), text)
 
 
 def _leading_type(text):
     """(the type that starts ``text``, the rest): ``<4 x i8> %v`` -> (``<4 x i8>``, ``%v``)."""
     if text[:1] in "<[{":
-        depth = 0
-        for k, char in enumerate(text):
-            depth += (char in _OPENERS) - (char in _CLOSERS)
-            if depth == 0:
-                return text[:k + 1], text[k + 1:].strip()
+        end = next(k for k, _, depth in _scan(text) if depth == 0)
+        return text[:end + 1], text[end + 1:].strip()
     kind, _, rest = text.partition(" ")
     return kind, rest
 
@@ -235,6 +218,21 @@ class Block:
         label = _LABEL.match(label_line) if label_line else None
         self.label = unquoted(label.group(1)) if label else None
         self.insts = []
+
+    def rewrite_runs(self, replacement_at):
+        """Replace runs of records: ``replacement_at(k)`` gives (the new
+        records, the index after the run) for a run starting at record k, or
+        None; returns whether any was replaced."""
+        k, replaced = 0, False
+        while k < len(self.insts):
+            found = replacement_at(k)
+            if found is None:
+                k += 1
+                continue
+            records, end = found
+            self.insts[k:end] = records
+            k, replaced = k + len(records), True
+        return replaced
 
     def successors(self):
         """Labels this block branches to."""

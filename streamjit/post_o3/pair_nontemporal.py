@@ -53,20 +53,9 @@ def run(module, target):
         return False
     changed = False
     for function in module.functions:
-        offsets = None
+        offsets = function.constant_offsets()
         for block in function.blocks:
-            k = 0
-            while k + 1 < len(block.insts):
-                first, second = block.insts[k], block.insts[k + 1]
-                if "nontemporal" not in first.metadata or "nontemporal" not in second.metadata:
-                    k += 1
-                    continue
-                offsets = function.constant_offsets() if offsets is None else offsets
-                if not _adjacent_halves(offsets, first, second):
-                    k += 1
-                    continue
-                replacement = _paired(function, first, second)
-                block.insts[k:k + 2] = replacement
-                k += len(replacement)
-                changed = True
+            insts = block.insts
+            changed |= block.rewrite_runs(lambda k: (_paired(function, insts[k], insts[k + 1]), k + 2) if (
+                k + 1 < len(insts) and _adjacent_halves(offsets, insts[k], insts[k + 1])) else None)
     return changed

@@ -127,6 +127,20 @@ def _joined(function, stores):
     return insts
 
 
+def _rewritten_run(function, block, k, offsets, marked):
+    """(the records that replace the narrow marked stores from
+    ``block.insts[k]`` on, the index after them), or None."""
+    if not _narrow_marked_store(block.insts[k], marked):
+        return None
+    stores, end = _joinable(block, k, offsets, marked)
+    if not stores:  # (alone: its conversion, if any, spelled out)
+        stores, end = [block.insts[k]], k + 1
+    replacement = _joined(function, stores)
+    if len(replacement) == 1:  # (alone, and no conversion to spell out)
+        return None
+    return replacement + [i for i in block.insts[k:end] if not i.is_instruction], end
+
+
 def run(module, target):
     """Join the runs of narrow marked vector stores, per function; spell out
     the conversions of the values they store."""
@@ -135,23 +149,9 @@ def run(module, target):
         return False
     changed = False
     for function in module.functions:
-        offsets = None
+        if not any(_narrow_marked_store(inst, marked) for _, _, inst in function.instructions()):
+            continue
+        offsets = function.constant_offsets()
         for block in function.blocks:
-            k = 0
-            while k < len(block.insts):
-                if not _narrow_marked_store(block.insts[k], marked):
-                    k += 1
-                    continue
-                offsets = function.constant_offsets() if offsets is None else offsets
-                stores, end = _joinable(block, k, offsets, marked)
-                if not stores:  # (alone: its conversion, if any, spelled out)
-                    stores, end = [block.insts[k]], k + 1
-                replacement = _joined(function, stores)
-                if len(replacement) == 1:  # (alone, and no conversion to spell out)
-                    k += 1
-                    continue
-                records = [i for i in block.insts[k:end] if not i.is_instruction]
-                block.insts[k:end] = replacement + records
-                k += len(replacement) + len(records)
-                changed = True
+            changed |= block.rewrite_runs(lambda k: _rewritten_run(function, block, k, offsets, marked))
     return changed
