@@ -36,8 +36,8 @@ _ALIGN = re.compile(r"\balign (\d+)\b")
 _VECTOR = re.compile(r"<(vscale x )?(\d+) x (.+)>")
 _SCOPE_LIST = re.compile(r"(?:distinct )?!\{(!\d+(?:, !\d+)*)\}")
 _GENERIC_NODE = re.compile(r"(?:distinct )?!\{(.*)\}")
-_TRIPLE = re.compile(r'target triple = "([^"]+)"')
 _OPENERS, _CLOSERS = "([{<", ")]}>"
+_BRACKETS = re.compile(r"[(\[{<]")
 
 # Bytes of the scalar types Numba arrays hold, as LLVM spells them.
 ELEMENT_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "half": 2, "bfloat": 2, "float": 4,
@@ -64,6 +64,8 @@ def _scan(text, start=0):
 
 def split_operands(text):
     """``text`` split at the commas outside brackets and quotes."""
+    if '"' not in text and not _BRACKETS.search(text):  # (the common case, fast)
+        return [part.strip() for part in text.split(",")] if text.strip() else []
     parts, start = [], 0
     for k, char, depth in _scan(text):
         if char == "," and depth == 0:
@@ -130,14 +132,14 @@ class Inst:
     ``call_attributes`` (what follows them: `` #3``)."""
 
     __slots__ = ("text", "result", "opcode", "type", "pointer", "align", "metadata", "tail", "value", "callee",
-                 "asm", "arguments", "call_attributes", "operands")
+                 "asm", "arguments", "call_attributes", "_operands", "_rest")
 
     def __init__(self, text):
         self.text = text
         self.result = self.opcode = self.type = self.pointer = self.align = self.value = None
         self.callee = self.asm = None
         self.call_attributes = ""
-        self.metadata, self.tail, self.arguments, self.operands = {}, "", [], []
+        self.metadata, self.tail, self.arguments, self._operands, self._rest = {}, "", [], [], None
         line = _strip_comment(text.strip())
         if not line:
             return
@@ -161,14 +163,14 @@ class Inst:
         elif self.opcode in ("store", "load", "getelementptr"):
             self._read_memory(rest)
         else:
-            self.operands = split_operands(rest)
+            self._rest = rest  # (split when asked: most instructions never are)
 
     def _read_memory(self, rest):
         flags = ("volatile", "atomic", "inbounds", "nuw", "nusw")
         words = rest.split(" ")
         while words[0] in flags:
             words.pop(0)
-        self.operands = split_operands(" ".join(words))
+        self._operands = split_operands(" ".join(words))
         if len(self.operands) < 2:
             return
         if self.opcode == "store":
@@ -192,6 +194,13 @@ class Inst:
         self.arguments = split_operands(rest[callee.end():end])
         self.call_attributes = rest[end + 1:]
         self.pointer = next(filter(None, map(_pointer_value, self.arguments)), None)
+
+    @property
+    def operands(self):
+        """The operands after the opcode (and its flags), as printed."""
+        if self._rest is not None:
+            self._operands, self._rest = split_operands(self._rest), None
+        return self._operands
 
     @property
     def is_instruction(self):
@@ -313,7 +322,7 @@ class Module:
     """An LLVM module's text as top-level lines, `Function`\\ s and metadata nodes."""
 
     def __init__(self, text):
-        self.parts, self.metadata, self.triple = [], {}, None
+        self.parts, self.metadata = [], {}
         self._nontemporal_node = None
         self.append(text)
 
@@ -330,8 +339,6 @@ class Module:
             node = _METADATA_NODE.match(line) if line.startswith("!") else None
             if node:
                 self.metadata[int(node.group(1))] = node.group(2)
-            elif line.startswith("target triple"):
-                self.triple = _TRIPLE.match(line).group(1)
             self.parts.append(line)
             k += 1
 
