@@ -14,6 +14,7 @@ import inspect
 import llvmlite.binding as llvm
 import numpy as np
 from numba.core import sigutils
+from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache
@@ -36,10 +37,11 @@ class StreamDispatcher(CPUDispatcher):
         targetoptions = dict(numba_options)
         locals_ = targetoptions.pop("locals", None) or {}
         cache = targetoptions.pop("cache", False)
-        targetoptions.pop("nopython", None)
-        targetoptions["nopython"] = True
+        # object mode (forceobj=True, nothing streamed) is Numba's own pipeline, as numba.jit(forceobj=True)
+        objmode = bool(targetoptions.get("forceobj"))
+        targetoptions["nopython"] = not objmode
         super().__init__(py_func, locals=locals_, targetoptions=targetoptions,
-                         pipeline_class=compiler_for(stream_options))
+                         pipeline_class=Compiler if objmode else compiler_for(stream_options))
         self.stream_options = stream_options
         self._options = options
         self._eager_sigs = sigs
@@ -339,10 +341,16 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
         nest becomes the grid; see ``streamjit.cuda``); a GPU kernel has no
         size test, so ``threshold="auto"`` streams at every size there.
     **numba_options
-        Forwarded to Numba: ``cache``, ``fastmath``, ``boundscheck``,
-        ``nogil``, ``error_model``, ``locals``, ``parallel`` (loops written
-        with `prange` run on Numba's threads, each block fenced by its
-        worker) and ``nopython=True``.
+        Every keyword ``numba.njit`` takes, with Numba's meaning: ``cache``,
+        ``fastmath``, ``boundscheck``, ``nogil``, ``error_model``,
+        ``locals``, ``parallel`` (loops written with `prange` run on
+        Numba's threads, each block fenced by its worker), ``debug``,
+        ``inline`` (``"always"``: jitted callers compile the body into
+        their own, unstreamed), ``no_cpython_wrapper``, ``no_cfunc_wrapper``,
+        ``no_rewrites``, ``_nrt``, ... and ``nopython=True``.
+        ``forceobj=True`` compiles in object mode, as
+        ``numba.jit(forceobj=True)``: nothing streams (a `StreamWarning`
+        says so).
 
     Returns
     -------

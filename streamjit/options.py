@@ -9,16 +9,21 @@ gets the closest correct one as a suggestion ("did you mean").
 import dataclasses
 import difflib
 import inspect
+import warnings
 
-from .errors import StreamConfigError
+from .errors import StreamConfigError, StreamWarning
 from .machine import HINT_DISTANCE, PREFETCH_HINTS, machine_profile
 from .plan import StreamOptions
 from .threshold import MAX_BYTES, default_threshold
 
-# Numba options passed through unchanged to the nopython compiler
-# (``nopython=True`` is what stream_kernel always does; it is accepted).
+# Every keyword numba.njit takes, passed through with Numba's meaning (the
+# target options of Numba's CPU dispatcher, and its ``cache`` and
+# ``locals``). ``nopython=True`` is what stream_kernel always does;
+# ``forceobj=True`` compiles in object mode, which streams nothing (a
+# StreamWarning says so).
 FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals", "parallel",
-                           "nopython")
+                           "nopython", "debug", "inline", "forceinline", "no_cpython_wrapper", "no_cfunc_wrapper",
+                           "no_rewrites", "_nrt", "looplift", "forceobj", "_dbg_extend_lifetimes", "_dbg_optnone")
 
 
 STREAM_OPTIONS = ("stream_stores", "stream_loads", "threshold", "prefetch_distance", "prefetch_hint")
@@ -114,6 +119,15 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
             f"{', '.join(FORWARDED_NUMBA_OPTIONS)}")
     if numba_options.get("nopython", True) is not True:
         raise StreamConfigError("stream_kernel compiles in nopython mode only: nopython must be True")
+    if numba_options.get("forceobj"):
+        named = ", ".join(f"{n}={v!r}" for n, v in (("stream_stores", stream_stores), ("stream_loads", stream_loads))
+                          if v)
+        warnings.warn_explicit(
+            f"{func.__qualname__}: forceobj=True compiles in Numba's object mode, where each operation goes through "
+            f"Python objects and no loop is compiled to machine code: nothing streams"
+            f"{f' ({named} ignored)' if named else ''}", StreamWarning, func.__code__.co_filename,
+            func.__code__.co_firstlineno, module=func.__module__)
+        stores = loads = False
     _check_prefetch(prefetch_distance, prefetch_hint)
     if not stores and not loads:
         return None, numba_options

@@ -47,7 +47,8 @@ Numba's lowering:
 pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes.
 
 Private Numba APIs used here (``CompilerBase``, ``PassManager``, the pass
-classes) are why ``pyproject.toml`` pins Numba to 0.68.x.
+classes) are why Numba is pinned to the releases tested
+(`versions.py`).
 """
 
 import os

@@ -29,8 +29,8 @@ lazy Dask array (`dask.py`). Not supported yet: calling a streamjit stencil
 from inside jitted code (call the `numba.stencil` kernel there).
 
 Private Numba APIs used here (``StencilFunc``'s methods, the layout of the
-IR it generates, ``compiler.compile_ir``) are why ``pyproject.toml`` pins
-Numba to 0.68.x.
+IR it generates, ``compiler.compile_ir``) are why Numba is pinned to the
+releases tested (`versions.py`).
 """
 
 import contextlib
