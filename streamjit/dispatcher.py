@@ -18,6 +18,7 @@ from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache
+from .disabled import jit_disabled, python_function
 from .errors import StreamError
 from .lowering.cross_target import compile_for_target
 from .lowering.library import stream_code_libraries
@@ -388,6 +389,8 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
     target = numba_options.pop("target", "cpu")
 
     def decorate(func):
+        if jit_disabled():  # as numba.njit: the function itself, for pdb, prints and coverage
+            return python_function(func)
         if target != "cpu":  # a GPU kernel: only now is numba.cuda imported
             from .cuda.dispatcher import make_kernel
             return make_kernel(func, target=target, stream_stores=stream_stores, stream_loads=stream_loads,

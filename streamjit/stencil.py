@@ -49,6 +49,7 @@ from numba.np.numpy_support import as_dtype
 from numba.stencils.stencil import StencilFunc
 
 from .dask import is_dask_array, stencil_on_dask
+from .disabled import jit_disabled, python_stencil
 from .lowering.library import stream_code_libraries
 from .options import did_you_mean, validate_options
 from .pipeline import compiler_for
@@ -117,9 +118,12 @@ def stencil(func_or_mode="constant", **options):
     >>> average.stream_report().arrays["out0"].nt_vector_stores > 0
     True
     """
+    # (NUMBA_DISABLE_JIT=1: a Python function running the kernel at each point)
+    make = (lambda func, mode: python_stencil(func, options)) if jit_disabled() else \
+        (lambda func, mode: StreamStencil(func, mode, options))
     if isinstance(func_or_mode, str):
-        return lambda func: StreamStencil(func, func_or_mode, options)
-    return StreamStencil(func_or_mode, "constant", options)
+        return lambda func: make(func, func_or_mode)
+    return make(func_or_mode, "constant")
 
 
 @dataclass(frozen=True)
