@@ -1,6 +1,7 @@
 """Command line: `python -m streamjit demo|bench|info|calibrate`."""
 
 import argparse
+import json
 import os
 import sys
 
@@ -90,13 +91,39 @@ def envelopes(sizes, rounds, out, plots):
     return written
 
 
-def calibrate(args):
-    from .calibration import measure_load_stages, save_load_stages
-    from .threshold import save_calibration
+def _saved(save, measured):
+    """``save()``'s path; None, having printed ``measured`` (what would have
+    been saved) and one line with the path, when the file cannot be written."""
+    from .machine import profile_file
 
-    print(f"how loads are lowered: every candidate timed on this machine\n{bench.host_description()}")
-    stages = measure_load_stages(mib=args.profile_mib, rounds=args.rounds)
-    print(f"profile saved to {save_load_stages(*stages)}\n")
+    try:
+        return save()
+    except OSError as exc:
+        print(json.dumps(measured, indent=1, default=str))
+        print(f"calibrate: could not save the measurements above to {profile_file()}: {exc.strerror or exc}")
+        return None
+
+
+def calibrate(args):
+    from .calibration import load_note, measure_load_stages, previous_stages, save_load_stages
+    from .machine import check_writable, profile_file
+    from .threshold import save_calibration, stored_thresholds
+
+    try:
+        check_writable()
+    except OSError as exc:
+        print(f"calibrate: cannot write the machine profile {profile_file()}: {exc.strerror or exc}; nothing measured "
+              "(set XDG_CACHE_HOME to a writable directory)")
+        return 1
+    loaded = load_note()
+    print(f"how loads are lowered: every candidate timed on this machine\n{bench.host_description()}" +
+          (f"\n{loaded}" if loaded else ""))
+    stages = measure_load_stages(mib=args.profile_mib, rounds=args.rounds, previous=previous_stages(),
+                                 loaded=bool(loaded))
+    path = _saved(lambda: save_load_stages(*stages), dict(zip(("sources", "stream_loads"), stages)))
+    if path is None:
+        return 1
+    print(f"profile saved to {path}\n")
     sizes = bench.sweep_sizes(args.max_mib << 20, 1 << 20)
     print(f"copy and stencil sweeps, streamed vs not, {sizes[0] >> 20}-{sizes[-1] >> 20} MiB per array\n"
           f"{bench.host_description()}")
@@ -105,18 +132,27 @@ def calibrate(args):
     print(bench.format_table(copies), "\n", bench.format_table(stencils), sep="")
     (copy_band, copy_why), (kernel_band, kernel_why) = (bench.winning_band(copies, "streamed"),
                                                         bench.winning_band(stencils, "always streamed"))
-    for name, band, why in (("copyto", copy_band, copy_why), ('threshold="auto"', kernel_band, kernel_why)):
+    stored = stored_thresholds()
+    for name, kind, band, why in (("copyto", "copy", copy_band, copy_why),
+                                  ('threshold="auto"', "kernel", kernel_band, kernel_why)):
         if band is None:
             print(f"{name}: {why}; not saved (the stored value, if any, is kept)")
         else:
             limit = "" if band[1] is None else f" up to {bench.human_size(band[1])}"
             print(f"{name}: streams above {band[0]} bytes ({bench.human_size(band[0])} per array){limit}: {why}")
+    if loaded and stored:  # noisy rounds on a loaded machine do not move choices every later kernel uses
+        print(f"{loaded}\nthe stored thresholds are kept ({', '.join(f'{k}: {v} bytes' for k, v in stored.items())});"
+              " calibrate again when the machine is idle")
+        return 1
     if copy_band is None and kernel_band is None:
         return 1
     found = {kind: band[0] for kind, band in (("copy", copy_band), ("kernel", kernel_band)) if band}
     # copies stream only where measured to win: up to the band's end, or the largest size measured
     copy_limit = copy_band and (copy_band[1] or copies[-1]["bytes"])
-    path = save_calibration(found, {"copy": copies, "kernel": stencils}, copy_limit=copy_limit)
+    path = _saved(lambda: save_calibration(found, {"copy": copies, "kernel": stencils}, copy_limit=copy_limit),
+                  {"thresholds": found, "copy_limit": copy_limit})
+    if path is None:
+        return 1
     print(f"saved to {path}")
     return 0
 
