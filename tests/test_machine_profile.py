@@ -39,7 +39,8 @@ def test_uncalibrated_machine_gets_its_cpu_default(profile_dir):
 def test_calibrated_file_is_read_and_bad_entries_fall_back(profile_dir):
     machine.update_profile_file({"profile": {"sources": machine.stage_record(LoadStage("t2", 1024)),
                                              "stream_loads": {"hint": "bogus", "distance": 64}}})
-    profile = machine.machine_profile()
+    with pytest.warns(sj.StreamWarning, match="profile.stream_loads is {'hint': 'bogus', 'distance': 64}, not a"):
+        profile = machine.machine_profile()
     default = machine.default_profile(*machine.cpu_identity())
     assert profile.sources == LoadStage("t2", 1024)
     assert profile.stream_loads == default.stream_loads            # the invalid entry is skipped
