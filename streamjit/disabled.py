@@ -72,7 +72,8 @@ def python_stencil(func, options):
             call(args, (0,) * len(shape), offsets, wrap=True)
             neighborhood = [(min(0, *(o[d] for o in offsets)), max(0, *(o[d] for o in offsets)))
                             for d in range(len(shape))]
-        interior = [range(-min(0, lo), n - max(0, hi)) for (lo, hi), n in zip(neighborhood or [(0, 0)] * len(shape), shape)]
+        bounds = neighborhood or [(0, 0)] * len(shape)
+        interior = [range(-min(0, lo), n - max(0, hi)) for (lo, hi), n in zip(bounds, shape)]
         values = {point: call(args, point, []) for point in itertools.product(*interior)}
         cval = options.get("cval", 0)
         if out is None:
