@@ -22,7 +22,7 @@ from .disabled import jit_disabled, python_function
 from .errors import StreamError
 from .lowering.cross_target import compile_for_target
 from .lowering.library import stream_code_libraries
-from .options import validate_options
+from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
@@ -130,17 +130,24 @@ class StreamDispatcher(CPUDispatcher):
         >>> copy.above_threshold(np.empty_like(small), small), copy.above_threshold(np.empty_like(large), large)
         (False, True)
         """
+        bound = self._signature.bind(*args, **kwargs)
+        sig = tuple(self.typeof_pyval(a) for a in bound.args)
+        result = self.stream_result(sig)  # (compiled first: "auto" is read then)
         threshold = self.stream_options.threshold if self.stream_options else None
         if threshold is None:
             return True
-        bound = self._signature.bind(*args, **kwargs)
-        sig = tuple(self.typeof_pyval(a) for a in bound.args)
-        result = self.stream_result(sig)
         total = sum(bound.arguments[name].nbytes for name in result.size_arrays
                     if isinstance(bound.arguments.get(name), np.ndarray))
         return total > threshold
 
     def compile(self, sig):
+        if self.stream_options is not None and self.stream_options.threshold == "auto":
+            # read now, not at decoration (the pipeline and the on-disk cache key carry it;
+            # Numba's _FunctionCompiler.pipeline_class: private, tested range in versions.py)
+            self.stream_options = resolved(self.stream_options)
+            self._compiler.pipeline_class = compiler_for(self.stream_options)
+            if isinstance(self._cache, StreamFunctionCache):
+                self.enable_caching()
         with stream_code_libraries(self.targetctx.codegen()):
             return super().compile(sig)
 

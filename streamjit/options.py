@@ -85,18 +85,27 @@ def _load_stages(prefetch_distance, prefetch_hint):
 
 
 def _threshold(value):
-    """None (always stream), or the byte threshold; "auto" asks the machine."""
-    if value is None:
-        return None
-    if value == "auto":
-        try:
-            return default_threshold()[0]
-        except ValueError as exc:
-            raise StreamConfigError(str(exc)) from None
+    """None (always stream), or the byte threshold; "auto" stays "auto"
+    until the first compile (`resolved`)."""
+    if value is None or value == "auto":
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BYTES:
         raise StreamConfigError(f"threshold must be None, 'auto' or a number of bytes from 0 to 2**63-1, "
                                 f"got {value!r}")
     return value
+
+
+def resolved(options):
+    """``options`` with ``threshold="auto"`` replaced by the bytes it means
+    now: ``STREAMJIT_THRESHOLD``, the calibration, the cache size. Called at
+    the first compile (usually the first call), not at decoration, so a
+    variable set after the kernel is defined counts, as for `copyto`."""
+    if options is None or options.threshold != "auto":
+        return options
+    try:
+        return dataclasses.replace(options, threshold=default_threshold()[0])
+    except ValueError as exc:
+        raise StreamConfigError(str(exc)) from None
 
 
 def validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, prefetch_hint, numba_options):

@@ -51,7 +51,7 @@ from numba.stencils.stencil import StencilFunc
 from .dask import is_dask_array, stencil_on_dask
 from .disabled import jit_disabled, python_stencil
 from .lowering.library import stream_code_libraries
-from .options import did_you_mean, validate_options
+from .options import did_you_mean, resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
@@ -227,6 +227,9 @@ class StreamStencil(ReduceMixin):
             _outer_loop_in_parallel(func_ir)
             flags.auto_parallel = ParallelOptions(True)
         targetctx = self._numba._targetctx  # (the contexts numba.stencil compiles with)
+        options = resolved(self._pipeline.stream_options)  # "auto" is read at the first call, not at decoration
+        if options is not self._pipeline.stream_options:
+            self._pipeline = compiler_for(options)
         with stream_code_libraries(targetctx.codegen()):
             cres = compiler.compile_ir(self._numba._typingctx, targetctx, func_ir, loop_types, None, flags, {},
                                        pipeline_class=self._pipeline)

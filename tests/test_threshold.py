@@ -65,13 +65,24 @@ def test_environment_overrides(clean_env, monkeypatch, kind):
         th.threshold_for(kind)
 
 
-def test_auto_kernels_take_the_kernel_threshold(clean_env, monkeypatch):
-    monkeypatch.setenv(th.ENV_VAR, "12345")
+def test_auto_kernels_take_the_kernel_threshold_at_the_first_call(clean_env, monkeypatch):
+    """Issue 25: STREAMJIT_THRESHOLD was read at decoration; a notebook user
+    sets it after defining the kernel. It is read when the kernel first
+    compiles (its first call), as copyto reads its variables."""
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source)
+    stencil = sj.stencil(_halves)
+    monkeypatch.setenv(th.ENV_VAR, "12345")  # after decoration
     monkeypatch.setenv("STREAMJIT_COPY_THRESHOLD", "999")
-    assert sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source).stream_options.threshold == 12345
+    src = np.arange(1000.0)
+    assert not kernel.above_threshold(np.empty_like(src), src)      # 8000 bytes, below 12345
+    assert kernel.stream_options.threshold == 12345
+    big = np.ones((40, 40))
+    stencil(big)
+    assert stencil._pipeline.stream_options.threshold == 12345
     monkeypatch.setenv(th.ENV_VAR, "lots")
+    bad = sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source)  # decorating reads nothing
     with pytest.raises(sj.StreamConfigError, match=th.ENV_VAR):
-        sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source)
+        bad(np.empty_like(src), src)
 
 
 def test_calibration_file_is_used(clean_env, monkeypatch):
@@ -222,7 +233,8 @@ def test_thresholds_too_large_for_64_bits(clean_env, monkeypatch, make):
         build(threshold=2 ** 64)
     monkeypatch.setenv(th.ENV_VAR, "99999999999999999999999")
     with pytest.raises(sj.StreamConfigError, match=f"environment variable {th.ENV_VAR} must be a number of bytes"):
-        build(threshold="auto")
+        call = {"kernel": lambda k: k(np.zeros(3), np.ones(3)), "stencil": lambda k: k(np.ones((3, 3)))}[make]
+        call(build(threshold="auto"))  # (read at the first call)
     monkeypatch.delenv(th.ENV_VAR)
     th.save_calibration({"kernel": 0}, {})
     with open(th.calibration_file()) as f:
