@@ -108,8 +108,6 @@ def _compare(builds, baseline, cases, rounds):
     table, noise = {}, 1.0
     for name, (function, args, output) in cases.items():
         kernels = {key: kernel_with_stages(function, output, *how) for key, how in builds.items()}
-        for kernel in kernels.values():
-            kernel(*args)
         times = bench.interleaved_times({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
         noise = max(noise, *(max(t) / min(t) for t in times.values()))
         medians = {key: statistics.median(t) for key, t in times.items()}
