@@ -1,9 +1,15 @@
-"""Command line: `python -m streamjit demo|bench|info|calibrate`."""
+"""Command line: `python -m streamjit demo|bench|info|calibrate`.
+
+streamjit compiles NumPy loop functions with Numba and streams the stores
+to the arrays you name (aligned vector non-temporal stores). These commands
+show what that does on this machine, and tune it.
+"""
 
 import argparse
 import json
 import os
 import sys
+import textwrap
 
 import numpy as np
 
@@ -157,14 +163,41 @@ def calibrate(args):
     return 0
 
 
+# What each command does: the subcommand's description, and the list `--help` ends with
+COMMANDS = {
+    "demo": "compiles the STREAM kernels (copy, scale, add, triad), checks them against NumPy and prints "
+            "streamed vs plain bandwidth at 256 MiB per array (under a minute). Writes nothing.",
+    "bench": "the STREAM tables in float32 and float64, the 5-point stencil table and first-call compile times "
+             "(with --sweep, the copy and stencil envelopes from 4 KiB), printed and written as CSV (and PNG, "
+             "with matplotlib) under --out.",
+    "info": "what this machine gives streamjit: CPU, vector ISA, the non-temporal store and fence instructions a "
+            "copy compiles to, caches, the machine profile in force, the thresholds and where they come from, "
+            "versions. Quick.",
+    "calibrate": "measures how loads are best lowered here and from which sizes streaming pays (copies and "
+                 "stencils), and saves the winners in the machine profile every later kernel reads (about a "
+                 "minute on an idle machine; on a loaded one it says so, and keeps the stored choices unless "
+                 "beaten clearly).",
+}
+
+
+def _epilog():
+    lines = ["commands:"]
+    for name, text in COMMANDS.items():
+        wrapped = textwrap.wrap(text, 76)
+        lines += [f"  {name:11s}{wrapped[0]}"] + [f"  {'':11s}{line}" for line in wrapped[1:]]
+    return "\n".join(lines + ["", "`python -m streamjit COMMAND --help` lists a command's options."])
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m streamjit", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("demo", help="compile, verify and time the STREAM kernels (under a minute)")
+    parser = argparse.ArgumentParser(prog="python -m streamjit", description=__doc__.split("\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog())
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command",
+                                     help="one of the commands below")
+    p = commands.add_parser("demo", description=COMMANDS["demo"])
     p.add_argument("--mib", type=int, default=256, help="MiB per array (default 256)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
     p.set_defaults(run=demo)
-    p = commands.add_parser("bench", help="STREAM, stencil and compile-time tables, written as CSV and PNG")
+    p = commands.add_parser("bench", description=COMMANDS["bench"])
     p.add_argument("--mib", type=int, default=256, help="MiB per array, and the largest sweep size (default 256)")
     p.add_argument("--rounds", type=int, default=9, help="interleaved timing rounds (default 9)")
     p.add_argument("--dtypes", nargs="+", default=["float32", "float64"], help="dtypes to run")
@@ -172,11 +205,9 @@ def main(argv=None):
                                                          "(with progress bars)")
     p.add_argument("--out", default="streamjit-bench", help="directory for CSV and PNG files (default ./streamjit-bench)")
     p.set_defaults(run=run_bench)
-    p = commands.add_parser("info", help="CPU, vector ISA, streaming instructions, caches, threshold, versions")
+    p = commands.add_parser("info", description=COMMANDS["info"])
     p.set_defaults(run=info)
-    p = commands.add_parser("calibrate", help="measure how loads are best lowered here (the machine profile) and "
-                                              "where streaming starts to pay (copy and stencil sweeps, for copyto "
-                                              "and threshold='auto'), and save them")
+    p = commands.add_parser("calibrate", description=COMMANDS["calibrate"])
     p.add_argument("--max-mib", type=int, default=256, help="largest size per array (default 256)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
     p.add_argument("--profile-mib", type=int, default=64,

@@ -156,7 +156,13 @@ class StreamDispatcher(CPUDispatcher):
             if not self.signatures:
                 raise ValueError(f"{self.py_func.__qualname__} has not been compiled yet: call it or pass a signature")
             return self.signatures[-1]
-        args, _ = sigutils.normalize_signature(signature)
+        try:
+            args, _ = sigutils.normalize_signature(signature)
+        except (NameError, SyntaxError, TypeError, NotImplementedError) as exc:
+            # (Numba's own error for "void(int)", a Python type called with Numba's, is a bare NotImplementedError)
+            raise StreamError(f"{self.py_func.__qualname__}: cannot read the signature {signature!r}: "
+                              f"{str(exc) or 'an argument is not a Numba type'}; write Numba types, e.g. "
+                              "'void(float32[::1], float64[:, ::1], int64)'") from None
         if args not in self.overloads:
             self.compile(args)
         return args

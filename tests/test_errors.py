@@ -335,3 +335,23 @@ def test_while_loop_named_at_its_own_line():
     with pytest.raises(sj.StreamLegalityError) as info:
         sj.stream_kernel(stream_stores=["out"])(in_a_while)(np.zeros(5), np.ones(5))
     assert f"while loop (line {line_of(in_a_while, 'while i <')})" in str(info.value)
+
+
+@pytest.mark.parametrize("signature, problem", [
+    ("void(int)", "an argument is not a Numba type"), ("void(foo)", "name 'foo' is not defined"),
+    ("void(float64[::1]", "was never closed"), (("int",), "expected a type instance, got 'int'")])
+def test_an_unreadable_signature_says_so(signature, problem):
+    """Issue 25: stream_report("void(int)") raised NotImplementedError() with no message."""
+    with pytest.raises(sj.StreamError) as error:
+        sj.stream_kernel(stream_stores=["dst"])(copy).stream_report(signature)
+    assert str(error.value).startswith(f"copy: cannot read the signature {signature!r}: ")
+    assert problem in str(error.value) and "write Numba types, e.g. 'void(float32[::1]" in str(error.value)
+
+
+def test_help_says_what_each_command_does(capsys):
+    from streamjit.__main__ import COMMANDS, main
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for name, text in COMMANDS.items():
+        assert f"\n  {name:11s}{text.split()[0]} " in out and len(text) > 100
