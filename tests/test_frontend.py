@@ -4,6 +4,7 @@ and the store forms the legality pass accepts."""
 
 import numba
 import numpy as np
+import pytest
 
 import streamjit as sj
 from test_codegen import X86_AVX

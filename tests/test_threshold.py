@@ -175,7 +175,11 @@ def test_where_numpy_streams_by_itself(clean_env, monkeypatch):
     assert th.numpy_streaming_bytes() == (4321, f"calibration in {path}")
 
 
-def test_calibrate_command(clean_env, capsys):
+def test_calibrate_command(clean_env, capsys, monkeypatch):
+    from streamjit import calibration
+    # (two candidates per load stage: test_machine_profile.py times them all; each compiles 5 kernels)
+    monkeypatch.setattr(calibration, "SOURCE_CANDIDATES", calibration.SOURCE_CANDIDATES[:2])
+    monkeypatch.setattr(calibration, "LOAD_CANDIDATES", calibration.LOAD_CANDIDATES[:2])
     status = main(["calibrate", "--max-mib", "2", "--rounds", "1", "--profile-mib", "8"])
     out = capsys.readouterr().out
     assert len(re.findall(r"^ *(1|1.5|2) MiB ", out, re.M)) == 6    # 1, 1.5, 2 MiB; copy and stencil
