@@ -55,32 +55,30 @@ def test_dbg_optnone_compiles_unoptimized_as_numba_does():
     assert report.arrays["dst"].nt_vector_stores == 0 and report.arrays["dst"].nt_scalar_stores > 0
 
 
+def _called_from_jitted_code(kernel):
+    @numba.njit
+    def caller(dst, src):
+        kernel(dst, src)
+
+    dst = np.zeros_like(SRC)
+    caller(dst, SRC)
+    assert (dst == SRC).all()
+
+
 @pytest.mark.parametrize("inline, compiled", [("always", False), ("never", True)])
 def test_inline_as_numba(inline, compiled):
     # "always": a jitted caller compiles the kernel's body into its own (Numba's
     # InlineInlinables), so the kernel itself is never compiled for that call
     kernel = sj.stream_kernel(stream_stores=["dst"], inline=inline)(copy_source)
-
-    @numba.njit
-    def caller(dst, src):
-        kernel(dst, src)
-
-    dst = np.zeros_like(SRC)
-    caller(dst, SRC)
-    assert (dst == SRC).all() and bool(kernel.signatures) is compiled
+    _called_from_jitted_code(kernel)
+    assert bool(kernel.signatures) is compiled
     assert _copied(kernel).arrays["dst"].nt_vector_stores > 0  # called from Python, it streams
 
 
 def test_no_cpython_wrapper_kernel_is_called_from_jitted_code():
     kernel = sj.stream_kernel(stream_stores=["dst"], no_cpython_wrapper=True)(copy_source)
-
-    @numba.njit
-    def caller(dst, src):
-        kernel(dst, src)
-
-    dst = np.zeros_like(SRC)
-    caller(dst, SRC)
-    assert (dst == SRC).all() and kernel.stream_report().arrays["dst"].nt_vector_stores > 0
+    _called_from_jitted_code(kernel)
+    assert kernel.stream_report().arrays["dst"].nt_vector_stores > 0
 
 
 def test_forceobj_compiles_in_object_mode_and_says_nothing_streams():
