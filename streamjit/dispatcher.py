@@ -338,7 +338,8 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
     threshold : "auto", int or None, default "auto"
         Stream only when the streamed arrays hold more bytes than this: one
         comparison at entry, below which the plain loop runs as under
-        ``numba.njit`` (so tiny calls cost what they cost there). "auto":
+        ``numba.njit`` (so tiny calls cost what they cost there). "auto",
+        read at the first compile (usually the first call):
         ``STREAMJIT_THRESHOLD`` (bytes), else what ``python -m streamjit
         calibrate`` measured, else a third of the last-level cache, else
         16 MiB; "auto" also leaves plain, even when named, what measured
@@ -377,7 +378,7 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
     ------
     StreamConfigError
         A misspelt or misused option (with a "did you mean"), a name that is
-        not a parameter, a bad ``STREAMJIT_THRESHOLD``.
+        not a parameter; a bad ``STREAMJIT_THRESHOLD`` at the first call.
 
     Examples
     --------
