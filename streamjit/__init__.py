@@ -11,6 +11,10 @@ from numba import prange
 
 from ._version import __version__
 
+from .versions import check_numba  # noqa: E402
+
+check_numba()  # before anything compiles: outside the tested range, say so
+
 from .dispatcher import StreamDispatcher, stream_kernel
 from .dropins import copyto, memcpy
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning

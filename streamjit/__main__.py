@@ -1,8 +1,15 @@
-"""Command line: `python -m streamjit demo|bench|info|calibrate`."""
+"""Command line: `python -m streamjit demo|bench|info|calibrate`.
+
+streamjit compiles NumPy loop functions with Numba and streams the stores
+to the arrays you name (aligned vector non-temporal stores). These commands
+show what that does on this machine, and tune it.
+"""
 
 import argparse
+import json
 import os
 import sys
+import textwrap
 
 import numpy as np
 
@@ -90,13 +97,39 @@ def envelopes(sizes, rounds, out, plots):
     return written
 
 
-def calibrate(args):
-    from .calibration import measure_load_stages, save_load_stages
-    from .threshold import save_calibration
+def _saved(save, measured):
+    """``save()``'s path; None, having printed ``measured`` (what would have
+    been saved) and one line with the path, when the file cannot be written."""
+    from .machine import profile_file
 
-    print(f"how loads are lowered: every candidate timed on this machine\n{bench.host_description()}")
-    stages = measure_load_stages(mib=args.profile_mib, rounds=args.rounds)
-    print(f"profile saved to {save_load_stages(*stages)}\n")
+    try:
+        return save()
+    except OSError as exc:
+        print(json.dumps(measured, indent=1, default=str))
+        print(f"calibrate: could not save the measurements above to {profile_file()}: {exc.strerror or exc}")
+        return None
+
+
+def calibrate(args):
+    from .calibration import load_note, measure_load_stages, previous_stages, save_load_stages
+    from .machine import check_writable, profile_file
+    from .threshold import save_calibration, stored_thresholds
+
+    try:
+        check_writable()
+    except OSError as exc:
+        print(f"calibrate: cannot write the machine profile {profile_file()}: {exc.strerror or exc}; nothing measured "
+              "(set XDG_CACHE_HOME to a writable directory)")
+        return 1
+    loaded = load_note()
+    print(f"how loads are lowered: every candidate timed on this machine\n{bench.host_description()}" +
+          (f"\n{loaded}" if loaded else ""))
+    stages = measure_load_stages(mib=args.profile_mib, rounds=args.rounds, previous=previous_stages(),
+                                 loaded=bool(loaded))
+    path = _saved(lambda: save_load_stages(*stages), dict(zip(("sources", "stream_loads"), stages)))
+    if path is None:
+        return 1
+    print(f"profile saved to {path}\n")
     sizes = bench.sweep_sizes(args.max_mib << 20, 1 << 20)
     print(f"copy and stencil sweeps, streamed vs not, {sizes[0] >> 20}-{sizes[-1] >> 20} MiB per array\n"
           f"{bench.host_description()}")
@@ -105,30 +138,66 @@ def calibrate(args):
     print(bench.format_table(copies), "\n", bench.format_table(stencils), sep="")
     (copy_band, copy_why), (kernel_band, kernel_why) = (bench.winning_band(copies, "streamed"),
                                                         bench.winning_band(stencils, "always streamed"))
-    for name, band, why in (("copyto", copy_band, copy_why), ('threshold="auto"', kernel_band, kernel_why)):
+    stored = stored_thresholds()
+    for name, kind, band, why in (("copyto", "copy", copy_band, copy_why),
+                                  ('threshold="auto"', "kernel", kernel_band, kernel_why)):
         if band is None:
             print(f"{name}: {why}; not saved (the stored value, if any, is kept)")
         else:
             limit = "" if band[1] is None else f" up to {bench.human_size(band[1])}"
             print(f"{name}: streams above {band[0]} bytes ({bench.human_size(band[0])} per array){limit}: {why}")
+    if loaded and stored:  # noisy rounds on a loaded machine do not move choices every later kernel uses
+        print(f"{loaded}\nthe stored thresholds are kept ({', '.join(f'{k}: {v} bytes' for k, v in stored.items())});"
+              " calibrate again when the machine is idle")
+        return 1
     if copy_band is None and kernel_band is None:
         return 1
     found = {kind: band[0] for kind, band in (("copy", copy_band), ("kernel", kernel_band)) if band}
     # copies stream only where measured to win: up to the band's end, or the largest size measured
     copy_limit = copy_band and (copy_band[1] or copies[-1]["bytes"])
-    path = save_calibration(found, {"copy": copies, "kernel": stencils}, copy_limit=copy_limit)
+    path = _saved(lambda: save_calibration(found, {"copy": copies, "kernel": stencils}, copy_limit=copy_limit),
+                  {"thresholds": found, "copy_limit": copy_limit})
+    if path is None:
+        return 1
     print(f"saved to {path}")
     return 0
 
 
+# What each command does: the subcommand's description, and the list `--help` ends with
+COMMANDS = {
+    "demo": "compiles the STREAM kernels (copy, scale, add, triad), checks them against NumPy and prints "
+            "streamed vs plain bandwidth at 256 MiB per array (under a minute). Writes nothing.",
+    "bench": "the STREAM tables in float32 and float64, the 5-point stencil table and first-call compile times "
+             "(with --sweep, the copy and stencil envelopes from 4 KiB), printed and written as CSV (and PNG, "
+             "with matplotlib) under --out.",
+    "info": "what this machine gives streamjit: CPU, vector ISA, the non-temporal store and fence instructions a "
+            "copy compiles to, caches, the machine profile in force, the thresholds and where they come from, "
+            "versions. Quick.",
+    "calibrate": "measures how loads are best lowered here and from which sizes streaming pays (copies and "
+                 "stencils), and saves the winners in the machine profile every later kernel reads (about a "
+                 "minute on an idle machine; on a loaded one it says so, and keeps the stored choices unless "
+                 "beaten clearly).",
+}
+
+
+def _epilog():
+    lines = ["commands:"]
+    for name, text in COMMANDS.items():
+        wrapped = textwrap.wrap(text, 76)
+        lines += [f"  {name:11s}{wrapped[0]}"] + [f"  {'':11s}{line}" for line in wrapped[1:]]
+    return "\n".join(lines + ["", "`python -m streamjit COMMAND --help` lists a command's options."])
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m streamjit", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("demo", help="compile, verify and time the STREAM kernels (under a minute)")
+    parser = argparse.ArgumentParser(prog="python -m streamjit", description=__doc__.split("\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog())
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command",
+                                     help="one of the commands below")
+    p = commands.add_parser("demo", description=COMMANDS["demo"])
     p.add_argument("--mib", type=int, default=256, help="MiB per array (default 256)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
     p.set_defaults(run=demo)
-    p = commands.add_parser("bench", help="STREAM, stencil and compile-time tables, written as CSV and PNG")
+    p = commands.add_parser("bench", description=COMMANDS["bench"])
     p.add_argument("--mib", type=int, default=256, help="MiB per array, and the largest sweep size (default 256)")
     p.add_argument("--rounds", type=int, default=9, help="interleaved timing rounds (default 9)")
     p.add_argument("--dtypes", nargs="+", default=["float32", "float64"], help="dtypes to run")
@@ -136,11 +205,9 @@ def main(argv=None):
                                                          "(with progress bars)")
     p.add_argument("--out", default="streamjit-bench", help="directory for CSV and PNG files (default ./streamjit-bench)")
     p.set_defaults(run=run_bench)
-    p = commands.add_parser("info", help="CPU, vector ISA, streaming instructions, caches, threshold, versions")
+    p = commands.add_parser("info", description=COMMANDS["info"])
     p.set_defaults(run=info)
-    p = commands.add_parser("calibrate", help="measure how loads are best lowered here (the machine profile) and "
-                                              "where streaming starts to pay (copy and stencil sweeps, for copyto "
-                                              "and threshold='auto'), and save them")
+    p = commands.add_parser("calibrate", description=COMMANDS["calibrate"])
     p.add_argument("--max-mib", type=int, default=256, help="largest size per array (default 256)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
     p.add_argument("--profile-mib", type=int, default=64,

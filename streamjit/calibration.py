@@ -17,8 +17,11 @@ one that does not, while a large input streams past), interleaved, medians.
   the ``sources`` choice just made): a streamed load may cost nothing.
 
 A candidate wins only where it is at least `NO_LOSS` of the baseline on
-every workload and its geometric mean beats the baseline's by `GAIN`
-(more than the run-to-run spread); otherwise the baseline stays.
+every workload and its geometric mean beats the incumbent's by `GAIN`
+(more than the run-to-run spread); otherwise the incumbent stays: the
+choice stored by an earlier calibration where there is one, else the
+baseline. On a loaded machine (`load_note`), or where the rounds of one
+build disagree by more than `NOISE`, a win must be clear: `CLEAR_GAIN`.
 """
 
 import dataclasses
@@ -26,6 +29,7 @@ import math
 import os
 import platform
 import re
+import statistics
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -39,6 +43,13 @@ from .options import validate_options
 
 NO_LOSS = 0.97
 GAIN = 1.02
+# Rounds of one build further apart than this (slowest / fastest) are noise,
+# not the build: on a loaded 2-CPU VM they differed by 1.3-2x
+NOISE = 1.15
+CLEAR_GAIN = 1.08
+# Load average over the last minute, in CPUs taken by other processes, from
+# which timings here are not the machine's own
+LOADED = 0.5
 SOURCE_CANDIDATES = (LoadStage(),) + tuple(LoadStage(h, d) for h, d in (
     ("nta", 512), ("nta", 2048), ("t0", 512), ("t0", 4096), ("t1", 512), ("t1", 1024), ("t1", 4096),
     ("t2", 4096)))
@@ -77,51 +88,87 @@ def kernel_with_stages(function, output, stream_loads, loads, sources):
     return StreamDispatcher(function, dataclasses.replace(options, loads=loads, sources=sources), forwarded, {})
 
 
+def load_note():
+    """A line saying the machine is busy with other work (its load average
+    over the last minute), or "" when it is not."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return ""
+    if load < LOADED:
+        return ""
+    return (f"note: this machine is loaded (load average {load:.2f} over the last minute, {os.cpu_count()} CPUs): "
+            "timings are noisy, so only clear wins replace the stored choices")
+
+
 def _compare(builds, baseline, cases, rounds):
-    """``{build: {workload: speed relative to the baseline build}}``;
-    ``builds``: ``{key: (stream_loads, loads stage, sources stage)}``."""
-    table = {}
+    """``({build: {workload: speed relative to the baseline build}}, noise)``:
+    ``builds`` is ``{key: (stream_loads, loads stage, sources stage)}``,
+    ``noise`` the largest ratio of a build's slowest round to its fastest."""
+    table, noise = {}, 1.0
     for name, (function, args, output) in cases.items():
         kernels = {key: kernel_with_stages(function, output, *how) for key, how in builds.items()}
-        for kernel in kernels.values():
-            kernel(*args)
-        medians = bench.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
+        times = bench.interleaved_times({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
+        noise = max(noise, *(max(t) / min(t) for t in times.values()))
+        medians = {key: statistics.median(t) for key, t in times.items()}
         for key in kernels:
             table.setdefault(key, {})[name] = medians[baseline] / medians[key]
-    return table
+    return table, noise
 
 
-def choose(table, baseline):
-    """The winning key of a `_compare` table (see the module doc)."""
+def choose(table, baseline, incumbent=None, gain=GAIN):
+    """The winning key of a `_compare` table (see the module doc): the best
+    candidate that loses nowhere, where it beats ``incumbent`` (a key of
+    ``table``, by default the baseline) by ``gain``."""
     def geomean(ratios):
         return math.exp(sum(map(math.log, ratios.values())) / len(ratios))
 
-    fair = {s: r for s, r in table.items() if s != baseline and min(r.values()) >= NO_LOSS}
+    incumbent = incumbent if incumbent in table else baseline
+    fair = {s: r for s, r in table.items() if s != incumbent and min(r.values()) >= NO_LOSS}
     best = max(fair, key=lambda s: geomean(fair[s]), default=None)
-    if best is None or geomean(fair[best]) < GAIN * geomean(table[baseline]):
-        return baseline
+    if best is None or geomean(fair[best]) < gain * geomean(table[incumbent]):
+        return incumbent
     return best
+
+
+def previous_stages():
+    """``(sources, stream_loads)`` an earlier calibration stored (None where none)."""
+    profile = machine_profile()
+    calibrated = profile.origin.startswith("calibrated")
+    return tuple(getattr(profile, name) if calibrated and profile.reasons.get(name, "").startswith("calibrated")
+                 else None for name in ("sources", "stream_loads"))
 
 
 def _describe(stage, ratios):
     return f"{stage.describe()}: " + ", ".join(f"{w} {r:.2f}x" for w, r in ratios.items())
 
 
-def measure_load_stages(mib=64, rounds=5, report=print):
-    """Measure both load stages; return ``(sources, stream_loads, reasons, table rows)``."""
+def measure_load_stages(mib=64, rounds=5, report=print, previous=(None, None), loaded=False):
+    """Measure both load stages; return ``(sources, stream_loads, reasons,
+    table rows)``. ``previous``: the stored ``(sources, stream_loads)``,
+    kept unless beaten; ``loaded``: the machine is busy (see the module doc)."""
     cases = workloads(mib, np.random.default_rng(0))
     none = LoadStage()
-    sources_table = _compare({stage: (False, none, stage) for stage in SOURCE_CANDIDATES}, none, cases, rounds)
-    sources = choose(sources_table, none)
+    sources_table, noise = _compare({stage: (False, none, stage) for stage in SOURCE_CANDIDATES}, none, cases,
+                                    rounds)
+
+    def gain(noise):
+        if noise > NOISE:
+            report(f"note: rounds of one build disagree by up to {noise:.2f}x: only clear wins replace the "
+                   "stored choice")
+        return CLEAR_GAIN if loaded or noise > NOISE else GAIN
+
+    sources = choose(sources_table, none, previous[0], gain(noise))
     report(f"sources of streamed stores, speed relative to no software prefetch ({mib} MiB float32 per array):")
     for stage, ratios in sources_table.items():
         report(("  * " if stage == sources else "    ") + _describe(stage, ratios))
     # candidates for stream_loads, against stream_stores alone (which lowers its sources as just chosen)
     alone = "stream_stores alone"
-    loads_table = _compare({alone: (False, none, sources),
-                            **{stage: (True, stage, sources) for stage in LOAD_CANDIDATES}}, alone, cases, rounds)
+    loads_table, noise = _compare({alone: (False, none, sources),
+                                   **{stage: (True, stage, sources) for stage in LOAD_CANDIDATES}}, alone, cases,
+                                  rounds)
     del loads_table[alone]
-    loads = choose(loads_table, sources)
+    loads = choose(loads_table, sources, previous[1], gain(noise))
     report("streamed loads (stream_loads=True), speed relative to stream_stores alone:")
     for stage, ratios in loads_table.items():
         report(("  * " if stage == loads else "    ") + _describe(stage, ratios))

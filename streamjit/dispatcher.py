@@ -14,13 +14,15 @@ import inspect
 import llvmlite.binding as llvm
 import numpy as np
 from numba.core import sigutils
+from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache
+from .disabled import jit_disabled, python_function
 from .errors import StreamError
 from .lowering.cross_target import compile_for_target
 from .lowering.library import stream_code_libraries
-from .options import validate_options
+from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
@@ -36,10 +38,11 @@ class StreamDispatcher(CPUDispatcher):
         targetoptions = dict(numba_options)
         locals_ = targetoptions.pop("locals", None) or {}
         cache = targetoptions.pop("cache", False)
-        targetoptions.pop("nopython", None)
-        targetoptions["nopython"] = True
+        # object mode (forceobj=True, nothing streamed) is Numba's own pipeline, as numba.jit(forceobj=True)
+        objmode = bool(targetoptions.get("forceobj"))
+        targetoptions["nopython"] = not objmode
         super().__init__(py_func, locals=locals_, targetoptions=targetoptions,
-                         pipeline_class=compiler_for(stream_options))
+                         pipeline_class=Compiler if objmode else compiler_for(stream_options))
         self.stream_options = stream_options
         self._options = options
         self._eager_sigs = sigs
@@ -127,17 +130,24 @@ class StreamDispatcher(CPUDispatcher):
         >>> copy.above_threshold(np.empty_like(small), small), copy.above_threshold(np.empty_like(large), large)
         (False, True)
         """
+        bound = self._signature.bind(*args, **kwargs)
+        sig = tuple(self.typeof_pyval(a) for a in bound.args)
+        result = self.stream_result(sig)  # (compiled first: "auto" is read then)
         threshold = self.stream_options.threshold if self.stream_options else None
         if threshold is None:
             return True
-        bound = self._signature.bind(*args, **kwargs)
-        sig = tuple(self.typeof_pyval(a) for a in bound.args)
-        result = self.stream_result(sig)
         total = sum(bound.arguments[name].nbytes for name in result.size_arrays
                     if isinstance(bound.arguments.get(name), np.ndarray))
         return total > threshold
 
     def compile(self, sig):
+        if self.stream_options is not None and self.stream_options.threshold == "auto":
+            # read now, not at decoration (the pipeline and the on-disk cache key carry it;
+            # Numba's _FunctionCompiler.pipeline_class: private, tested range in versions.py)
+            self.stream_options = resolved(self.stream_options)
+            self._compiler.pipeline_class = compiler_for(self.stream_options)
+            if isinstance(self._cache, StreamFunctionCache):
+                self.enable_caching()
         with stream_code_libraries(self.targetctx.codegen()):
             return super().compile(sig)
 
@@ -146,7 +156,13 @@ class StreamDispatcher(CPUDispatcher):
             if not self.signatures:
                 raise ValueError(f"{self.py_func.__qualname__} has not been compiled yet: call it or pass a signature")
             return self.signatures[-1]
-        args, _ = sigutils.normalize_signature(signature)
+        try:
+            args, _ = sigutils.normalize_signature(signature)
+        except (NameError, SyntaxError, TypeError, NotImplementedError) as exc:
+            # (Numba's own error for "void(int)", a Python type called with Numba's, is a bare NotImplementedError)
+            raise StreamError(f"{self.py_func.__qualname__}: cannot read the signature {signature!r}: "
+                              f"{str(exc) or 'an argument is not a Numba type'}; write Numba types, e.g. "
+                              "'void(float32[::1], float64[:, ::1], int64)'") from None
         if args not in self.overloads:
             self.compile(args)
         return args
@@ -322,7 +338,8 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
     threshold : "auto", int or None, default "auto"
         Stream only when the streamed arrays hold more bytes than this: one
         comparison at entry, below which the plain loop runs as under
-        ``numba.njit`` (so tiny calls cost what they cost there). "auto":
+        ``numba.njit`` (so tiny calls cost what they cost there). "auto",
+        read at the first compile (usually the first call):
         ``STREAMJIT_THRESHOLD`` (bytes), else what ``python -m streamjit
         calibrate`` measured, else a third of the last-level cache, else
         16 MiB; "auto" also leaves plain, even when named, what measured
@@ -339,10 +356,16 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
         nest becomes the grid; see ``streamjit.cuda``); a GPU kernel has no
         size test, so ``threshold="auto"`` streams at every size there.
     **numba_options
-        Forwarded to Numba: ``cache``, ``fastmath``, ``boundscheck``,
-        ``nogil``, ``error_model``, ``locals``, ``parallel`` (loops written
-        with `prange` run on Numba's threads, each block fenced by its
-        worker) and ``nopython=True``.
+        Every keyword ``numba.njit`` takes, with Numba's meaning: ``cache``,
+        ``fastmath``, ``boundscheck``, ``nogil``, ``error_model``,
+        ``locals``, ``parallel`` (loops written with `prange` run on
+        Numba's threads, each block fenced by its worker), ``debug``,
+        ``inline`` (``"always"``: jitted callers compile the body into
+        their own, unstreamed), ``no_cpython_wrapper``, ``no_cfunc_wrapper``,
+        ``no_rewrites``, ``_nrt``, ... and ``nopython=True``.
+        ``forceobj=True`` compiles in object mode, as
+        ``numba.jit(forceobj=True)``: nothing streams (a `StreamWarning`
+        says so).
 
     Returns
     -------
@@ -355,7 +378,7 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
     ------
     StreamConfigError
         A misspelt or misused option (with a "did you mean"), a name that is
-        not a parameter, a bad ``STREAMJIT_THRESHOLD``.
+        not a parameter; a bad ``STREAMJIT_THRESHOLD`` at the first call.
 
     Examples
     --------
@@ -380,6 +403,8 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
     target = numba_options.pop("target", "cpu")
 
     def decorate(func):
+        if jit_disabled():  # as numba.njit: the function itself, for pdb, prints and coverage
+            return python_function(func)
         if target != "cpu":  # a GPU kernel: only now is numba.cuda imported
             from .cuda.dispatcher import make_kernel
             return make_kernel(func, target=target, stream_stores=stream_stores, stream_loads=stream_loads,

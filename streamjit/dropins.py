@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
+from .disabled import jit_disabled
 from .dispatcher import stream_kernel
 from .threshold import copy_threshold, parallel_copy_bytes
 
@@ -104,6 +105,8 @@ def copy_bands():
     """``(STREAM_BYTES, PARALLEL_BYTES)``, read from the environment, the
     calibration or the cache size the first time they are needed."""
     global STREAM_BYTES, PARALLEL_BYTES
+    if STREAM_BYTES < 0 and jit_disabled():  # nothing is compiled: every copy is NumPy's
+        STREAM_BYTES = float("inf")
     if STREAM_BYTES < 0:
         parallel = parallel_copy_bytes()[0]
         STREAM_BYTES, PARALLEL_BYTES = copy_threshold()[0], float("inf") if parallel is None else parallel

@@ -1,7 +1,7 @@
 """Facts about this machine, and its profile: how streaming is lowered here.
 
 The bottom floor of the package: it compiles nothing and imports nothing of
-streamjit. Two kinds of content:
+streamjit but its warning class. Two kinds of content:
 
 - facts read off the machine: CPU name, vendor and family, the vector
   instruction set, cache sizes;
@@ -35,14 +35,19 @@ import json
 import os
 import platform
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 import platformdirs
 
+from .errors import StreamWarning
+
 # Prefetch hints, as `llvm.prefetch`'s locality argument: NTA is 0 (no
 # temporal locality), T2 1, T1 2, T0 3. "none": no software prefetch.
 PREFETCH_HINTS = {"nta": 0, "t2": 1, "t1": 2, "t0": 3, "none": None}
+# Sizes are compared with the arrays' bytes in the kernel, as int64.
+MAX_BYTES = (1 << 63) - 1
 # Bytes ahead for a hint a kernel asks for (``prefetch_hint=``) where the
 # profile prefetches nothing (the middle of the distances calibrate tries).
 HINT_DISTANCE = 2048
@@ -116,14 +121,76 @@ def profile_file():
     return os.path.join(platformdirs.user_cache_dir("streamjit"), "calibration.json")
 
 
+def _is_bytes(value):
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= MAX_BYTES
+
+
+def _is_stage(value):
+    return (isinstance(value, dict) and isinstance(value.get("hint"), str) and value["hint"] in PREFETCH_HINTS
+            and not isinstance(value.get("distance"), bool) and isinstance(value.get("distance"), int)
+            and 0 <= value["distance"] <= 1 << 20 and isinstance(value.get("nt_loads", False), bool))
+
+
+# What each key of the profile file must hold (key -> check, what it should
+# be); keys not listed (an older or newer streamjit's) are kept as they are.
+_FILE_KEYS = {
+    "threshold_bytes": (_is_bytes, "a number of bytes"),
+    "copy_threshold_bytes": (_is_bytes, "a number of bytes"),
+    "copy_limit_bytes": (_is_bytes, "a number of bytes"),
+    "measurements": (lambda v: isinstance(v, dict), "an object"),
+    "profile": (lambda v: isinstance(v, dict), "an object"),
+}
+_STAGE = (_is_stage, f"a load stage {{\"hint\": one of {', '.join(map(repr, PREFETCH_HINTS))}, \"distance\": 0 to "
+                     "1048576 bytes, \"nt_loads\": true or false}")
+_PROFILE_KEYS = {
+    "stream_loads": _STAGE,
+    "sources": _STAGE,
+    "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
+}
+_warned = set()  # (path, file version, key): each damaged entry is reported once
+
+
+def _checked(record, keys, path, stamp, prefix=""):
+    """``record`` without the entries whose values ``keys`` refuses, each
+    reported once in a warning naming the file and the key."""
+    kept = {}
+    for key, value in record.items():
+        check, expected = keys.get(key, (lambda v: True, ""))
+        if check(value):
+            kept[key] = value
+        else:
+            _warn_once(path, stamp, prefix + key, f"{prefix + key} is {value!r}, not {expected}")
+    return kept
+
+
+def _warn_once(path, stamp, key, problem):
+    if (path, stamp, key) not in _warned:
+        _warned.add((path, stamp, key))
+        warnings.warn(f"machine profile {path}: {problem}; ignored (`python -m streamjit calibrate` rewrites it)",
+                      StreamWarning, stacklevel=2)
+
+
 def read_profile_file():
-    """The stored profile as a dict ({} when there is none or it is unreadable)."""
+    """The stored profile as a dict ({} when there is none): a damaged file,
+    or an entry of the wrong type, is left out with a warning (never an
+    error: every kernel, and ``import streamjit``, reads this file)."""
+    path = profile_file()
     try:
-        with open(profile_file()) as f:
+        with open(path) as f:
+            stamp = os.fstat(f.fileno()).st_mtime_ns
             record = json.load(f)
-        return record if isinstance(record, dict) else {}
-    except (OSError, ValueError):
+    except OSError:
         return {}
+    except ValueError as exc:  # (UnicodeDecodeError too)
+        _warn_once(path, stamp, "", f"not JSON ({exc})")
+        return {}
+    if not isinstance(record, dict):
+        _warn_once(path, stamp, "", f"not a JSON object but {type(record).__name__}")
+        return {}
+    record = _checked(record, _FILE_KEYS, path, stamp)
+    if "profile" in record:
+        record["profile"] = _checked(record["profile"], _PROFILE_KEYS, path, stamp, "profile.")
+    return record
 
 
 @contextlib.contextmanager
@@ -152,6 +219,16 @@ def update_profile_file(values, measurements=None):
             json.dump(record, f, indent=1)
         os.replace(temporary, path)
     return path
+
+
+def check_writable():
+    """Raise OSError unless the profile file's directory can be written
+    (before calibrating: minutes of measurements must not be lost at the end)."""
+    directory = os.path.dirname(profile_file())
+    os.makedirs(directory, exist_ok=True)
+    fd, probe = tempfile.mkstemp(dir=directory, prefix=".calibration-")
+    os.close(fd)
+    os.remove(probe)
 
 
 # ---- the profile -----------------------------------------------------------
@@ -221,11 +298,8 @@ def default_profile(vendor, family):
 
 
 def _stage(record):
-    hint, distance = record.get("hint"), record.get("distance")
-    if hint not in PREFETCH_HINTS or isinstance(distance, bool) or not isinstance(distance, int) \
-            or not 0 <= distance <= 1 << 20:
-        raise ValueError(f"bad load stage {record!r}")
-    return LoadStage(hint, distance, bool(record.get("nt_loads", False)))
+    """The `LoadStage` of a record `read_profile_file` has checked."""
+    return LoadStage(record["hint"], record["distance"], record.get("nt_loads", False))
 
 
 def stage_record(stage):
@@ -249,10 +323,10 @@ def machine_profile():
         record = read_profile_file().get("profile", {})
         stages, reasons = {}, dict(default.reasons)
         for name in ("stream_loads", "sources"):
-            try:
+            if name in record:
                 stages[name] = _stage(record[name])
                 reasons[name] = record.get("reasons", {}).get(name, "calibrated")
-            except (KeyError, TypeError, ValueError):
+            else:
                 stages[name] = getattr(default, name)
         calibrated = [n for n in stages if stages[n] is not getattr(default, n)]
         origin = f"calibrated in {path}" if calibrated else default.origin

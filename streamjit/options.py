@@ -9,16 +9,21 @@ gets the closest correct one as a suggestion ("did you mean").
 import dataclasses
 import difflib
 import inspect
+import warnings
 
-from .errors import StreamConfigError
+from .errors import StreamConfigError, StreamWarning
 from .machine import HINT_DISTANCE, PREFETCH_HINTS, machine_profile
 from .plan import StreamOptions
 from .threshold import MAX_BYTES, default_threshold
 
-# Numba options passed through unchanged to the nopython compiler
-# (``nopython=True`` is what stream_kernel always does; it is accepted).
+# Every keyword numba.njit takes, passed through with Numba's meaning (the
+# target options of Numba's CPU dispatcher, and its ``cache`` and
+# ``locals``). ``nopython=True`` is what stream_kernel always does;
+# ``forceobj=True`` compiles in object mode, which streams nothing (a
+# StreamWarning says so).
 FORWARDED_NUMBA_OPTIONS = ("cache", "fastmath", "boundscheck", "nogil", "error_model", "locals", "parallel",
-                           "nopython")
+                           "nopython", "debug", "inline", "forceinline", "no_cpython_wrapper", "no_cfunc_wrapper",
+                           "no_rewrites", "_nrt", "looplift", "forceobj", "_dbg_extend_lifetimes", "_dbg_optnone")
 
 
 STREAM_OPTIONS = ("stream_stores", "stream_loads", "threshold", "prefetch_distance", "prefetch_hint")
@@ -80,18 +85,27 @@ def _load_stages(prefetch_distance, prefetch_hint):
 
 
 def _threshold(value):
-    """None (always stream), or the byte threshold; "auto" asks the machine."""
-    if value is None:
-        return None
-    if value == "auto":
-        try:
-            return default_threshold()[0]
-        except ValueError as exc:
-            raise StreamConfigError(str(exc)) from None
+    """None (always stream), or the byte threshold; "auto" stays "auto"
+    until the first compile (`resolved`)."""
+    if value is None or value == "auto":
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BYTES:
         raise StreamConfigError(f"threshold must be None, 'auto' or a number of bytes from 0 to 2**63-1, "
                                 f"got {value!r}")
     return value
+
+
+def resolved(options):
+    """``options`` with ``threshold="auto"`` replaced by the bytes it means
+    now: ``STREAMJIT_THRESHOLD``, the calibration, the cache size. Called at
+    the first compile (usually the first call), not at decoration, so a
+    variable set after the kernel is defined counts, as for `copyto`."""
+    if options is None or options.threshold != "auto":
+        return options
+    try:
+        return dataclasses.replace(options, threshold=default_threshold()[0])
+    except ValueError as exc:
+        raise StreamConfigError(str(exc)) from None
 
 
 def validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, prefetch_hint, numba_options):
@@ -114,6 +128,15 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
             f"{', '.join(FORWARDED_NUMBA_OPTIONS)}")
     if numba_options.get("nopython", True) is not True:
         raise StreamConfigError("stream_kernel compiles in nopython mode only: nopython must be True")
+    if numba_options.get("forceobj"):
+        named = ", ".join(f"{n}={v!r}" for n, v in (("stream_stores", stream_stores), ("stream_loads", stream_loads))
+                          if v)
+        warnings.warn_explicit(
+            f"{func.__qualname__}: forceobj=True compiles in Numba's object mode, where each operation goes through "
+            f"Python objects and no loop is compiled to machine code: nothing streams"
+            f"{f' ({named} ignored)' if named else ''}", StreamWarning, func.__code__.co_filename,
+            func.__code__.co_firstlineno, module=func.__module__)
+        stores = loads = False
     _check_prefetch(prefetch_distance, prefetch_hint)
     if not stores and not loads:
         return None, numba_options

@@ -48,7 +48,8 @@ pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes; a
 post-O3 stage's name prints the LLVM module after that stage (`dump.py`).
 
 Private Numba APIs used here (``CompilerBase``, ``PassManager``, the pass
-classes) are why ``pyproject.toml`` pins Numba to 0.68.x.
+classes) are why Numba is pinned to the releases tested
+(`versions.py`).
 """
 
 import os

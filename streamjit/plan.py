@@ -27,7 +27,9 @@ class StreamOptions:
     # the machine profile's choices with the kernel's own overrides
     loads: LoadStage = LoadStage()
     sources: LoadStage = LoadStage()
-    threshold: int | None = None  # bytes of streamed arrays above which the aligned loops run
+    # bytes of streamed arrays above which the aligned loops run ("auto" until
+    # the first compile reads it: options.resolved)
+    threshold: int | str | None = None
     parallel: bool = False
     # threshold="auto": what measured slower streamed at every size (arrays
     # the kernel makes, updates in place) stays plain even when named

@@ -29,8 +29,8 @@ lazy Dask array (`dask.py`). Not supported yet: calling a streamjit stencil
 from inside jitted code (call the `numba.stencil` kernel there).
 
 Private Numba APIs used here (``StencilFunc``'s methods, the layout of the
-IR it generates, ``compiler.compile_ir``) are why ``pyproject.toml`` pins
-Numba to 0.68.x.
+IR it generates, ``compiler.compile_ir``) are why Numba is pinned to the
+releases tested (`versions.py`).
 """
 
 import contextlib
@@ -49,8 +49,9 @@ from numba.np.numpy_support import as_dtype
 from numba.stencils.stencil import StencilFunc
 
 from .dask import is_dask_array, stencil_on_dask
+from .disabled import jit_disabled, python_stencil
 from .lowering.library import stream_code_libraries
-from .options import did_you_mean, validate_options
+from .options import did_you_mean, resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
@@ -117,9 +118,12 @@ def stencil(func_or_mode="constant", **options):
     >>> average.stream_report().arrays["out0"].nt_vector_stores > 0
     True
     """
+    # (NUMBA_DISABLE_JIT=1: a Python function running the kernel at each point)
+    make = (lambda func, mode: python_stencil(func, options)) if jit_disabled() else \
+        (lambda func, mode: StreamStencil(func, mode, options))
     if isinstance(func_or_mode, str):
-        return lambda func: StreamStencil(func, func_or_mode, options)
-    return StreamStencil(func_or_mode, "constant", options)
+        return lambda func: make(func, func_or_mode)
+    return make(func_or_mode, "constant")
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,9 @@ class StreamStencil(ReduceMixin):
             _outer_loop_in_parallel(func_ir)
             flags.auto_parallel = ParallelOptions(True)
         targetctx = self._numba._targetctx  # (the contexts numba.stencil compiles with)
+        options = resolved(self._pipeline.stream_options)  # "auto" is read at the first call, not at decoration
+        if options is not self._pipeline.stream_options:
+            self._pipeline = compiler_for(options)
         with stream_code_libraries(targetctx.codegen()):
             cres = compiler.compile_ir(self._numba._typingctx, targetctx, func_ir, loop_types, None, flags, {},
                                        pipeline_class=self._pipeline)

@@ -21,7 +21,7 @@ crossovers are 16-24 MiB (stencil) and 32-48 MiB (copy) per array.
 
 import os
 
-from .machine import cache_sizes, profile_file, read_profile_file, update_profile_file
+from .machine import MAX_BYTES, cache_sizes, profile_file, read_profile_file, update_profile_file
 
 # kind -> (environment variable, key in the calibration file, share of the
 # last-level cache, fallback bytes). The shares are the crossovers measured
@@ -63,16 +63,12 @@ def usable_cache_bytes():
     return plausible_cache_bytes(last_level_cache_bytes(), os.cpu_count())
 
 
-# Sizes are compared with the arrays' bytes in the kernel, as int64.
-MAX_BYTES = (1 << 63) - 1
 calibration_file = profile_file
 
 
 def _calibrated(key):
-    value = read_profile_file().get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_BYTES:
-        return None
-    return int(value)
+    value = read_profile_file().get(key)  # (a number of bytes from 0 to MAX_BYTES, checked there)
+    return None if value is None else int(value)
 
 
 def environment_bytes(env_var):
@@ -132,6 +128,12 @@ def numpy_streaming_bytes():
     if llc is None:
         return None, "no limit: cache size unknown"
     return llc * 3 // 4 // max(1, os.cpu_count() or 1), "glibc's rule: 3/4 of the last-level cache per CPU"
+
+
+def stored_thresholds():
+    """``{kind: bytes}`` an earlier calibration stored."""
+    found = {kind: _calibrated(KINDS[kind][1]) for kind in KINDS}
+    return {kind: value for kind, value in found.items() if value is not None}
 
 
 def default_threshold():

@@ -3,6 +3,7 @@ against numba.njit under numba-cuda's simulator, `cuda_simulated.py`):
 the prange shapes of the CPU tests (test_parallel.py, test_user_shapes.py)
 and a few the GPU passes treat specially."""
 
+import importlib.util
 import os
 
 from numba import cuda, float64
@@ -19,6 +20,25 @@ def checkout_env(**variables):
     script's folder, ``-c`` at the working directory), and ``variables``."""
     path = os.pathsep.join(filter(None, [CHECKOUT, os.environ.get("PYTHONPATH")]))
     return dict(os.environ, PYTHONPATH=path, **variables)
+
+
+def missing_toolchain():
+    """Why the GPU tests cannot run here, with the command that installs
+    what they need; "" when they can."""
+    install = 'pip install ".[test-cuda]"'
+    if importlib.util.find_spec("numba_cuda") is None:
+        return f"numba-cuda is not installed: {install}"
+    from streamjit.cuda.ptx import tool
+    from streamjit.errors import StreamError
+    for name in ("ptxas", "nvdisasm"):
+        try:
+            tool(name)
+        except StreamError:
+            return f"{name} (the CUDA toolchain) is not installed: {install}"
+    return ""
+
+
+MISSING_TOOLCHAIN = missing_toolchain()
 
 
 def triad(a, b, c, q):

@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from cuda_kernels import checkout_env
+from cuda_kernels import MISSING_TOOLCHAIN, checkout_env
+
+pytestmark = pytest.mark.skipif(bool(MISSING_TOOLCHAIN), reason=MISSING_TOOLCHAIN)
 
 HERE = os.path.dirname(__file__)
 ENV = checkout_env(NUMBA_ENABLE_CUDASIM="1")

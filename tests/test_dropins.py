@@ -204,13 +204,14 @@ def test_bad_environment_variables_never_break_the_import(env_var):
               "def copy(dst, src):\n"
               "    for i in range(src.shape[0]):\n"
               "        dst[i] = src[i]\n"
-              "use = {'STREAMJIT_THRESHOLD': lambda: sj.stream_kernel(copy, stream_stores=['dst'], threshold='auto')}\n"
+              "k = sj.stream_kernel(copy, stream_stores=['dst'], threshold='auto')\n"
+              "use = {'STREAMJIT_THRESHOLD': lambda: k(np.zeros(3), np.ones(3))}\n"
               f"use.get({env_var!r}, lambda: sj.copyto(np.zeros(3), np.ones(3)))()\n")
     done = subprocess.run([sys.executable, "-c", script], env={**os.environ, env_var: "abc"},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert f"environment variable {env_var} must be a number of bytes" in done.stderr
-    assert 'File "<string>", line 1,' not in done.stderr and 'File "<string>", line 6,' in done.stderr  # not the import
+    assert 'File "<string>", line 1,' not in done.stderr and 'File "<string>", line 7,' in done.stderr  # not the import
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

@@ -136,7 +136,8 @@ def test_one_element_stored_in_a_loop_is_a_plain_stage_of_its_own():
     kernel = sj.stream_kernel(stream_stores=["out"])(constant_index)
     a = np.random.default_rng(8).standard_normal(10)
     out, want = np.zeros(10), np.zeros(10)
-    kernel(out, a)
+    with pytest.warns(sj.StreamWarning, match="no store to it is streamed in constant_index: .* a stage of its own"):
+        kernel(out, a)
     numba.njit(constant_index)(want, a)
     np.testing.assert_array_equal(out, want)
     notes = kernel.stream_report().arrays["out"].notes
@@ -335,3 +336,23 @@ def test_while_loop_named_at_its_own_line():
     with pytest.raises(sj.StreamLegalityError) as info:
         sj.stream_kernel(stream_stores=["out"])(in_a_while)(np.zeros(5), np.ones(5))
     assert f"while loop (line {line_of(in_a_while, 'while i <')})" in str(info.value)
+
+
+@pytest.mark.parametrize("signature, problem", [
+    ("void(int)", "an argument is not a Numba type"), ("void(foo)", "name 'foo' is not defined"),
+    ("void(float64[::1]", "was never closed"), (("int",), "expected a type instance, got 'int'")])
+def test_an_unreadable_signature_says_so(signature, problem):
+    """Issue 25: stream_report("void(int)") raised NotImplementedError() with no message."""
+    with pytest.raises(sj.StreamError) as error:
+        sj.stream_kernel(stream_stores=["dst"])(copy).stream_report(signature)
+    assert str(error.value).startswith(f"copy: cannot read the signature {signature!r}: ")
+    assert problem in str(error.value) and "write Numba types, e.g. 'void(float32[::1]" in str(error.value)
+
+
+def test_help_says_what_each_command_does(capsys):
+    from streamjit.__main__ import COMMANDS, main
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for name, text in COMMANDS.items():
+        assert f"\n  {name:11s}{text.split()[0]} " in out and len(text) > 100

@@ -39,7 +39,8 @@ def test_uncalibrated_machine_gets_its_cpu_default(profile_dir):
 def test_calibrated_file_is_read_and_bad_entries_fall_back(profile_dir):
     machine.update_profile_file({"profile": {"sources": machine.stage_record(LoadStage("t2", 1024)),
                                              "stream_loads": {"hint": "bogus", "distance": 64}}})
-    profile = machine.machine_profile()
+    with pytest.warns(sj.StreamWarning, match="profile.stream_loads is {'hint': 'bogus', 'distance': 64}, not a"):
+        profile = machine.machine_profile()
     default = machine.default_profile(*machine.cpu_identity())
     assert profile.sources == LoadStage("t2", 1024)
     assert profile.stream_loads == default.stream_loads            # the invalid entry is skipped
@@ -199,3 +200,134 @@ def test_prange_workers_prefetch_each_line_once():
     prefetched = [re.findall(r"call void @llvm\.prefetch\.p0\(ptr (%[\w.\-]+)", block) for block in blocks]
     assert any(prefetched)
     assert all(len(p) == len(set(p)) for p in prefetched)
+
+
+# Issue 25: damaged profile files, each as (file text, the keys it damages).
+_STAGE = {"hint": "t1", "distance": 64}
+DAMAGED = [
+    ("{not json", [""]), ("[1, 2]", [""]), ('"text"', [""]), ("null", [""]), ("\udcff", [""]),
+    ({"profile": [1, 2]}, ["profile"]), ({"profile": "x"}, ["profile"]),
+    ({"profile": {"stream_loads": [1, 2]}}, ["profile.stream_loads"]),
+    ({"profile": {"stream_loads": "t1"}}, ["profile.stream_loads"]),
+    ({"profile": {"stream_loads": {**_STAGE, "hint": ["t1"]}}}, ["profile.stream_loads"]),
+    ({"profile": {"stream_loads": {**_STAGE, "distance": "64"}}}, ["profile.stream_loads"]),
+    ({"profile": {"stream_loads": {**_STAGE, "distance": True}}}, ["profile.stream_loads"]),
+    ({"profile": {"stream_loads": {**_STAGE, "distance": -1}}}, ["profile.stream_loads"]),
+    ({"profile": {"stream_loads": {**_STAGE, "distance": 64.5}}}, ["profile.stream_loads"]),
+    ({"profile": {"stream_loads": {**_STAGE, "nt_loads": "no"}}}, ["profile.stream_loads"]),
+    ({"profile": {"sources": {**_STAGE, "nt_loads": 1}}}, ["profile.sources"]),
+    ({"profile": {"sources": {**_STAGE, "hint": None}}}, ["profile.sources"]),
+    ({"profile": {"sources": {}}}, ["profile.sources"]),
+    ({"profile": {"reasons": "why"}}, ["profile.reasons"]), ({"profile": {"reasons": ["why"]}}, ["profile.reasons"]),
+    ({"profile": {"reasons": {"sources": 3}}}, ["profile.reasons"]),
+    ({"threshold_bytes": "16M"}, ["threshold_bytes"]), ({"threshold_bytes": [1]}, ["threshold_bytes"]),
+    ({"threshold_bytes": True}, ["threshold_bytes"]), ({"threshold_bytes": -5}, ["threshold_bytes"]),
+    ({"copy_threshold_bytes": {"a": 1}}, ["copy_threshold_bytes"]), ({"copy_limit_bytes": 1e30}, ["copy_limit_bytes"]),
+    ({"measurements": [1, 2]}, ["measurements"]), ({"measurements": "x"}, ["measurements"]),
+    ({"profile": {"stream_loads": [1], "sources": {**_STAGE, "nt_loads": "no"}, "reasons": "r"},
+      "threshold_bytes": "x", "measurements": []},
+     ["profile.stream_loads", "profile.sources", "profile.reasons", "threshold_bytes", "measurements"]),
+]
+
+
+@pytest.mark.parametrize("content, keys", DAMAGED, ids=[f"damaged-{k}" for k in range(len(DAMAGED))])
+def test_a_damaged_profile_file_is_ignored_entry_by_entry_with_one_warning_each(profile_dir, monkeypatch, content,
+                                                                                keys):
+    from streamjit import threshold as th
+    monkeypatch.delenv(th.ENV_VAR, raising=False)
+    path = machine.profile_file()
+    machine.os.makedirs(machine.os.path.dirname(path))
+    with open(path, "w", errors="surrogateescape") as f:
+        f.write(content if isinstance(content, str) else json.dumps(content))
+    with pytest.warns(sj.StreamWarning) as warned:
+        profile = machine.machine_profile()  # what every streaming kernel reads (import streamjit too)
+        thresholds = th.default_threshold(), th.copy_threshold(), th.numpy_streaming_bytes()
+        kernel = sj.stream_kernel(lambda a: None, stream_stores=["a"])
+        machine.update_profile_file({"copy_threshold_bytes": 1}, {"copy": [1]})  # calibrate's save
+    messages = [str(w.message) for w in warned]
+    assert len(messages) == len(keys)  # once each, however often the file is read
+    for key in keys:
+        assert sum(m.startswith(f"machine profile {path}: {key + ' is ' if key else 'not '}") for m in messages) == 1
+    assert profile.stream_loads == machine.default_profile(*machine.cpu_identity()).stream_loads
+    assert "calibration" not in thresholds[0][1] and kernel.stream_options is not None
+    assert machine.read_profile_file()["copy_threshold_bytes"] == 1  # the save rewrote a valid file
+
+
+def test_a_damaged_entry_leaves_its_neighbours_in_force(profile_dir):
+    machine.update_profile_file({"profile": {"sources": {"hint": "t2", "distance": 1024},
+                                             "stream_loads": {"hint": "t0", "distance": 512, "nt_loads": "no"}}})
+    with pytest.warns(sj.StreamWarning, match="profile.stream_loads is .*'nt_loads': 'no'"):
+        profile = machine.machine_profile()
+    assert profile.sources == LoadStage("t2", 1024) and not profile.stream_loads.nt_loads
+
+
+def test_import_streamjit_survives_a_damaged_profile_file(tmp_path):
+    import subprocess
+    import sys
+
+    from cuda_kernels import checkout_env
+    os_path = tmp_path / "streamjit"
+    os_path.mkdir()
+    (os_path / "calibration.json").write_text(json.dumps(DAMAGED[-1][0]))
+    code = ("import numpy as np, streamjit as sj\n"
+            "k = sj.stream_kernel(lambda a, b: None, stream_stores=['a'])\nprint(sj.copyto(np.ones(3), np.zeros(3)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=checkout_env(XDG_CACHE_HOME=str(tmp_path)))
+    assert done.returncode == 0 and done.stdout == "None\n", done.stderr
+    assert done.stderr.count("StreamWarning: machine profile") == 5
+
+
+def test_calibrate_into_an_unwritable_directory_fails_fast_with_one_line(monkeypatch, tmp_path, capsys):
+    from streamjit.__main__ import main
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # the cache directory would be under a file
+    monkeypatch.setattr(calibration, "measure_load_stages", lambda **kwargs: pytest.fail("measured"))
+    assert main(["calibrate"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"calibrate: cannot write the machine profile {tmp_path}/file/streamjit/calibration.json: Not a "
+                   "directory; nothing measured (set XDG_CACHE_HOME to a writable directory)"]
+
+
+def test_calibrate_that_cannot_save_prints_what_it_measured(profile_dir, monkeypatch, capsys):
+    from streamjit.__main__ import main
+
+    def fails(*args):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(calibration, "measure_load_stages",
+                        lambda **kwargs: (LoadStage("t1", 512), LoadStage(), {}, []))
+    monkeypatch.setattr(calibration, "save_load_stages", fails)
+    assert main(["calibrate"]) == 1
+    out = capsys.readouterr().out
+    assert '"sources": "LoadStage(hint=\'t1\', distance=512, nt_loads=False)"' in out
+    assert out.rstrip().splitlines()[-1] == (f"calibrate: could not save the measurements above to "
+                                             f"{machine.profile_file()}: Permission denied")
+
+
+def test_a_stored_choice_is_kept_unless_beaten_clearly():
+    none, t1, t2 = LoadStage(), LoadStage("t1", 512), LoadStage("t2", 4096)
+    table = {none: {"copy": 1.0}, t1: {"copy": 1.08}, t2: {"copy": 1.09}}
+    assert calibration.choose(table, none) == t2
+    assert calibration.choose(table, none, incumbent=t1) == t1             # 1.01x over the stored: not clear
+    assert calibration.choose(table, none, gain=calibration.CLEAR_GAIN) == t2  # 1.09x over the baseline
+    assert calibration.choose(table, none, incumbent=t1, gain=calibration.CLEAR_GAIN) == t1
+
+
+def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_thresholds(profile_dir, monkeypatch, capsys):
+    from streamjit import threshold as th
+    from streamjit.__main__ import main
+    monkeypatch.delenv(th.ENV_VAR, raising=False)
+    th.save_calibration({"copy": 12345, "kernel": 23456}, {})
+    monkeypatch.setattr(calibration.os, "getloadavg", lambda: (1.9, 1.0, 0.5))
+    measured = []
+    monkeypatch.setattr(calibration, "measure_load_stages", lambda **kwargs: measured.append(kwargs) or
+                        (LoadStage(), LoadStage(), {}, []))
+    wins = [{"bytes": b << 20, "streamed": bench.Spread([1.5, 1.6]), "always streamed": bench.Spread([1.5, 1.6])}
+            for b in (1, 2, 3)]
+    monkeypatch.setattr(bench, "copy_envelope", lambda sizes, rounds: wins)
+    monkeypatch.setattr(bench, "stencil_envelope", lambda sizes, rounds: wins)
+    assert main(["calibrate", "--max-mib", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "note: this machine is loaded (load average 1.90 over the last minute" in out
+    assert "the stored thresholds are kept (kernel: 23456 bytes, copy: 12345 bytes)" in out
+    assert measured[0]["loaded"] and th.stored_thresholds() == {"copy": 12345, "kernel": 23456}

@@ -1,6 +1,7 @@
 """Size-aware streaming: the threshold's sources (environment, calibration,
 cache size) and the size test compiled into the kernel."""
 
+import contextlib
 import json
 import os
 import re
@@ -64,13 +65,24 @@ def test_environment_overrides(clean_env, monkeypatch, kind):
         th.threshold_for(kind)
 
 
-def test_auto_kernels_take_the_kernel_threshold(clean_env, monkeypatch):
-    monkeypatch.setenv(th.ENV_VAR, "12345")
+def test_auto_kernels_take_the_kernel_threshold_at_the_first_call(clean_env, monkeypatch):
+    """Issue 25: STREAMJIT_THRESHOLD was read at decoration; a notebook user
+    sets it after defining the kernel. It is read when the kernel first
+    compiles (its first call), as copyto reads its variables."""
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source)
+    stencil = sj.stencil(_halves)
+    monkeypatch.setenv(th.ENV_VAR, "12345")  # after decoration
     monkeypatch.setenv("STREAMJIT_COPY_THRESHOLD", "999")
-    assert sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source).stream_options.threshold == 12345
+    src = np.arange(1000.0)
+    assert not kernel.above_threshold(np.empty_like(src), src)      # 8000 bytes, below 12345
+    assert kernel.stream_options.threshold == 12345
+    big = np.ones((40, 40))
+    stencil(big)
+    assert stencil._pipeline.stream_options.threshold == 12345
     monkeypatch.setenv(th.ENV_VAR, "lots")
+    bad = sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source)  # decorating reads nothing
     with pytest.raises(sj.StreamConfigError, match=th.ENV_VAR):
-        sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source)
+        bad(np.empty_like(src), src)
 
 
 def test_calibration_file_is_used(clean_env, monkeypatch):
@@ -83,7 +95,8 @@ def test_calibration_file_is_used(clean_env, monkeypatch):
     assert th.copy_threshold() == (888, f"calibration in {path}")
     with open(path, "w") as f:
         f.write("{not json")
-    assert th.default_threshold()[1] != f"calibration in {path}"      # a broken file is skipped
+    with pytest.warns(sj.StreamWarning, match=f"machine profile {path}: not JSON"):
+        assert th.default_threshold()[1] != f"calibration in {path}"      # a broken file is skipped
 
 
 @pytest.mark.parametrize("llc, cpus, plausible", [
@@ -162,7 +175,11 @@ def test_where_numpy_streams_by_itself(clean_env, monkeypatch):
     assert th.numpy_streaming_bytes() == (4321, f"calibration in {path}")
 
 
-def test_calibrate_command(clean_env, capsys):
+def test_calibrate_command(clean_env, capsys, monkeypatch):
+    from streamjit import calibration
+    # (two candidates per load stage: test_machine_profile.py times them all; each compiles 5 kernels)
+    monkeypatch.setattr(calibration, "SOURCE_CANDIDATES", calibration.SOURCE_CANDIDATES[:2])
+    monkeypatch.setattr(calibration, "LOAD_CANDIDATES", calibration.LOAD_CANDIDATES[:2])
     status = main(["calibrate", "--max-mib", "2", "--rounds", "1", "--profile-mib", "8"])
     out = capsys.readouterr().out
     assert len(re.findall(r"^ *(1|1.5|2) MiB ", out, re.M)) == 6    # 1, 1.5, 2 MiB; copy and stencil
@@ -194,7 +211,8 @@ def test_auto_threshold_leaves_what_measured_slower_plain_even_when_named(func, 
     kernel = sj.stream_kernel(stream_stores=[name], threshold="auto")(func)
     args = (np.arange(1001.0),) if func is _fill_fresh else (np.arange(1001.0), 2.0)
     theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    np.testing.assert_array_equal(kernel(*args), numba.njit(func)(*theirs))
+    with contextlib.nullcontext() if streamed else pytest.warns(sj.StreamWarning, match="'auto' leaves it plain"):
+        np.testing.assert_array_equal(kernel(*args), numba.njit(func)(*theirs))
     np.testing.assert_array_equal(args[0], theirs[0])
     row = kernel.stream_report().arrays[name]
     assert (row.nt_vector_stores > 0) == streamed
@@ -219,14 +237,16 @@ def test_thresholds_too_large_for_64_bits(clean_env, monkeypatch, make):
         build(threshold=2 ** 64)
     monkeypatch.setenv(th.ENV_VAR, "99999999999999999999999")
     with pytest.raises(sj.StreamConfigError, match=f"environment variable {th.ENV_VAR} must be a number of bytes"):
-        build(threshold="auto")
+        call = {"kernel": lambda k: k(np.zeros(3), np.ones(3)), "stencil": lambda k: k(np.ones((3, 3)))}[make]
+        call(build(threshold="auto"))  # (read at the first call)
     monkeypatch.delenv(th.ENV_VAR)
     th.save_calibration({"kernel": 0}, {})
     with open(th.calibration_file()) as f:
         record = json.load(f)
     with open(th.calibration_file(), "w") as f:
         json.dump({**record, "threshold_bytes": 1e30}, f)
-    assert "calibration" not in th.default_threshold()[1]          # skipped
+    with pytest.warns(sj.StreamWarning, match="threshold_bytes is 1e[+]30, not a number of bytes; ignored"):
+        assert "calibration" not in th.default_threshold()[1]          # skipped
     a = np.random.default_rng(0).random((6, 9))
     # "auto" (the stencils' default) and the largest threshold that fits both compile and run
     for kernel in (build(threshold="auto"), build(threshold=(1 << 63) - 1)):
@@ -234,5 +254,8 @@ def test_thresholds_too_large_for_64_bits(clean_env, monkeypatch, make):
             np.testing.assert_array_equal(kernel(a), numba.stencil(_halves)(a))
         else:
             dst = np.zeros_like(a[0])
-            kernel(dst, a[0])
+            # (the largest threshold: no size reaches it, so no loop is aligned)
+            with contextlib.nullcontext() if kernel.stream_options.threshold != (1 << 63) - 1 else \
+                    pytest.warns(sj.StreamWarning, match="no store to it could be aligned"):
+                kernel(dst, a[0])
             np.testing.assert_array_equal(dst, a[0])

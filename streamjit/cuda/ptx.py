@@ -48,7 +48,7 @@ def tool(name):
     found = shutil.which(name)
     if found:
         return found
-    raise StreamError(f"{name} not found: pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm (the 'test' extra), "
+    raise StreamError(f"{name} not found: pip install nvidia-cuda-nvcc nvidia-cuda-nvdisasm (the 'test-cuda' extra), "
                       "or put a CUDA toolkit's bin on PATH")
 
 

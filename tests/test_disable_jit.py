@@ -1,0 +1,60 @@
+"""Issue 25: under NUMBA_DISABLE_JIT=1 kernels run as Python, as
+numba.njit's do (pdb, prints and coverage see their lines), and say so."""
+
+import json
+import subprocess
+import sys
+
+from cuda_kernels import checkout_env
+
+SCRIPT = r'''
+import json, numpy as np, streamjit as sj
+
+def copy(dst, src):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+def average(a):
+    return 0.25 * (a[0, 1] + a[0, -1] + a[1, 0] + a[-1, 0])
+
+found = {}
+kernel = sj.stream_kernel(stream_stores=["dst"])(copy)
+eager = sj.stream_kernel("void(float64[::1], float64[::1])", stream_stores=["dst"])(copy)
+src = np.arange(10.0)
+dst = np.zeros(10)
+kernel(dst, src)
+found["kernel"] = [kernel is copy, eager is copy, dst.tolist() == src.tolist(), str(kernel.stream_report()),
+                   kernel.above_threshold(dst, src), sorted(kernel.stream_result().streamed_stores)]
+g = np.random.default_rng(0).random((5, 7))
+for name, options in (("stencil", {}), ("stencil-cval", {"cval": -1.0})):
+    st = sj.stencil(**options)(average)
+    found[name] = [st(g).tolist(), str(st.stream_report())]
+out = np.full_like(g, 9.0)
+sj.stencil(average)(g, out=out)
+found["stencil-out"] = out.tolist()
+big = np.arange(1 << 16, dtype=np.float32)
+copied = np.zeros_like(big)
+sj.copyto(copied, big)
+words = sj.memcpy(np.zeros(4, np.uint32), np.arange(16, dtype=np.uint8))
+found["dropins"] = [copied.tolist() == big.tolist(), words.tolist()]
+print(json.dumps(found))
+'''
+
+
+def _run(disable):
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          env=checkout_env(NUMBA_DISABLE_JIT=disable, STREAMJIT_COPY_THRESHOLD="0"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_kernels_run_as_python_and_say_so():
+    off, on = _run("0"), _run("1")
+    assert on["kernel"] == [True, True, True, "NUMBA_DISABLE_JIT=1: copy runs as Python; nothing is compiled, "
+                                              "so nothing streams", False, []]
+    assert off["kernel"][:3] == [False, False, True]  # the control: compiled, the same result
+    for name in ("stencil", "stencil-cval", "stencil-out"):
+        assert on[name] == off[name] if name == "stencil-out" else on[name][0] == off[name][0]
+    assert on["stencil"][1] == "NUMBA_DISABLE_JIT=1: stencil average runs as Python; nothing is compiled, so " \
+                               "nothing streams"
+    assert on["dropins"] == off["dropins"] == [True, [0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c]]
