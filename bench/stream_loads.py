@@ -82,7 +82,7 @@ def run_stream(mib, rng, name):
     n = mib * bench.MIB // 4
     kernel = bench.STREAM_KERNELS[name][0]
     a, b, c = (rng.random(n + 1, dtype=np.float64).astype(np.float32)[1:] for _ in range(3))
-    args = bench._kernel_args(name, a, b, c, np.float32(3))
+    args = bench.kernel_args(name, a, b, c, np.float32(3))
     expected = np.empty_like(a)
     bench.STREAM_KERNELS[name][1](expected, b, c, np.float32(3))
 

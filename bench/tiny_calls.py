@@ -35,7 +35,7 @@ def main(calls=20000, rounds=15):
         a, b = np.zeros(n, dtype), np.ones(n, dtype)
         for kernel in builds.values():
             kernel(a, b)
-        times = bench.interleaved_times({k: bench._repeated(f, (a, b), calls) for k, f in builds.items()}, rounds)
+        times = bench.interleaved_times({k: bench.repeated(f, (a, b), calls) for k, f in builds.items()}, rounds)
         print(f"copy of {n} {np.dtype(dtype).name}: ns per call and numba.njit's time / this, medians (min-max) of "
               f"{rounds} rounds of {calls} calls")
         for name, ratio in bench.speedups(times, "numba.njit").items():

@@ -1,178 +1,18 @@
-"""Side-by-side measurements of streamed kernels, shared by the CLI
-(`python -m streamjit demo|bench`) and the scripts in `bench/`.
+"""The tables the CLI (`python -m streamjit demo|bench|calibrate`) and the
+scripts in `bench/` print: STREAM bandwidth, stencils, compile times, size
+sweeps and where streaming wins among them, as rows of dicts that print as
+text, save as CSV and plot (`plots.py`); every table names the size and the
+dtype."""
 
-Machines are shared and noisy, so implementations are timed in one process,
-interleaved round by round, and compared by medians and ratios; every table
-names the CPU, the size and the dtype, and shows beside each median the
-spread of the rounds (`Spread`: smallest to largest).
-"""
-
-import functools
 import os
-import statistics
-import time
 
 import numba
 import numpy as np
 
-from .dispatcher import stream_kernel
-from .machine import cpu_name
-
-MIB = 1 << 20
-
-
-# The STREAM kernels, written as a user would. Each gets a streamed build
-# (stream_kernel) and a plain build (numba.njit) of the same source.
-def stream_copy(a, b):
-    for i in range(a.shape[0]):
-        a[i] = b[i]
-
-
-def stream_scale(a, b, q):
-    for i in range(a.shape[0]):
-        a[i] = q * b[i]
-
-
-def stream_add(a, b, c):
-    for i in range(a.shape[0]):
-        a[i] = b[i] + c[i]
-
-
-def stream_triad(a, b, c, q):
-    for i in range(a.shape[0]):
-        a[i] = b[i] + q * c[i]
-
-
-def jacobi5(out, g):
-    for r in range(1, g.shape[0] - 1):
-        for c in range(1, g.shape[1] - 1):
-            out[r, c] = 0.2 * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
-
-
-def gather(out, lut, key, x):
-    for i in range(out.shape[0]):
-        out[i] = lut[key[i]] * x[i]
-
-
-def spmv(y, indptr, indices, values, x):
-    """CSR sparse matrix times vector."""
-    for i in range(y.shape[0]):
-        acc = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            acc += values[k] * x[indices[k]]
-        y[i] = acc
-
-
-def _numpy_triad(a, b, c, q):
-    np.multiply(c, q, out=a)
-    a += b
-
-
-# name -> (kernel, NumPy equivalent, arrays read, uses the scalar q)
-STREAM_KERNELS = {
-    "copy": (stream_copy, lambda a, b, c, q: np.copyto(a, b), 1, False),
-    "scale": (stream_scale, lambda a, b, c, q: np.multiply(b, q, out=a), 1, True),
-    "add": (stream_add, lambda a, b, c, q: np.add(b, c, out=a), 2, False),
-    "triad": (stream_triad, _numpy_triad, 2, True),
-}
-
-
-def host_description():
-    return (f"{cpu_name()} ({os.cpu_count()} CPUs, {numba.config.CPU_NAME or 'host'} target); "
-            f"numba {numba.__version__}, numpy {np.__version__}")
-
-
-def stream_builds(name):
-    """(streamed at every size, plain) dispatchers of one STREAM kernel."""
-    kernel = STREAM_KERNELS[name][0]
-    return stream_kernel(stream_stores=["a"], threshold=None)(kernel), numba.njit(kernel)
-
-
-def _kernel_args(name, a, b, c, q):
-    _, _, reads, uses_q = STREAM_KERNELS[name]
-    args = (a, b, c)[: reads + 1]
-    return args + ((q,) if uses_q else ())
-
-
-def _repeated(function, args, times):
-    """A callable calling ``function(*args)`` (two arguments) ``times``
-    times: one timing of a small size. The call is written out as user
-    code writes it: through `functools.partial` or ``*args`` a Python
-    function's call costs 20-40 ns more than a C function's."""
-    first, second = args
-
-    def batch():
-        for _ in range(times):
-            function(first, second)
-    return batch
-
-
-def wall_seconds(run):
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
-
-
-class Spread(float):
-    """A median (the float itself) that keeps the smallest and largest of
-    the values it is the median of (one per round) and how many there were:
-    tables show ``median (low-high)``, CSV files three columns, plots error
-    bars, and `winning_band` asks whether all rounds agree."""
-
-    def __new__(cls, values):
-        values = list(values)
-        self = super().__new__(cls, statistics.median(values))
-        self.low, self.high, self.count = min(values), max(values), len(values)
-        return self
-
-
-def interleaved_times(runners, rounds, warmups=None, seconds=wall_seconds, warm=True):
-    """Run each callable once per round, in turn (rotated); return
-    ``{key: [seconds(runner) per round]}`` (by default its wall time).
-    ``warmups`` (some of the same keys) run untimed just before their
-    runner, so no run pays for the cache state the one before it left (data
-    that streamed stores evicted). With ``warm``, each other runner first
-    runs once untimed: no timed call is a first call (which compiles a
-    signature not seen yet, and touches fresh pages: 0.23-0.29 s against
-    0.0005 s for a stencil table's loop nest)."""
-    times = {key: [] for key in runners}
-    keys = list(runners)
-    for key in keys if warm else ():
-        if not (warmups and key in warmups):
-            runners[key]()
-    for round_ in range(rounds):
-        # each round starts with the next runner, so none always follows the same one
-        for key in keys[round_ % len(keys):] + keys[:round_ % len(keys)]:
-            if warmups and key in warmups:
-                warmups[key]()
-            times[key].append(seconds(runners[key]))
-    return times
-
-
-def interleaved_medians(runners, rounds, warmups=None, seconds=wall_seconds):
-    """The median of each runner's `interleaved_times`."""
-    return {key: statistics.median(t) for key, t in interleaved_times(runners, rounds, warmups, seconds).items()}
-
-
-def rates(times, amount):
-    """``amount`` per second of each runner, as a `Spread` over the rounds."""
-    return {key: Spread(amount / t for t in runs) for key, runs in times.items()}
-
-
-def speedups(times, reference):
-    """Each runner's speed relative to ``reference`` as a `Spread` of the
-    ratios within each round (the runners of one round ran back to back,
-    under the same load)."""
-    return {key: Spread(r / t for r, t in zip(times[reference], runs)) for key, runs in times.items()}
-
-
-def human_size(nbytes):
-    """``nbytes`` in the largest binary unit it fills: "4 KiB", "1.5 MiB"."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift:
-            return f"{nbytes / (1 << shift):.4g} {unit}"
-    return f"{nbytes} B"
-
+from ..dispatcher import stream_kernel
+from .kernels import (STREAM_KERNELS, avg3_loop, avg3_stencil, jacobi4, jacobi5, jacobi5_stencil, kernel_args,
+                      laplace7_loop, laplace7_stencil, numba_stencil, stream_builds)
+from .timing import MIB, Spread, human_size, interleaved_medians, interleaved_times, rates, repeated, speedups
 
 def stream_table(mib=256, dtype=np.float32, rounds=7, offset=1, kernels=tuple(STREAM_KERNELS), verify=True,
                  progress=print):
@@ -192,7 +32,7 @@ def stream_table(mib=256, dtype=np.float32, rounds=7, offset=1, kernels=tuple(ST
     for name in kernels:
         streamed, plain = stream_builds(name)
         numpy_impl = STREAM_KERNELS[name][1]
-        args = _kernel_args(name, a, b, c, q)
+        args = kernel_args(name, a, b, c, q)
         streamed(*args)
         plain(*args)
         if verify:
@@ -216,36 +56,11 @@ def stream_table(mib=256, dtype=np.float32, rounds=7, offset=1, kernels=tuple(ST
     return rows
 
 
-def jacobi5_stencil(a):
-    return 0.2 * (a[0, 0] + a[0, -1] + a[0, 1] + a[-1, 0] + a[1, 0])
-
-
-def avg3_loop(out, a):
-    for i in range(1, a.shape[0] - 1):
-        out[i] = (a[i - 1] + a[i] + a[i + 1]) / 3
-
-
-def avg3_stencil(a):
-    return (a[-1] + a[0] + a[1]) / 3
-
-
-def laplace7_loop(out, a):
-    for i in range(1, a.shape[0] - 1):
-        for j in range(1, a.shape[1] - 1):
-            for k in range(1, a.shape[2] - 1):
-                out[i, j, k] = (a[i - 1, j, k] + a[i + 1, j, k] + a[i, j - 1, k] + a[i, j + 1, k]
-                                + a[i, j, k - 1] + a[i, j, k + 1] - 6 * a[i, j, k])
-
-
-def laplace7_stencil(a):
-    return a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] - 6 * a[0, 0, 0]
-
-
 def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
     """1-D, 2-D and 3-D stencils: `streamjit.stencil`, `numba.stencil` and a
     streamed loop, as speed relative to the plain loop under numba.njit.
     Stencils write into a preallocated ``out=`` (their result type)."""
-    from .stencil import stencil
+    from ..stencil import stencil
 
     n = mib * MIB // np.dtype(dtype).itemsize
     side2, side3 = int(n ** 0.5), int(round(n ** (1 / 3)))
@@ -258,7 +73,7 @@ def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
         a = rng.random(shape).astype(dtype)
         out_loop = np.zeros_like(a)
         plain, streamed = numba.njit(loop), stream_kernel(stream_stores=["out"], threshold=None)(loop)
-        ours, theirs = stencil(kernel), _numba_stencil(kernel)
+        ours, theirs = stencil(kernel), numba_stencil(kernel)
         result = ours(a)
         if not np.array_equal(result, numba.stencil(kernel)(a)):
             raise AssertionError(f"streamjit.stencil differs from numba.stencil on {name}")
@@ -274,27 +89,6 @@ def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
     return rows
 
 
-def jacobi4_stencil(a):
-    return np.float32(0.25) * (a[0, 1] + a[0, -1] + a[1, 0] + a[-1, 0])
-
-
-@functools.cache
-def _numba_stencil(kernel):
-    """`numba.stencil` of ``kernel`` called from a jitted function, as its
-    documentation shows: called from Python, a `numba.stencil` compiles
-    its loop nest again on every call (about 0.35 s)."""
-    applied = numba.stencil(kernel)
-    return numba.njit(lambda block, out: applied(block, out=out))
-
-
-def numba_stencil_block(block, kernel=jacobi4_stencil):
-    """`numba.stencil` of ``kernel`` (whose result has the block's dtype) on
-    one block, compiled once per process (a `numba.stencil` object itself
-    does not pickle, so Dask workers build their own from this importable
-    function)."""
-    return _numba_stencil(kernel)(block, np.zeros_like(block))
-
-
 def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
     """5-point Jacobi on a (mib MiB / width) x width grid: a streamed loop,
     `streamjit.stencil`, `numba.stencil`, and the plain loop under numba.njit.
@@ -303,14 +97,14 @@ def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
     into its buffer, so no row starts aligned; the stencils write into a
     preallocated ``out=`` (float64, their result type), so no run pays for
     allocating and first touching its output."""
-    from .stencil import stencil   # the stencil module imports this one's users
+    from ..stencil import stencil   # the stencil module imports this one's users
 
     dtype = np.dtype(dtype)
     rows_n = mib * MIB // (width * dtype.itemsize)
     g = np.random.default_rng(0).random((rows_n, width)).astype(dtype)
     out = np.zeros(rows_n * width + offset, dtype)[offset:].reshape(rows_n, width)
     streamed, plain = stream_kernel(stream_stores=["out"], threshold=None)(jacobi5), numba.njit(jacobi5)
-    ours, theirs = stencil(jacobi5_stencil), _numba_stencil(jacobi5_stencil)
+    ours, theirs = stencil(jacobi5_stencil), numba_stencil(jacobi5_stencil)
     expected = np.zeros_like(out)
     plain(expected, g)
     streamed(out, g)
@@ -331,7 +125,7 @@ def compile_times(rounds=5, kernels=tuple(STREAM_KERNELS)):
     a = np.zeros(64, np.float32)
     rows = []
     for name in kernels:
-        args = _kernel_args(name, a, a.copy(), a.copy(), np.float32(2))
+        args = kernel_args(name, a, a.copy(), a.copy(), np.float32(2))
 
         def first_call(build):
             return lambda: build(name)(*args)
@@ -371,9 +165,9 @@ def _envelope(sizes_bytes, setup, reference, moved, rounds, progress):
     rows = []
     for nbytes in (progress or iter)(sizes_bytes):
         impls = setup(nbytes)
-        once = {k: _repeated(function, args, 1) for k, (function, args) in impls.items()}
+        once = {k: repeated(function, args, 1) for k, (function, args) in impls.items()}
         repeats = max(1, (256 << 20) // moved(nbytes))
-        times = interleaved_times({k: _repeated(f, args, repeats) for k, (f, args) in impls.items()}, rounds,
+        times = interleaved_times({k: repeated(f, args, repeats) for k, (f, args) in impls.items()}, rounds,
                                   warmups=once)
         row = {"bytes": nbytes, f"{reference} GB/s": rates(times, moved(nbytes) * repeats / 1e9)[reference]}
         row.update({k: ratio for k, ratio in speedups(times, reference).items() if k != reference})
@@ -388,7 +182,7 @@ def copy_envelope(sizes_bytes, rounds=5, progress=None):
     copy `copyto` runs above its threshold (`dropins.stream_copy`: one
     thread, all of Numba's from `PARALLEL_BYTES`). ``progress`` wraps the
     size iterable (e.g. ``tqdm``)."""
-    from . import dropins
+    from .. import dropins
 
     plain = stream_builds("copy")[1]
 
@@ -399,12 +193,6 @@ def copy_envelope(sizes_bytes, rounds=5, progress=None):
                 "numba.njit loop": (plain, (dst, src)), "streamed": (dropins.stream_copy, (dst, src))}
 
     return _envelope(sizes_bytes, setup, "np.copyto", lambda nbytes: 2 * nbytes, rounds, progress)
-
-
-def jacobi4(out, g):
-    for r in range(1, g.shape[0] - 1):
-        for c in range(1, g.shape[1] - 1):
-            out[r, c] = np.float32(0.25) * (g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
 
 
 def stencil_envelope(sizes_bytes, rounds=5, width=2048, progress=None):
@@ -474,12 +262,12 @@ def winning_band(rows, column):
 def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):
     """Nanoseconds per call of `streamjit.copyto` and ``np.copyto`` on a
     float32 copy of ``nbytes`` (both below the threshold)."""
-    from .dropins import copyto
+    from ..dropins import copyto
 
     src = np.ones(nbytes // 4, np.float32)
     dst = np.empty_like(src)
-    medians = interleaved_medians({"np.copyto": _repeated(np.copyto, (dst, src), calls),
-                                   "streamjit.copyto": _repeated(copyto, (dst, src), calls)}, rounds)
+    medians = interleaved_medians({"np.copyto": repeated(np.copyto, (dst, src), calls),
+                                   "streamjit.copyto": repeated(copyto, (dst, src), calls)}, rounds)
     return {k: t / calls * 1e9 for k, t in medians.items()}
 
 

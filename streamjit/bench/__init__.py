@@ -1,0 +1,9 @@
+"""Side-by-side measurements of streamed kernels, shared by the CLI
+(`python -m streamjit demo|bench|calibrate`) and the scripts in `bench/`:
+the kernels timed (`kernels.py`), how they are timed (`timing.py`) and the
+tables made of the times (`tables.py`). ``from streamjit import bench``
+gives all three."""
+
+from .kernels import *  # noqa: F401,F403
+from .tables import *  # noqa: F401,F403
+from .timing import *  # noqa: F401,F403

@@ -1,0 +1,131 @@
+"""The kernels the measurements time: the STREAM kernels (each with a
+streamed build and a plain `numba.njit` build of the same source), a
+5-point and a 4-point Jacobi, a gather, a CSR spmv, and 1-D to 3-D
+stencils, each as a loop and as a `numba.stencil` kernel. `calibration.py`
+times some of them too."""
+
+import functools
+
+import numba
+import numpy as np
+
+from ..dispatcher import stream_kernel
+
+# The STREAM kernels, written as a user would. Each gets a streamed build
+# (stream_kernel) and a plain build (numba.njit) of the same source.
+def stream_copy(a, b):
+    for i in range(a.shape[0]):
+        a[i] = b[i]
+
+
+def stream_scale(a, b, q):
+    for i in range(a.shape[0]):
+        a[i] = q * b[i]
+
+
+def stream_add(a, b, c):
+    for i in range(a.shape[0]):
+        a[i] = b[i] + c[i]
+
+
+def stream_triad(a, b, c, q):
+    for i in range(a.shape[0]):
+        a[i] = b[i] + q * c[i]
+
+
+def jacobi5(out, g):
+    for r in range(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = 0.2 * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
+
+
+def gather(out, lut, key, x):
+    for i in range(out.shape[0]):
+        out[i] = lut[key[i]] * x[i]
+
+
+def spmv(y, indptr, indices, values, x):
+    """CSR sparse matrix times vector."""
+    for i in range(y.shape[0]):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += values[k] * x[indices[k]]
+        y[i] = acc
+
+
+def _numpy_triad(a, b, c, q):
+    np.multiply(c, q, out=a)
+    a += b
+
+
+# name -> (kernel, NumPy equivalent, arrays read, uses the scalar q)
+STREAM_KERNELS = {
+    "copy": (stream_copy, lambda a, b, c, q: np.copyto(a, b), 1, False),
+    "scale": (stream_scale, lambda a, b, c, q: np.multiply(b, q, out=a), 1, True),
+    "add": (stream_add, lambda a, b, c, q: np.add(b, c, out=a), 2, False),
+    "triad": (stream_triad, _numpy_triad, 2, True),
+}
+
+
+def stream_builds(name):
+    """(streamed at every size, plain) dispatchers of one STREAM kernel."""
+    kernel = STREAM_KERNELS[name][0]
+    return stream_kernel(stream_stores=["a"], threshold=None)(kernel), numba.njit(kernel)
+
+
+def kernel_args(name, a, b, c, q):
+    _, _, reads, uses_q = STREAM_KERNELS[name]
+    args = (a, b, c)[: reads + 1]
+    return args + ((q,) if uses_q else ())
+
+
+def jacobi5_stencil(a):
+    return 0.2 * (a[0, 0] + a[0, -1] + a[0, 1] + a[-1, 0] + a[1, 0])
+
+
+def avg3_loop(out, a):
+    for i in range(1, a.shape[0] - 1):
+        out[i] = (a[i - 1] + a[i] + a[i + 1]) / 3
+
+
+def avg3_stencil(a):
+    return (a[-1] + a[0] + a[1]) / 3
+
+
+def laplace7_loop(out, a):
+    for i in range(1, a.shape[0] - 1):
+        for j in range(1, a.shape[1] - 1):
+            for k in range(1, a.shape[2] - 1):
+                out[i, j, k] = (a[i - 1, j, k] + a[i + 1, j, k] + a[i, j - 1, k] + a[i, j + 1, k]
+                                + a[i, j, k - 1] + a[i, j, k + 1] - 6 * a[i, j, k])
+
+
+def laplace7_stencil(a):
+    return a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] - 6 * a[0, 0, 0]
+
+
+def jacobi4_stencil(a):
+    return np.float32(0.25) * (a[0, 1] + a[0, -1] + a[1, 0] + a[-1, 0])
+
+
+@functools.cache
+def numba_stencil(kernel):
+    """`numba.stencil` of ``kernel`` called from a jitted function, as its
+    documentation shows: called from Python, a `numba.stencil` compiles
+    its loop nest again on every call (about 0.35 s)."""
+    applied = numba.stencil(kernel)
+    return numba.njit(lambda block, out: applied(block, out=out))
+
+
+def numba_stencil_block(block, kernel=jacobi4_stencil):
+    """`numba.stencil` of ``kernel`` (whose result has the block's dtype) on
+    one block, compiled once per process (a `numba.stencil` object itself
+    does not pickle, so Dask workers build their own from this importable
+    function)."""
+    return numba_stencil(kernel)(block, np.zeros_like(block))
+
+
+def jacobi4(out, g):
+    for r in range(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = np.float32(0.25) * (g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
