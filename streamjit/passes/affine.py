@@ -118,9 +118,6 @@ class AffineAnalyzer:
             parts.append((attr, operand if isinstance(operand, tuple) else repr(operand)))
         return tuple(parts)
 
-    def is_invariant(self, name):
-        return self.term_key(name) is not None
-
     def of(self, atom):
         """Affine form of an index atom (Var or int), or None."""
         if isinstance(atom, bool):

@@ -95,10 +95,6 @@ def retarget(block, mapping):
                                    mapping.get(term.falsebr, term.falsebr), term.loc)
 
 
-def insert_before_terminator(block, stmts):
-    block.body[-1:-1] = stmts
-
-
 def drop_definition(blocks, definition):
     """Remove the assignment ``(label, stmt)``, so its target keeps the
     single definition the rewrite gives it instead."""

@@ -25,9 +25,9 @@ near plain ``numba.njit``).
   its alignment handed to LLVM; ``is_stream_aligned`` / ``load_at``: the
   same for streamed sources that happen to be aligned too.
 - ``exceeds``: whether the streamed arrays are above the size threshold.
-- ``copies_elementwise`` / ``same_shape`` / ``assign``: whether a whole-array
+- ``copies_elementwise`` / ``same_shape``: whether a whole-array
   store or an array expression can run as an element loop
-  (``passes/array_stores.py``), and Numba's own store for when it cannot;
+  (``passes/array_stores.py``);
   ``with_numpy_errors``: one element of an array expression, computed as
   Numba's array expressions compute it.
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
@@ -585,18 +585,3 @@ def with_numpy_errors(typingctx, fn, *args):
         return _call_numba_operation(numpy_model, builder, fn, inner, sig.args[1:], values[1:])
 
     return signature(inner.return_type, fn, *args), codegen
-
-
-@intrinsic
-def assign(typingctx, arr, index, value):
-    """``arr[index] = value`` with Numba's semantics, out of the stream
-    passes' sight (the fallback of a row store that was turned into a loop)."""
-    plain = _numba_operation(typingctx, operator.setitem, (arr, index, value))
-    if plain is None:
-        return None
-
-    def codegen(context, builder, sig, args):
-        _call_numba_operation(context, builder, operator.setitem, plain, sig.args, args)
-        return context.get_dummy_value()
-
-    return types.none(arr, index, value), codegen
