@@ -8,14 +8,14 @@ near plain ``numba.njit``).
 - ``stream_load``: an element load with Numba's semantics, tagged as
   streamed (``stream_loads``) with how it is lowered (prefetch hint and
   distance, non-temporal or not: the machine profile's choice), for
-  ``lowering/nontemporal.py`` and ``lowering/prefetch.py``.
+  ``post_o3/nontemporal.py`` and ``post_o3/prefetch.py``.
 - ``stream_store`` / ``direct_load`` / ``direct_stream_load``: array element
   access *without* Python's
   negative-index wraparound. The stream pass only calls them inside the
   aligned loop, whose index range it has checked to lie inside the array, so
   dropping wraparound is exact; it is also what lets LLVM see consecutive
   addresses and vectorize. ``stream_store`` writes through the aligned
-  pointer and tags the store for ``lowering/nontemporal.py``.
+  pointer and tags the store for ``post_o3/nontemporal.py``.
 - ``in_bounds``: the run-time check that licenses the two above;
   ``inner_contiguous``: that a view's rows are contiguous, so
   ``direct_load`` may step along them by the item size.
