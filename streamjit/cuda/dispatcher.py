@@ -29,11 +29,11 @@ import math
 import numpy as np
 
 from ..errors import StreamConfigError, StreamError
-from ..options import _names
+from ..options import parse_array_names
 from ..plan import StreamOptions, StreamResult
-from . import async_loads, grid, hints, ptx, vector
+from . import async_loads, decision, grid, hints, ptx, vector
 from .intrinsics import LOAD_CACHE
-from .source import Kernel, aliases, build, element, parse
+from .source import Kernel, build, parse
 
 DEFAULT_CC = (9, 0)
 # The block size of kernels with load rings (sized into shared memory at
@@ -112,20 +112,6 @@ class CudaKernel:
     def _options(self):
         return StreamOptions(stream_stores=self.stores, stream_loads=self.loads, parallel=True)
 
-    def _named(self, kernel, option, want_store):
-        """The arrays an option names (True: every array parameter the kernel
-        stores to, or for loads loads and never stores to), by the syntax
-        tree: a numba-cuda kernel cannot be typed by the CPU front end."""
-        if option is not True:
-            return frozenset(option or ())
-        stored, loaded = set(), set()
-        for node in ast.walk(kernel.tree):
-            if isinstance(node, ast.Subscript) and not isinstance(node.value, ast.Subscript):
-                found = element(node, kernel)
-                if found:
-                    (stored if isinstance(node.ctx, ast.Store) else loaded).add(found[0])
-        return frozenset(stored if want_store else loaded - stored)
-
     def _kernel(self, argtypes, threads, sim):
         """(rewritten Python function, Kernel, StreamResult) for one signature."""
         key = (argtypes, threads, sim)
@@ -136,7 +122,7 @@ class CudaKernel:
                               f"got {len(argtypes)}")
         kernel = Kernel(self.py_func, parse(self.py_func), dict(zip(self._params, argtypes)), frozenset(),
                         frozenset(), sim, numba_cuda(), threads_per_block=threads, load_cache=self.load_cache)
-        kernel.aliases = aliases(kernel.tree, kernel.types)
+        kernel.aliases = decision.aliases(kernel.tree, kernel.types)
         if self.grid:
             from . import legality
             result = legality.analyze(self.py_func, argtypes, self._options()) \
@@ -148,8 +134,9 @@ class CudaKernel:
             vector.run_pass(kernel)
         else:
             result = StreamResult()
-            kernel.stores = self._named(kernel, self.stores, True)
-            kernel.loads = self._named(kernel, self.loads, False)
+            # (no typed IR for the CPU's decision: its rule, on the syntax tree)
+            kernel.stores, kernel.loads, notes = decision.named(kernel, self.stores, self.loads)
+            kernel.notes.extend(notes)
         hints.run_pass(kernel)
         self._built[key] = (build(kernel), kernel, result)
         return self._built[key]
@@ -296,8 +283,8 @@ def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False,
         raise StreamConfigError(f"target='cuda' does not take the option {unknown[0]!r}; it takes stream_stores, "
                                 "stream_loads, prefetch_distance (pipeline stages), load_cache, threads_per_block, "
                                 "blocks and fastmath")
-    kernel = CudaKernel(func, _names("stream_stores", stream_stores, params, func),
-                        _names("stream_loads", stream_loads, params, func), grid=True,
+    kernel = CudaKernel(func, parse_array_names("stream_stores", stream_stores, params, func),
+                        parse_array_names("stream_loads", stream_loads, params, func), grid=True,
                         prefetch=_prefetch_stages(prefetch_distance), load_cache=load_cache,
                         threads_per_block=threads_per_block,
                         blocks=blocks, cuda_options={"fastmath": options.get("fastmath", False)})
@@ -316,8 +303,8 @@ def jit(func_or_sig=None, *, stream_stores=False, stream_loads=False, load_cache
 
     def decorate(f):
         params = list(inspect.signature(f).parameters)
-        kernel = CudaKernel(f, _names("stream_stores", stream_stores, params, f),
-                            _names("stream_loads", stream_loads, params, f), grid=False, load_cache=load_cache,
+        kernel = CudaKernel(f, parse_array_names("stream_stores", stream_stores, params, f),
+                            parse_array_names("stream_loads", stream_loads, params, f), grid=False, load_cache=load_cache,
                             cuda_options=cuda_options)
         _eager(kernel, sigs)
         return kernel

@@ -10,7 +10,7 @@ body. Runs last: `vector.py` and `async_loads.py` have already taken the
 accesses they turn into wider or asynchronous ones. A row or slice access
 stays numba-cuda's own (plain), and so does an array of other than 32- or
 64-bit numbers, or one accessed only in a helper function or through a
-name other than its own or an alias of it (`source.aliases`): the syntax
+name other than its own or an alias of it (`decision.aliases`): the syntax
 tree shows no element access of it, and the report's notes say so.
 """
 

@@ -16,6 +16,8 @@ from dataclasses import replace
 from numba.core import compiler
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.registry import cpu_target
+from numba.core.typed_passes import InlineOverloads
+from numba.core.untyped_passes import InlineInlinables
 
 from .. import pipeline
 from ..plan import METADATA_KEY, StreamResult
@@ -25,8 +27,7 @@ from ..plan import METADATA_KEY, StreamResult
 # threads; on the GPU the grid takes their place). The passes after
 # `legality` (peeling, fences, size checks, load tags) rewrite for the
 # CPU's lowering, which never runs.
-_LAST = "legality"
-_CPU_ONLY = ("parallel_blocks",)
+_UNTYPED, _TYPED = pipeline.deciding_passes(last="legality", skip=("parallel_blocks",))
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)
@@ -40,24 +41,16 @@ class _StopAfterLegality(FunctionPass):
         raise compiler._EarlyPipelineCompletion(state.metadata.get(METADATA_KEY) or StreamResult())
 
 
-def _passes(kind):
-    modules = pipeline.UNTYPED_PASSES if kind == "untyped" else pipeline.TYPED_PASSES
-    classes = pipeline._UNTYPED if kind == "untyped" else pipeline._TYPED
-    names = [pipeline._pass_name(m) for m in modules]
-    end = names.index(_LAST) + 1 if _LAST in names else len(names)
-    return [cls for name, cls in zip(names[:end], classes[:end]) if name not in _CPU_ONLY]
-
-
 class _DecidingCompiler(pipeline.StreamCompiler):
     def define_pipelines(self):
         self.state.stream_options = self.stream_options
         pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
-        previous = pipeline.InlineInlinables
-        for cls in _passes("untyped"):
+        previous = InlineInlinables
+        for cls in _UNTYPED:
             pm.add_pass_after(cls, previous)
             previous = cls
-        previous = pipeline.InlineOverloads
-        for cls in _passes("typed") + [_StopAfterLegality]:
+        previous = InlineOverloads
+        for cls in _TYPED + [_StopAfterLegality]:
             pm.add_pass_after(cls, previous)
             previous = cls
         pm.finalize()

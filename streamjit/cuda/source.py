@@ -42,7 +42,7 @@ class Kernel:
     pipelined: set = field(default_factory=set)  # id(For) of the loops `async_loads.py` made
     bindings: dict = field(default_factory=dict)  # global name -> intrinsic or value
     notes: list = field(default_factory=list)  # (array, text) for the report
-    aliases: dict = field(default_factory=dict)  # local name -> the array parameter it always holds (`aliases`)
+    aliases: dict = field(default_factory=dict)  # local name -> the array parameter it always holds (`decision.py`)
     hinted_stores: set = field(default_factory=set)  # arrays some hinted store writes
     hinted_loads: set = field(default_factory=set)  # arrays some hinted load reads
     _names: object = field(default_factory=itertools.count)
@@ -136,7 +136,7 @@ def statement(code):
 
 def element(node, kernel):
     """(array, [index nodes]) when ``node`` is a subscript of a parameter (or
-    of an alias of one, `aliases`) reading or writing one element: ``a[i]``,
+    of an alias of one, `decision.aliases`) reading or writing one element: ``a[i]``,
     ``a[i, j]``, ``a[i][j]``; else None (a row, a slice, another name)."""
     indices = []
     while isinstance(node, ast.Subscript):
@@ -278,19 +278,3 @@ def substitute(node, new):
     clone = type(node)(**{f: substitute(v, new) for f, v in ast.iter_fields(node)})
     return ast.copy_location(clone, node)
 
-
-def aliases(tree, types):
-    """{name: parameter} for ``o = out`` where ``o`` is assigned nowhere else
-    and the array parameter ``out`` nowhere at all: ``o`` always holds
-    ``out``'s array, so an access through ``o`` may be written on ``out``."""
-    stores = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            stores[node.id] = stores.get(node.id, 0) + 1
-    found = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, ast.Name) and hasattr(types.get(node.value.id), "ndim") \
-                and stores.get(node.targets[0].id) == 1 and node.value.id not in stores:
-            found[node.targets[0].id] = node.value.id
-    return found
