@@ -133,10 +133,11 @@ class CudaKernel:
                 async_loads.run_pass(kernel, self.prefetch)
             vector.run_pass(kernel)
         else:
-            result = StreamResult()
             # (no typed IR for the CPU's decision: its rule, on the syntax tree)
             kernel.stores, kernel.loads, notes = decision.named(kernel, self.stores, self.loads)
-            kernel.notes.extend(notes)
+            result = StreamResult(streamed_stores=kernel.stores, streamed_loads=kernel.loads)
+            for array, text in notes:
+                result.note(array, 0, text)
         hints.run_pass(kernel)
         self._built[key] = (build(kernel), kernel, result)
         return self._built[key]
@@ -172,6 +173,11 @@ class CudaKernel:
         """Machine code (ptxas + nvdisasm) for ``sm_<cc>``: the hints show as
         ``STG.E.EF`` / ``STG.E.EF.128`` / ``LDG.E.EF`` / ``LDGSTS``."""
         return ptx.sass(self.inspect_ptx(signature, cc=cc, threads_per_block=threads_per_block), cc)
+
+    def stream_result(self, signature=None, *, threads_per_block=None):
+        """What was decided for one signature, as on the CPU: a `StreamResult`
+        (``streamed_stores``, ``streamed_loads``, ``notes`` per array)."""
+        return self._kernel(self._argtypes(signature), self._ring_threads(threads_per_block), False)[2]
 
     def stream_report(self, signature=None, *, cc=DEFAULT_CC, threads_per_block=None):
         """Hinted PTX instructions per array, and the hinted SASS opcodes."""
