@@ -185,8 +185,7 @@ class CudaKernel:
         code = self.inspect_ptx(argtypes, cc=cc, threads_per_block=threads_per_block)
         _, kernel, result = self._kernel(argtypes, self._ring_threads(threads_per_block), False)
         notes = [(array, text) for array, texts in result.notes.items() for text in texts] + kernel.notes
-        arrays = [n for n, t in kernel.types.items() if hasattr(t, "ndim")]
-        return ptx.report(argtypes, cc, code, ptx.sass(code, cc), arrays, notes)
+        return ptx.report(kernel.types, cc, code, ptx.sass(code, cc), notes)
 
     def _argtypes(self, signature):
         if signature is None:
