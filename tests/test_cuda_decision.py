@@ -3,21 +3,27 @@
 and `sj.cuda.jit` (the CPU's rule on the syntax tree, `cuda/decision.py`)
 stream the same arrays under ``stream_stores=True`` / ``stream_loads=True``,
 leave the same ones plain with the same note, and see an array through the
-same aliases. No GPU needed; the PTX checks need numba-cuda only."""
+same aliases; their reports have one shape. No GPU needed: the PTX
+checks need numba-cuda and ptxas only."""
 
 import inspect
+import re
 
 import pytest
 from numba import cuda
 from numba import types as T
 
+import cuda_kernels as K
 import streamjit as sj
 from streamjit import pipeline
 from streamjit.cuda import decision
 from streamjit.cuda.source import parse
 from streamjit.passes.accesses import IN_PLACE_NOTE
+from streamjit.post_o3.counts import ArrayReport
+from streamjit.report import COLUMN_HEADS, COLUMNS
 
 F64 = T.float64[::1]
+K_TRIAD = (T.float32[::1],) * 3 + (T.float32,)
 
 
 def copy(out, a):
@@ -163,3 +169,32 @@ def test_deciding_passes_stop_at_the_named_pass_and_skip_the_cpu_only_ones():
     assert names == ["canonical_loops", "fills", "array_stores", "accesses", "legality"]
     with pytest.raises(ValueError, match="no stream pass named 'legal'"):
         pipeline.deciding_passes(last="legal")
+
+
+GLOBAL_ACCESS = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:ld|st)\.global\.", re.M)
+
+
+@pytest.mark.parametrize("func, sig, options", [
+    (K.triad, K_TRIAD, {}),
+    (K.triad, K_TRIAD, dict(stream_stores=["a"], stream_loads=["b"])),
+    (K.jacobi, (T.float64[:, ::1],) * 2, dict(stream_stores=["out"]))], ids=["plain", "streamed", "stencil"])
+def test_the_gpu_report_attributes_every_global_access_to_its_array(func, sig, options):
+    kernel = sj.stream_kernel(func, target="cuda", **options)
+    report = kernel.stream_report(sig)
+    counted = sum(getattr(rep, column) for rep in report.arrays.values() for column in COLUMNS
+                  if column != "prefetches")
+    assert counted == len(GLOBAL_ACCESS.findall(kernel.inspect_ptx(sig)))
+
+
+def test_both_reports_have_one_shape_and_agree_on_what_streams():
+    sig = signature(accumulate)
+    k = sj.stream_kernel(accumulate, stream_stores=True)
+    k.compile(sig)
+    cpu_report = k.stream_report(sig)
+    gpu_report = sj.stream_kernel(accumulate, target="cuda", stream_stores=True).stream_report(sig)
+    for report in (cpu_report, gpu_report):
+        assert all(type(rep) is ArrayReport for rep in report.arrays.values())
+        out, acc = report.arrays["out"], report.arrays["acc"]
+        assert out.nt_vector_stores + out.nt_scalar_stores >= 1  # (the CPU's peeled head and tail stay plain)
+        assert acc.nt_vector_stores + acc.nt_scalar_stores == 0 and acc.plain_stores >= 1
+    assert COLUMN_HEADS[0] in str(gpu_report).splitlines()[1]
