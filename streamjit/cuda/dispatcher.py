@@ -180,7 +180,9 @@ class CudaKernel:
         return self._kernel(self._argtypes(signature), self._ring_threads(threads_per_block), False)[2]
 
     def stream_report(self, signature=None, *, cc=DEFAULT_CC, threads_per_block=None):
-        """Hinted PTX instructions per array, and the hinted SASS opcodes."""
+        """Per array, the PTX's streamed and plain loads and stores in the
+        CPU report's columns (`ptx.CudaStreamReport`), and the hinted SASS
+        opcodes."""
         argtypes = self._argtypes(signature)
         code = self.inspect_ptx(argtypes, cc=cc, threads_per_block=threads_per_block)
         _, kernel, result = self._kernel(argtypes, self._ring_threads(threads_per_block), False)
@@ -299,7 +301,8 @@ def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False,
 
 def jit(func_or_sig=None, *, stream_stores=False, stream_loads=False, load_cache="cs", **cuda_options):
     """``numba.cuda.jit`` with ``stream_stores`` / ``stream_loads``: the named
-    arrays' element stores and loads get the PTX hints, with no change to
+    arrays' element stores and loads get the PTX hints (True: the arrays the
+    CPU's rule picks, `decision.py`), with no change to
     the kernel body (``cuda.grid``, ``cuda.shared.array`` and the rest stay
     numba-cuda's). Launch as numba-cuda kernels are launched,
     ``kernel[blocks, threads](...)``; a signature (or a list of them) first,
@@ -309,8 +312,8 @@ def jit(func_or_sig=None, *, stream_stores=False, stream_loads=False, load_cache
     def decorate(f):
         params = list(inspect.signature(f).parameters)
         kernel = CudaKernel(f, parse_array_names("stream_stores", stream_stores, params, f),
-                            parse_array_names("stream_loads", stream_loads, params, f), grid=False, load_cache=load_cache,
-                            cuda_options=cuda_options)
+                            parse_array_names("stream_loads", stream_loads, params, f), grid=False,
+                            load_cache=load_cache, cuda_options=cuda_options)
         _eager(kernel, sigs)
         return kernel
     return decorate(func_or_sig) if callable(func_or_sig) else decorate

@@ -5,9 +5,12 @@ ptxas + nvdisasm (the ``nvidia-cuda-nvcc`` and ``nvidia-cuda-nvdisasm``
 wheels, or a CUDA toolkit on ``PATH``) turn it into SASS, where the hints
 show as ``STG.E.EF`` (``.128`` for a vector store), ``LDG.E.EF`` (or
 ``LDG.E.NA...CONSTANT`` for ``load_cache="nc"``),
-``LDGSTS`` / ``LDGDEPBAR`` / ``DEPBAR.LE SB0, n``. The report counts the
-hinted PTX instructions per array from the comment each intrinsic puts
-after its instruction (``// sj:<kind>:<array>``, `intrinsics.py`).
+``LDGSTS`` / ``LDGDEPBAR`` / ``DEPBAR.LE SB0, n``. The report has the CPU
+report's columns (`report.COLUMNS`, an `ArrayReport` per array): it counts
+the hinted PTX instructions per array from the comment each intrinsic puts
+after its instruction (``// sj:<kind>:<array>``, `intrinsics.py`), and the
+other global loads and stores by the array parameter their address is
+computed from.
 """
 
 import importlib.util
@@ -83,6 +86,7 @@ _POINTER_OPS = ("mov", "add", "sub", "mad", "cvta", "selp")
 # (the kind of a tag -> the `ArrayReport` field it counts; ld2/ld4 are vector loads)
 _TAG_FIELDS = {"st": "nt_scalar_stores", "st2": "nt_vector_stores", "st4": "nt_vector_stores", "ld": "nt_loads",
                "ld2": "nt_loads", "ld4": "nt_loads", "cp": "prefetches"}
+_PLAIN_FIELDS = {"st": "plain_stores", "ld": "plain_loads"}
 
 
 @dataclass
@@ -177,7 +181,7 @@ def report(types, cc, ptx, machine_code, notes):
         if tag:
             array, field_name = tag.group(2), _TAG_FIELDS[tag.group(1)]
         elif access and len(arrays(access.group(2))) == 1:
-            array, field_name = arrays(access.group(2)).pop(), {"st": "plain_stores", "ld": "plain_loads"}[access.group(1)]
+            array, field_name = arrays(access.group(2)).pop(), _PLAIN_FIELDS[access.group(1)]
         else:
             continue
         entry = counts.setdefault(array, ArrayReport())
