@@ -150,9 +150,28 @@ def test_a_perfect_prange_nest_is_a_grid_of_its_depth(func, sig, dims):
     assert report(func, sig, stream_stores=True).machine["STG.E.EF.128"] >= 1
 
 
+@pytest.mark.parametrize("dtype", [T.int8, T.float16, T.uint16], ids=str)
+def test_8_and_16_bit_numbers_take_the_scalar_hints_of_numba_cuda(dtype):
+    sig = (dtype[::1], dtype)
+    r = report("fill", sig, stream_stores=True)
+    out = r.arrays["out"]
+    assert out.nt_scalar_stores >= 1 and out.nt_vector_stores == out.plain_stores == 0
+    assert r.machine["STG.E.EF"] >= 1 and r.machine["STG.E.EF.128"] == 0  # (the vector forms: 32 and 64 bits)
+    assert f"st.global.cs.b{dtype.bitwidth}" in kernel("fill", stream_stores=True).inspect_ptx(sig)
+
+
+def test_indices_of_two_widths_take_the_hints():
+    sig = (T.int16[:, ::1],) * 2
+    k = sj.cuda.jit(K.mixed_indices_numba_cuda, stream_stores=True, stream_loads=True)
+    r = k.stream_report(sig)
+    assert r.arrays["out"].nt_scalar_stores == r.arrays["x"].nt_loads >= 1  # (the loop is unrolled)
+    assert r.arrays["out"].plain_stores == r.arrays["x"].plain_loads == 0
+
+
 def test_other_dtypes_stay_plain_and_say_so():
-    r = report("fill", (T.int8[::1], T.int8), stream_stores=True)
-    assert r.arrays["out"].nt_scalar_stores == 0 and r.machine["STG.E.EF"] == 0
+    r = report("fill", (T.complex64[::1], T.complex64), stream_stores=True)
+    assert r.arrays["out"].nt_scalar_stores == 0 and r.arrays["out"].plain_stores >= 1
+    assert r.machine["STG.E.EF"] == 0
     assert any("no PTX cache hint" in note for note in r.arrays["out"].notes)
 
 

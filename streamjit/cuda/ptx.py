@@ -3,14 +3,14 @@
 No GPU is needed: numba-cuda compiles to PTX without a device, and
 ptxas + nvdisasm (the ``nvidia-cuda-nvcc`` and ``nvidia-cuda-nvdisasm``
 wheels, or a CUDA toolkit on ``PATH``) turn it into SASS, where the hints
-show as ``STG.E.EF`` (``.128`` for a vector store), ``LDG.E.EF`` (or
+show as ``STG.E.EF`` (``.128`` for a vector store, ``.U8`` ... for narrow
+numbers), ``LDG.E.EF`` (or
 ``LDG.E.NA...CONSTANT`` for ``load_cache="nc"``),
 ``LDGSTS`` / ``LDGDEPBAR`` / ``DEPBAR.LE SB0, n``. The report has the CPU
 report's columns (`report.COLUMNS`, an `ArrayReport` per array): it counts
-the hinted PTX instructions per array from the comment each intrinsic puts
-after its instruction (``// sj:<kind>:<array>``, `intrinsics.py`), and the
-other global loads and stores by the array parameter their address is
-computed from.
+global loads and stores, streamed (``.cs``, ``.L1::no_allocate``) or not, for
+the array parameter their address is computed from, and ``cp.async`` copies
+by the comment each carries (``// sj:cp:<array>``, `intrinsics.py`).
 """
 
 import importlib.util
@@ -29,9 +29,9 @@ from ..report import COLUMN_HEADS, COLUMNS
 _HINT = re.compile(r"//\s*sj:(\w+):(\w*)")
 # SASS opcodes that show the hints, counted in the report
 SASS_HINTS = {
-    "STG.E.EF": re.compile(r"\bSTG\.E\.EF(?:\.(?:32|64))?\s"),
+    "STG.E.EF": re.compile(r"\bSTG\.E\.EF(?:\.(?:U8|S8|U16|S16|32|64))?\s"),
     "STG.E.EF.128": re.compile(r"\bSTG\.E\.EF\.128\b"),
-    "LDG.E.EF": re.compile(r"\bLDG\.E\.EF(?:\.(?:32|64))?\s"),
+    "LDG.E.EF": re.compile(r"\bLDG\.E\.EF(?:\.(?:U8|S8|U16|S16|32|64))?\s"),
     "LDG.E.EF.128": re.compile(r"\bLDG\.E\.EF\.128\b"),
     "LDG.E.NA": re.compile(r"\bLDG\.E\.NA\b"),
     "LDGSTS": re.compile(r"\bLDGSTS\b"),
@@ -75,20 +75,15 @@ def sass(ptx, cc):
 _DEFINES = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.:]*)\s+(%\w+)\s*,(.*);")
 _PARAM = re.compile(r"\[\w+_param_(\d+)\]")
 _REGISTER = re.compile(r"%\w+")
-# A global memory access and the register its address starts from.
-_ACCESS = re.compile(r"^\s*(?:@!?%\w+\s+)?(st|ld)\.global\.[^\[]*\[(%\w+)")
+# A global memory access: store or load, the rest of its opcode, the
+# register its address starts from.
+_ACCESS = re.compile(r"^\s*(?:@!?%\w+\s+)?(st|ld)\.global\.(\S*)[^\[]*\[(%\w+)")
 # Instructions whose result is still an address when an operand is (a
 # pointer plus or minus an offset, a copy, a choice). The others (``and``,
 # ``shr``, ``mul``, ``cvt``, loads...) make a number of it: the alignment
 # tests of `vector.py` compute indices from one array's address, which do
 # not make the other arrays' accesses that use them its accesses.
 _POINTER_OPS = ("mov", "add", "sub", "mad", "cvta", "selp")
-# (the kind of a tag -> the `ArrayReport` field it counts; ld2/ld4 are vector loads)
-_TAG_FIELDS = {"st": "nt_scalar_stores", "st2": "nt_vector_stores", "st4": "nt_vector_stores", "ld": "nt_loads",
-               "ld2": "nt_loads", "ld4": "nt_loads", "cp": "prefetches"}
-_PLAIN_FIELDS = {"st": "plain_stores", "ld": "plain_loads"}
-
-
 @dataclass
 class CudaStreamReport:
     """The CPU's report shape (`report.StreamReport`): an `ArrayReport` per
@@ -164,12 +159,22 @@ def _address_arrays(ptx, data):
     return arrays
 
 
+def _field(access):
+    """The `ArrayReport` field that counts a global access (`_ACCESS`): a
+    streamed one has the evict-first or the no-L1 cache operator."""
+    kind, opcode = access.group(1), access.group(2).split(".")
+    if "cs" not in opcode and "L1::no_allocate" not in opcode:
+        return "plain_stores" if kind == "st" else "plain_loads"
+    if kind == "ld":
+        return "nt_loads"
+    return "nt_vector_stores" if {"v2", "v4"} & set(opcode) else "nt_scalar_stores"
+
+
 def report(types, cc, ptx, machine_code, notes):
     """The report of one compile: ``types`` the kernel's parameters and
-    their types, ``notes`` (array, text) pairs. Hinted instructions are
-    counted by the tag each intrinsic writes after its own; the other
-    global loads and stores by the one array parameter their address
-    derives from."""
+    their types, ``notes`` (array, text) pairs. Global loads and stores
+    count for the one array parameter their address derives from; the
+    ``cp.async`` copies into load rings by the tag each carries."""
     counts = {name: ArrayReport() for name, ty in types.items() if hasattr(ty, "ndim")}
     result = CudaStreamReport(tuple(types.values()), cc, counts)
     arrays = _address_arrays(ptx, _data_parameters(types))
@@ -179,9 +184,9 @@ def report(types, cc, ptx, machine_code, notes):
             setattr(result, tag.group(1) + "s", getattr(result, tag.group(1) + "s") + 1)
             continue
         if tag:
-            array, field_name = tag.group(2), _TAG_FIELDS[tag.group(1)]
-        elif access and len(arrays(access.group(2))) == 1:
-            array, field_name = arrays(access.group(2)).pop(), _PLAIN_FIELDS[access.group(1)]
+            array, field_name = tag.group(2), "prefetches"
+        elif access and len(arrays(access.group(3))) == 1:
+            array, field_name = arrays(access.group(3)).pop(), _field(access)
         else:
             continue
         entry = counts.setdefault(array, ArrayReport())

@@ -76,10 +76,12 @@ class Kernel:
             found.update(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))
         return found
 
-    def hinted(self, array):
-        """Whether ``array`` is a parameter whose elements take PTX hints."""
+    def hinted(self, array, vector=False):
+        """Whether ``array`` is a parameter whose elements take PTX hints (the
+        vector and asynchronous forms, with ``vector``)."""
         ty = self.types.get(array)
-        return ty is not None and hasattr(ty, "dtype") and intrinsics.hinted_dtype(ty.dtype)
+        return ty is not None and hasattr(ty, "dtype") and intrinsics.hinted_dtype(
+            ty.dtype, intrinsics.VECTOR_BITS if vector else intrinsics.HINTED_BITS)
 
 
 def parse(func):
@@ -260,7 +262,7 @@ def streamed_loads(kernel, loop, shape):
         for node in ast.walk(stmt):
             hit = element(node, kernel) if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
                 else None
-            if hit and hit[0] in kernel.loads and kernel.hinted(hit[0]) \
+            if hit and hit[0] in kernel.loads and kernel.hinted(hit[0], vector=True) \
                     and not any(used_names(i) & (changed | {shape.var}) for i in hit[1][:-1]):
                 found.append((node, hit[0], hit[1][:-1], hit[1][-1]))
     return found
