@@ -89,6 +89,26 @@ def either(out, a, b):
         o[i] = a[i]
 
 
+def scale_2d(u, a):
+    for i in sj.prange(u.shape[0]):
+        for j in range(u.shape[1]):
+            u[i, j] = u[i, j] * a[i, j]
+
+
+def scale_rows(u, a):
+    # u[i][j]: a row, then its element; the same element on both sides
+    for i in sj.prange(u.shape[0]):
+        for j in range(u.shape[1]):
+            u[i][j] = u[i][j] * a[i][j]
+
+
+def transposed(u, a):
+    # reads u[j, i], writes u[i, j]: not in place
+    for i in sj.prange(u.shape[0]):
+        for j in range(u.shape[1]):
+            u[i, j] = u[j, i] * a[i, j]
+
+
 def boundary_and_in_place(u, a):
     # u[0] = 0 is a boundary value; every other store is in place
     u[0] = 0.0
@@ -101,13 +121,14 @@ def boundary_only(u, a):
     u[-1] = a[1]
 
 
-GRID_KERNELS = [copy, accumulate, via_temp, shifted, index_rebound, chain, either]
+GRID_KERNELS = [copy, accumulate, via_temp, shifted, index_rebound, chain, either, scale_2d, scale_rows, transposed]
+TWO_D = (scale_2d, scale_rows, transposed)
 # (target="cuda" runs only prange nests on the grid; sj.cuda.jit takes any body)
 KERNELS = GRID_KERNELS + [boundary_and_in_place, boundary_only]
 
 
 def signature(func):
-    return (F64,) * len(inspect.signature(func).parameters)
+    return (T.float64[:, ::1] if func in TWO_D else F64,) * len(inspect.signature(func).parameters)
 
 
 def decided(kernel, func):
@@ -142,6 +163,7 @@ def test_the_decisions_differ_between_kernels():
     assert cpu(index_rebound)[0] == cpu(shifted)[0] == {"b"}
     assert cpu(boundary_only)[0] == {"u"} and cpu(boundary_and_in_place)[0] == set()
     assert cpu(either)[0] == set()
+    assert cpu(scale_2d)[0] == cpu(scale_rows)[0] == set() and cpu(transposed)[0] == {"u"}
 
 
 def test_aliases_follow_chains_and_refuse_a_variable_holding_two_arrays():

@@ -108,8 +108,9 @@ def _element_stores(kernel):
         for field_name in ("body", "orelse", "finalbody"):
             body = getattr(node, field_name, None)
             for at, stmt in enumerate(body if isinstance(body, list) else ()):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else \
-                    [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) else []
+                # (an annotation without a value stores nothing)
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] \
+                    if isinstance(stmt, ast.AugAssign) or isinstance(stmt, ast.AnnAssign) and stmt.value else []
                 for target in targets:
                     for sub in ast.walk(target):
                         hit = isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store) \
