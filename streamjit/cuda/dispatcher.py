@@ -7,9 +7,13 @@ source goes through the GPU passes and then to ``numba.cuda.jit``:
 1. for a loop function, `legality.py` (the CPU front end's decision: which
    arrays stream, and the same `StreamLegalityError`s), then `grid.py`
    (the ``prange`` nest becomes grid-stride loops), `async_loads.py` (with
-   ``prefetch_distance=k``) and `vector.py`;
+   ``prefetch_distance=k``) and `vector.py`; for a numba-cuda kernel,
+   `decision.py` (the CPU's rule, read off the syntax tree);
 2. `hints.py` (both kinds): the remaining element accesses of streamed
    arrays become hinted intrinsics.
+
+Either kind answers `stream_result` (the decision, a `StreamResult` as on
+the CPU) and `stream_report` (the CPU report's columns, counted in the PTX).
 
 numba-cuda moves NumPy arguments to the device and back, and uses device
 arrays in place. A loop function's launch is configured by occupancy
