@@ -148,3 +148,4 @@ def mixed_indices_numba_cuda(out, x):
     t = cuda.threadIdx.x
     for j in range(out.shape[1]):
         out[t, j] = x[j, t] * 2
+

@@ -16,7 +16,7 @@ from numba import types as T
 import cuda_kernels as K
 import streamjit as sj
 from streamjit import pipeline
-from streamjit.cuda import decision
+from streamjit.cuda import decision, ptx
 from streamjit.cuda.source import parse
 from streamjit.passes.accesses import IN_PLACE_NOTE
 from streamjit.post_o3.counts import ArrayReport
@@ -220,3 +220,29 @@ def test_both_reports_have_one_shape_and_agree_on_what_streams():
         assert out.nt_vector_stores + out.nt_scalar_stores >= 1  # (the CPU's peeled head and tail stay plain)
         assert acc.nt_vector_stores + acc.nt_scalar_stores == 0 and acc.plain_stores >= 1
     assert COLUMN_HEADS[0] in str(gpu_report).splitlines()[1]
+
+
+# A kernel storing through its first array's data pointer (parameter 4) and
+# a device function whose parameter 4 is another array's data pointer.
+TWO_FUNCTIONS = """
+.visible .func f(.param .u64 f_param_4)
+{
+\tld.param.u64 \t%rd1, [f_param_4];
+\tst.global.f64 \t[%rd1], %fd1;
+}
+.visible .entry k(.param .u64 k_param_4, .param .u64 k_param_11)
+{
+\tld.param.u64 \t%rd1, [k_param_11];
+\tcvta.to.global.u64 \t%rd2, %rd1;
+\tmul.wide.s32 \t%rd3, %r1, 8;
+\tadd.s64 \t%rd4, %rd2, %rd3;
+\tld.global.f64 \t%fd1, [%rd4];
+\tst.global.cs.f64 \t[%rd4+8], %fd1;
+}
+"""
+
+
+def test_the_gpu_report_reads_the_kernel_function_only():
+    report = ptx.report({"out": F64, "x": F64}, (9, 0), TWO_FUNCTIONS, "", [])
+    assert report.arrays["x"] == ArrayReport(nt_scalar_stores=1, plain_loads=1)
+    assert report.arrays["out"] == ArrayReport()

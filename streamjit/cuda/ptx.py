@@ -159,6 +159,17 @@ def _address_arrays(ptx, data):
     return arrays
 
 
+# Where each function of a PTX module starts.
+_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+)?\.(entry|func)\b", re.M)
+
+
+def _kernel_text(ptx):
+    """The kernel's own functions (``.entry``) of a PTX module: a device
+    function it calls numbers its own parameters and registers from 0."""
+    starts = [(m.start(), m.group(1)) for m in _FUNCTION.finditer(ptx)] + [(len(ptx), None)]
+    return "".join(ptx[at:end] for (at, kind), (end, _) in zip(starts, starts[1:]) if kind == "entry")
+
+
 def _field(access):
     """The `ArrayReport` field that counts a global access (`_ACCESS`): a
     streamed one has the evict-first or the no-L1 cache operator."""
@@ -172,13 +183,15 @@ def _field(access):
 
 def report(types, cc, ptx, machine_code, notes):
     """The report of one compile: ``types`` the kernel's parameters and
-    their types, ``notes`` (array, text) pairs. Global loads and stores
-    count for the one array parameter their address derives from; the
-    ``cp.async`` copies into load rings by the tag each carries."""
+    their types, ``notes`` (array, text) pairs. Global loads and stores of
+    the kernel function count for the one array parameter their address
+    derives from; the ``cp.async`` copies into load rings by the tag each
+    carries."""
     counts = {name: ArrayReport() for name, ty in types.items() if hasattr(ty, "ndim")}
     result = CudaStreamReport(tuple(types.values()), cc, counts)
-    arrays = _address_arrays(ptx, _data_parameters(types))
-    for line in ptx.splitlines():
+    kernel = _kernel_text(ptx)
+    arrays = _address_arrays(kernel, _data_parameters(types))
+    for line in kernel.splitlines():
         tag, access = _HINT.search(line), _ACCESS.match(line)
         if tag and tag.group(1) in ("commit", "wait"):
             setattr(result, tag.group(1) + "s", getattr(result, tag.group(1) + "s") + 1)
