@@ -16,9 +16,10 @@ from numba import types as T
 import cuda_kernels as K
 import streamjit as sj
 from streamjit import pipeline
-from streamjit.cuda import decision, ptx
+from streamjit.cuda import decision, legality, ptx
 from streamjit.cuda.source import parse
 from streamjit.passes.accesses import IN_PLACE_NOTE
+from streamjit.plan import StreamOptions
 from streamjit.post_o3.counts import ArrayReport
 from streamjit.report import COLUMN_HEADS, COLUMNS
 
@@ -164,6 +165,14 @@ def test_the_decisions_differ_between_kernels():
     assert cpu(boundary_only)[0] == {"u"} and cpu(boundary_and_in_place)[0] == set()
     assert cpu(either)[0] == set()
     assert cpu(scale_2d)[0] == cpu(scale_rows)[0] == set() and cpu(transposed)[0] == {"u"}
+
+
+@pytest.mark.parametrize("func", GRID_KERNELS, ids=lambda f: f.__name__)
+def test_the_syntax_tree_sees_the_aliases_the_cpu_sees(func):
+    # (target="cuda" takes them from the CPU's typed IR, sj.cuda.jit from the syntax tree)
+    sig = signature(func)
+    from_ir = legality.analyze(func, sig, StreamOptions(stream_stores=True))[1]
+    assert from_ir == decision.aliases(parse(func), dict(zip(inspect.signature(func).parameters, sig)))
 
 
 def test_aliases_follow_chains_and_refuse_a_variable_holding_two_arrays():

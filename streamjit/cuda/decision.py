@@ -14,8 +14,9 @@ never stored. (A numba-cuda kernel allocates no NumPy arrays, so the CPU's
 other exception, fresh arrays, never applies.) A variable is an alias of a
 parameter as on the CPU (`accesses._rebound_arrays`): whichever of its
 assignments ran, it holds that array, through chains of copies
-(``o = out; p = o``) and in-place operators. ``tests/test_cuda_decision.py``
-compares both targets' decisions on the same kernels.
+(``o = out; p = o``) and in-place operators (a loop function takes its
+aliases from the CPU's typed IR, `legality.py`). ``tests/test_cuda_decision.py``
+compares both targets' decisions and aliases on the same kernels.
 """
 
 import ast

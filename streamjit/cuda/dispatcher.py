@@ -126,11 +126,10 @@ class CudaKernel:
                               f"got {len(argtypes)}")
         kernel = Kernel(self.py_func, parse(self.py_func), dict(zip(self._params, argtypes)), frozenset(),
                         frozenset(), sim, numba_cuda(), threads_per_block=threads, load_cache=self.load_cache)
-        kernel.aliases = decision.aliases(kernel.tree, kernel.types)
         if self.grid:
             from . import legality
-            result = legality.analyze(self.py_func, argtypes, self._options()) \
-                if (self.stores or self.loads) else StreamResult()
+            result, kernel.aliases = legality.analyze(self.py_func, argtypes, self._options()) \
+                if (self.stores or self.loads) else (StreamResult(), {})
             kernel.stores, kernel.loads = result.streamed_stores, result.streamed_loads
             grid.run_pass(kernel)
             if self.prefetch:
@@ -138,6 +137,7 @@ class CudaKernel:
             vector.run_pass(kernel)
         else:
             # (no typed IR for the CPU's decision: its rule, on the syntax tree)
+            kernel.aliases = decision.aliases(kernel.tree, kernel.types)
             kernel.stores, kernel.loads, notes = decision.named(kernel, self.stores, self.loads)
             result = StreamResult(streamed_stores=kernel.stores, streamed_loads=kernel.loads)
             for array, text in notes:

@@ -6,14 +6,15 @@ path, so this module does not re-derive it: it runs Numba's CPU nopython
 front end on the loop function, with the stream passes that decide (those
 of ``pipeline.py`` up to ``legality``, in its order), and stops before
 lowering. What it returns is the `StreamResult` those passes build
-(streamed stores and loads, notes); a store that may not stream raises the
+(streamed stores and loads, notes), and which variables hold an array
+parameter by their account; a store that may not stream raises the
 same `StreamLegalityError`, naming the same line. numba-cuda types NumPy arrays with the same
 ``numba.types.Array``, so one signature serves both front ends.
 """
 
 from dataclasses import replace
 
-from numba.core import compiler
+from numba.core import compiler, types
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.registry import cpu_target
 from numba.core.typed_passes import InlineOverloads
@@ -38,7 +39,22 @@ class _StopAfterLegality(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state):
-        raise compiler._EarlyPipelineCompletion(state.metadata.get(METADATA_KEY) or StreamResult())
+        raise compiler._EarlyPipelineCompletion((state.metadata.get(METADATA_KEY) or StreamResult(),
+                                                 _aliases(state)))
+
+
+def _aliases(state):
+    """{variable: array parameter} for each of the function's variables
+    whose every version (Numba's SSA names it ``o``, ``o.1``, ...) holds one
+    array parameter, by the CPU's own account (`KernelScan.canonical`:
+    chains of copies, in-place operators): the GPU passes may write an
+    access through it on the parameter."""
+    scan, params = state.stream_scan, set(state.func_id.arg_names)
+    roots = {}
+    for var, ty in state.typemap.items():
+        if isinstance(ty, types.Array) and not var.startswith("$"):
+            roots.setdefault(var.split(".")[0], set()).add(scan.canonical(var))
+    return {name: root for name, (root, *more) in roots.items() if not more and root in params and name != root}
 
 
 class _DecidingCompiler(pipeline.StreamCompiler):
@@ -58,8 +74,9 @@ class _DecidingCompiler(pipeline.StreamCompiler):
 
 
 def analyze(py_func, argtypes, options):
-    """The `StreamResult` of ``py_func`` for ``argtypes`` under ``options``
-    (a `StreamOptions`); raises `StreamLegalityError` as the CPU path does.
+    """``(StreamResult, aliases)`` of ``py_func`` for ``argtypes`` under
+    ``options`` (a `StreamOptions`), the aliases as `_aliases` finds them;
+    raises `StreamLegalityError` as the CPU path does.
     ``prange`` loops are analysed as parallel loops (a reduction into a
     streamed array is rejected), whatever ``options.parallel`` says."""
     flags = compiler.Flags()
