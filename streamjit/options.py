@@ -35,7 +35,10 @@ def did_you_mean(word, choices):
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _names(option_name, value, params, func):
+def parse_array_names(option_name, value, params, func):
+    """``stream_stores=`` / ``stream_loads=`` checked against ``func``: a
+    bool for True/False/None, else the tuple of names (each a parameter, or
+    for stores also a local variable or "return"), duplicates dropped."""
     if value is True or value is False or value is None:
         return bool(value)
     if isinstance(value, str):  # one name
@@ -114,8 +117,8 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
     if not callable(func) or not hasattr(func, "__code__"):
         raise StreamConfigError(f"stream_kernel expects a Python function, got {func!r}")
     params = list(inspect.signature(func).parameters)
-    stores = _names("stream_stores", stream_stores, params, func)
-    loads = _names("stream_loads", stream_loads, params, func)
+    stores = parse_array_names("stream_stores", stream_stores, params, func)
+    loads = parse_array_names("stream_loads", stream_loads, params, func)
     # "auto" leaves named arrays plain where streaming measured slower (True leaves them plain anyway)
     measured = threshold == "auto" and isinstance(stores, tuple)
     # (the default "auto" of a kernel that streams nothing reads neither the environment nor the machine)

@@ -103,6 +103,20 @@ _TYPED = [_numba_pass(m, typed=True) for m in TYPED_PASSES]
 _LOWERED = [_numba_pass(m, typed=False, base=AnalysisPass) for m in LOWERED_PASSES]
 
 
+def deciding_passes(last="legality", skip=()):
+    """``(untyped, typed)``: the Numba pass classes of the stream passes up
+    to ``last`` (a pass name) in pipeline order, without those named in
+    ``skip``; for a front end that needs the CPU's decision (which arrays
+    stream, legality) but not its rewrites for the CPU's lowering (the GPU
+    target, `cuda/legality.py`)."""
+    names = [_pass_name(m) for m in UNTYPED_PASSES + TYPED_PASSES]
+    if last not in names:
+        raise ValueError(f"no stream pass named {last!r}; the passes: {', '.join(names)}")
+    kept = {name for name in names[:names.index(last) + 1] if name not in skip}
+    return tuple([cls for m, cls in zip(modules, classes) if _pass_name(m) in kept]
+                 for modules, classes in ((UNTYPED_PASSES, _UNTYPED), (TYPED_PASSES, _TYPED)))
+
+
 def _check_dump_env(pm):
     """A ``STREAMJIT_DUMP_AFTER`` that names none of the passes in ``pm``
     nor a post-O3 stage would dump nothing, silently: warn, listing the names."""

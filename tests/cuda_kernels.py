@@ -161,3 +161,11 @@ def reverse_blocks_numba_cuda(out, x):
     tile[t] = x[i]
     cuda.syncthreads()
     out[i] = tile[63 - t]
+
+
+def mixed_indices_numba_cuda(out, x):
+    # a 32-bit index (threadIdx.x) and a 64-bit one (the range's) in one access
+    t = cuda.threadIdx.x
+    for j in range(out.shape[1]):
+        out[t, j] = x[j, t] * 2
+

@@ -70,22 +70,24 @@ def test_eager_signature_compiles_at_decoration():
     k = sj.stream_kernel("void(float32[::1], float32[::1], float32[::1], float32)", target="cuda",
                          stream_stores=["a"])(K.triad)
     assert k.signatures == [TRIAD]
-    assert k.stream_report().arrays["a"].vector_stores >= 1  # the eager signature is the default
+    assert k.stream_report().arrays["a"].nt_vector_stores >= 1  # the eager signature is the default
 
 
 def test_nothing_named_nothing_hinted():  # the control
     r = report("triad", TRIAD)
-    assert all(c.vector_stores == c.scalar_stores == c.loads == c.vector_loads == 0 for c in r.arrays.values())
+    assert all(c.nt_vector_stores == c.nt_scalar_stores == c.nt_loads == 0 for c in r.arrays.values())
+    assert r.arrays["a"].plain_stores >= 1 and r.arrays["b"].plain_loads >= 1 and r.arrays["c"].plain_loads >= 1
     assert r.machine["STG.E.EF"] == r.machine["STG.E.EF.128"] == r.machine["LDG.E.EF"] == 0
 
 
 def test_report_counts_hinted_ptx_per_array():
     r = report("triad", TRIAD, stream_stores=("a",), stream_loads=("b",))
-    assert r.arrays["a"].vector_stores >= 1 and r.arrays["a"].scalar_stores >= 1
-    assert r.arrays["b"].vector_loads >= 1 and r.arrays["b"].loads >= 1
-    assert r.arrays["c"].loads == r.arrays["c"].vector_loads == 0  # c is not named
+    assert r.arrays["a"].nt_vector_stores >= 1 and r.arrays["a"].nt_scalar_stores >= 1
+    assert r.arrays["b"].nt_loads >= 1 and r.arrays["b"].plain_loads == 0 and r.machine["LDG.E.EF.128"] >= 1
+    assert r.arrays["c"].nt_loads == 0 and r.arrays["c"].plain_loads >= 1  # c is not named
+    assert r.arrays["a"].plain_stores == 0
     assert r.machine["STG.E.EF.128"] >= 1 and r.machine["LDG.E.EF"] >= 1
-    assert "st.cs vec" in str(r) and "ld vec" in str(r)
+    assert "NT vec st" in str(r) and "plain ld" in str(r)
 
 
 @pytest.mark.parametrize("func,sig", [("triad", (F32_A, F32, F32, T.float32)),
@@ -95,7 +97,7 @@ def test_report_counts_hinted_ptx_per_array():
 def test_unproven_contiguity_keeps_scalar_streamed_stores(func, sig):
     r = report(func, sig, stream_stores=("out" if func != "triad" else "a",))
     stored = r.arrays["out" if func != "triad" else "a"]
-    assert stored.vector_stores == 0 and stored.scalar_stores >= 1
+    assert stored.nt_vector_stores == 0 and stored.nt_scalar_stores >= 1
     assert r.machine["STG.E.EF.128"] == 0 and r.machine["STG.E.EF"] >= 1
 
 
@@ -109,12 +111,12 @@ def test_prefetch_distance_is_an_asynchronous_load_stage(depth, cc):
     assert re.search(rf"DEPBAR\.LE SB0, 0x{depth - 1}\b", code)
     assert not re.search(r"\bLDG\.E", code)  # every load of b and c goes through the ring
     r = report("triad", TRIAD, stream_stores=("a",), stream_loads=("b", "c"), prefetch_distance=depth)
-    assert r.arrays["b"].async_copies >= 1 and r.arrays["b"].loads == 0 and r.commits >= 1 and r.waits >= 1
+    assert r.arrays["b"].prefetches >= 1 and r.arrays["b"].nt_loads == 0 and r.commits >= 1 and r.waits >= 1
 
 
 def test_stencil_rings_per_neighbour():
     r = report("jacobi", (F64_2D, F64_2D), stream_stores=("out",), stream_loads=("g",), prefetch_distance=3)
-    assert r.arrays["g"].async_copies >= 5 and r.arrays["g"].loads == 0
+    assert r.arrays["g"].prefetches >= 5 and r.arrays["g"].nt_loads == 0
     assert r.machine["LDGSTS"] >= 5 and r.machine["DEPBAR.LE"] >= 1
 
 
@@ -137,7 +139,7 @@ def test_rings_that_do_not_fit_in_shared_memory_are_an_error():
     ("stepped", (F64, F64), "out")], ids=lambda v: v if isinstance(v, str) else None)
 def test_cpu_tested_prange_shapes_compile_and_stream(func, sig, array):
     r = report(func, sig, stream_stores=True)
-    assert r.arrays[array].vector_stores + r.arrays[array].scalar_stores >= 1
+    assert r.arrays[array].nt_vector_stores + r.arrays[array].nt_scalar_stores >= 1
     assert r.machine["STG.E.EF"] + r.machine["STG.E.EF.128"] >= 1
 
 
@@ -149,9 +151,28 @@ def test_a_perfect_prange_nest_is_a_grid_of_its_depth(func, sig, dims):
     assert report(func, sig, stream_stores=True).machine["STG.E.EF.128"] >= 1
 
 
+@pytest.mark.parametrize("dtype", [T.int8, T.float16, T.uint16], ids=str)
+def test_8_and_16_bit_numbers_take_the_scalar_hints_of_numba_cuda(dtype):
+    sig = (dtype[::1], dtype)
+    r = report("fill", sig, stream_stores=True)
+    out = r.arrays["out"]
+    assert out.nt_scalar_stores >= 1 and out.nt_vector_stores == out.plain_stores == 0
+    assert r.machine["STG.E.EF"] >= 1 and r.machine["STG.E.EF.128"] == 0  # (the vector forms: 32 and 64 bits)
+    assert f"st.global.cs.b{dtype.bitwidth}" in kernel("fill", stream_stores=True).inspect_ptx(sig)
+
+
+def test_indices_of_two_widths_take_the_hints():
+    sig = (T.int16[:, ::1],) * 2
+    k = sj.cuda.jit(K.mixed_indices_numba_cuda, stream_stores=True, stream_loads=True)
+    r = k.stream_report(sig)
+    assert r.arrays["out"].nt_scalar_stores == r.arrays["x"].nt_loads >= 1  # (the loop is unrolled)
+    assert r.arrays["out"].plain_stores == r.arrays["x"].plain_loads == 0
+
+
 def test_other_dtypes_stay_plain_and_say_so():
-    r = report("fill", (T.int8[::1], T.int8), stream_stores=True)
-    assert r.arrays["out"].scalar_stores == 0 and r.machine["STG.E.EF"] == 0
+    r = report("fill", (T.complex64[::1], T.complex64), stream_stores=True)
+    assert r.arrays["out"].nt_scalar_stores == 0 and r.arrays["out"].plain_stores >= 1
+    assert r.machine["STG.E.EF"] == 0
     assert any("no PTX cache hint" in note for note in r.arrays["out"].notes)
 
 
@@ -159,7 +180,7 @@ def test_numba_cuda_kernel_with_shared_memory_keeps_it():
     sig = (F64, F64)
     hinted = sj.cuda.jit(K.reverse_blocks_numba_cuda, stream_stores=["out"], stream_loads=["x"])
     r = hinted.stream_report(sig)
-    assert r.arrays["out"].scalar_stores == 1 and r.arrays["x"].loads == 1
+    assert r.arrays["out"].nt_scalar_stores == 1 and r.arrays["x"].nt_loads == 1
     code = hinted.inspect_sass(sig)
     assert re.search(r"\bSTS\b", code) and re.search(r"\bLDS\b", code) and "BAR.SYNC" in code
     assert re.search(r"\bSTG\.E\.EF\.64\b", code) and re.search(r"\bLDG\.E\.EF\.64\b", code)
@@ -167,13 +188,13 @@ def test_numba_cuda_kernel_with_shared_memory_keeps_it():
 
 def test_stores_through_an_alias_stream():
     r = report("through_alias", (F64, F64), stream_stores=True)
-    assert r.arrays["out"].vector_stores >= 1 and r.arrays["out"].scalar_stores >= 1
+    assert r.arrays["out"].nt_vector_stores >= 1 and r.arrays["out"].nt_scalar_stores >= 1
     assert "o" not in r.arrays
 
 
 def test_stores_the_syntax_tree_does_not_show_stay_plain_and_say_so():
     r = sj.cuda.jit(K.atomic_numba_cuda, stream_stores=["out"]).stream_report((F64, F64))
-    assert r.arrays["out"].scalar_stores == r.arrays["out"].vector_stores == 0 and r.machine["STG.E.EF"] == 0
+    assert r.arrays["out"].nt_scalar_stores == r.arrays["out"].nt_vector_stores == 0 and r.machine["STG.E.EF"] == 0
     assert any("none of its stores" in note for note in r.arrays["out"].notes)
 
 
@@ -206,11 +227,11 @@ def test_numba_cuda_kernel_gets_the_hints_without_changing_its_body():
     sig = (F64, F64, F64, T.float64)
     hinted = sj.cuda.jit(K.axpy_numba_cuda, stream_stores=["out"], stream_loads=["x"])
     r = hinted.stream_report(sig)
-    assert r.arrays["out"].scalar_stores == 1 and r.arrays["x"].loads == 1 and r.arrays["y"].loads == 0
+    assert r.arrays["out"].nt_scalar_stores == 1 and r.arrays["x"].nt_loads == 1 and r.arrays["y"].nt_loads == 0
     assert r.machine["STG.E.EF"] == 1 and r.machine["LDG.E.EF"] == 1
     assert "cuda.grid(1)" in hinted.inspect_source(sig)
     eager = sj.cuda.jit("void(float64[::1], float64[::1], float64[::1], float64)", stream_stores=["out"])
-    assert eager(K.axpy_numba_cuda).stream_report().arrays["out"].scalar_stores == 1  # as numba-cuda takes it
+    assert eager(K.axpy_numba_cuda).stream_report().arrays["out"].nt_scalar_stores == 1  # as numba-cuda takes it
     plain = sj.cuda.jit(K.axpy_numba_cuda).stream_report(sig)
     assert plain.machine["STG.E.EF"] == 0 and plain.machine["LDG.E.EF"] == 0  # the control
 

@@ -7,9 +7,13 @@ source goes through the GPU passes and then to ``numba.cuda.jit``:
 1. for a loop function, `legality.py` (the CPU front end's decision: which
    arrays stream, and the same `StreamLegalityError`s), then `grid.py`
    (the ``prange`` nest becomes grid-stride loops), `async_loads.py` (with
-   ``prefetch_distance=k``) and `vector.py`;
+   ``prefetch_distance=k``) and `vector.py`; for a numba-cuda kernel,
+   `decision.py` (the CPU's rule, read off the syntax tree);
 2. `hints.py` (both kinds): the remaining element accesses of streamed
    arrays become hinted intrinsics.
+
+Either kind answers `stream_result` (the decision, a `StreamResult` as on
+the CPU) and `stream_report` (the CPU report's columns, counted in the PTX).
 
 numba-cuda moves NumPy arguments to the device and back, and uses device
 arrays in place. A loop function's launch is configured by occupancy
@@ -29,11 +33,11 @@ import math
 import numpy as np
 
 from ..errors import StreamConfigError, StreamError
-from ..options import _names
+from ..options import parse_array_names
 from ..plan import StreamOptions, StreamResult
-from . import async_loads, grid, hints, ptx, vector
+from . import async_loads, decision, grid, hints, ptx, vector
 from .intrinsics import LOAD_CACHE
-from .source import Kernel, aliases, build, element, parse
+from .source import Kernel, build, parse
 
 DEFAULT_CC = (9, 0)
 # The block size of kernels with load rings (sized into shared memory at
@@ -112,20 +116,6 @@ class CudaKernel:
     def _options(self):
         return StreamOptions(stream_stores=self.stores, stream_loads=self.loads, parallel=True)
 
-    def _named(self, kernel, option, want_store):
-        """The arrays an option names (True: every array parameter the kernel
-        stores to, or for loads loads and never stores to), by the syntax
-        tree: a numba-cuda kernel cannot be typed by the CPU front end."""
-        if option is not True:
-            return frozenset(option or ())
-        stored, loaded = set(), set()
-        for node in ast.walk(kernel.tree):
-            if isinstance(node, ast.Subscript) and not isinstance(node.value, ast.Subscript):
-                found = element(node, kernel)
-                if found:
-                    (stored if isinstance(node.ctx, ast.Store) else loaded).add(found[0])
-        return frozenset(stored if want_store else loaded - stored)
-
     def _kernel(self, argtypes, threads, sim):
         """(rewritten Python function, Kernel, StreamResult) for one signature."""
         key = (argtypes, threads, sim)
@@ -136,20 +126,22 @@ class CudaKernel:
                               f"got {len(argtypes)}")
         kernel = Kernel(self.py_func, parse(self.py_func), dict(zip(self._params, argtypes)), frozenset(),
                         frozenset(), sim, numba_cuda(), threads_per_block=threads, load_cache=self.load_cache)
-        kernel.aliases = aliases(kernel.tree, kernel.types)
         if self.grid:
             from . import legality
-            result = legality.analyze(self.py_func, argtypes, self._options()) \
-                if (self.stores or self.loads) else StreamResult()
+            result, kernel.aliases = legality.analyze(self.py_func, argtypes, self._options()) \
+                if (self.stores or self.loads) else (StreamResult(), {})
             kernel.stores, kernel.loads = result.streamed_stores, result.streamed_loads
             grid.run_pass(kernel)
             if self.prefetch:
                 async_loads.run_pass(kernel, self.prefetch)
             vector.run_pass(kernel)
         else:
-            result = StreamResult()
-            kernel.stores = self._named(kernel, self.stores, True)
-            kernel.loads = self._named(kernel, self.loads, False)
+            # (no typed IR for the CPU's decision: its rule, on the syntax tree)
+            kernel.aliases = decision.aliases(kernel.tree, kernel.types)
+            kernel.stores, kernel.loads, notes = decision.named(kernel, self.stores, self.loads)
+            result = StreamResult(streamed_stores=kernel.stores, streamed_loads=kernel.loads)
+            for array, text in notes:
+                result.note(array, 0, text)
         hints.run_pass(kernel)
         self._built[key] = (build(kernel), kernel, result)
         return self._built[key]
@@ -186,14 +178,20 @@ class CudaKernel:
         ``STG.E.EF`` / ``STG.E.EF.128`` / ``LDG.E.EF`` / ``LDGSTS``."""
         return ptx.sass(self.inspect_ptx(signature, cc=cc, threads_per_block=threads_per_block), cc)
 
+    def stream_result(self, signature=None, *, threads_per_block=None):
+        """What was decided for one signature, as on the CPU: a `StreamResult`
+        (``streamed_stores``, ``streamed_loads``, ``notes`` per array)."""
+        return self._kernel(self._argtypes(signature), self._ring_threads(threads_per_block), False)[2]
+
     def stream_report(self, signature=None, *, cc=DEFAULT_CC, threads_per_block=None):
-        """Hinted PTX instructions per array, and the hinted SASS opcodes."""
+        """Per array, the PTX's streamed and plain loads and stores in the
+        CPU report's columns (`ptx.CudaStreamReport`), and the hinted SASS
+        opcodes."""
         argtypes = self._argtypes(signature)
         code = self.inspect_ptx(argtypes, cc=cc, threads_per_block=threads_per_block)
         _, kernel, result = self._kernel(argtypes, self._ring_threads(threads_per_block), False)
         notes = [(array, text) for array, texts in result.notes.items() for text in texts] + kernel.notes
-        arrays = [n for n, t in kernel.types.items() if hasattr(t, "ndim")]
-        return ptx.report(argtypes, cc, code, ptx.sass(code, cc), arrays, notes)
+        return ptx.report(kernel.types, cc, code, ptx.sass(code, cc), notes)
 
     def _argtypes(self, signature):
         if signature is None:
@@ -296,8 +294,8 @@ def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False,
         raise StreamConfigError(f"target='cuda' does not take the option {unknown[0]!r}; it takes stream_stores, "
                                 "stream_loads, prefetch_distance (pipeline stages), load_cache, threads_per_block, "
                                 "blocks and fastmath")
-    kernel = CudaKernel(func, _names("stream_stores", stream_stores, params, func),
-                        _names("stream_loads", stream_loads, params, func), grid=True,
+    kernel = CudaKernel(func, parse_array_names("stream_stores", stream_stores, params, func),
+                        parse_array_names("stream_loads", stream_loads, params, func), grid=True,
                         prefetch=_prefetch_stages(prefetch_distance), load_cache=load_cache,
                         threads_per_block=threads_per_block,
                         blocks=blocks, cuda_options={"fastmath": options.get("fastmath", False)})
@@ -307,7 +305,8 @@ def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False,
 
 def jit(func_or_sig=None, *, stream_stores=False, stream_loads=False, load_cache="cs", **cuda_options):
     """``numba.cuda.jit`` with ``stream_stores`` / ``stream_loads``: the named
-    arrays' element stores and loads get the PTX hints, with no change to
+    arrays' element stores and loads get the PTX hints (True: the arrays the
+    CPU's rule picks, `decision.py`), with no change to
     the kernel body (``cuda.grid``, ``cuda.shared.array`` and the rest stay
     numba-cuda's). Launch as numba-cuda kernels are launched,
     ``kernel[blocks, threads](...)``; a signature (or a list of them) first,
@@ -316,9 +315,9 @@ def jit(func_or_sig=None, *, stream_stores=False, stream_loads=False, load_cache
 
     def decorate(f):
         params = list(inspect.signature(f).parameters)
-        kernel = CudaKernel(f, _names("stream_stores", stream_stores, params, f),
-                            _names("stream_loads", stream_loads, params, f), grid=False, load_cache=load_cache,
-                            cuda_options=cuda_options)
+        kernel = CudaKernel(f, parse_array_names("stream_stores", stream_stores, params, f),
+                            parse_array_names("stream_loads", stream_loads, params, f), grid=False,
+                            load_cache=load_cache, cuda_options=cuda_options)
         _eager(kernel, sigs)
         return kernel
     return decorate(func_or_sig) if callable(func_or_sig) else decorate

@@ -2,20 +2,23 @@
 
 Every remaining ``a[i] = v`` / ``a[i, j] = v`` / ``a[i][j] = v`` to an array
 that streams its stores becomes ``store_a(a, (i, j), v)``
-(``st.global.cs``), ``a[i] += v`` the same with the plain self-load, and
-every element read ``b[i, j]`` of an array that streams its loads becomes
-``load_b(b, (i, j))`` (``ld.global.cs``, or ``.nc.L1::no_allocate``),
+(numba-cuda's ``stcs``: ``st.global.cs``), ``a[i] += v`` the same with the
+plain self-load, and every element read ``b[i, j]`` of an array that streams
+its loads becomes ``load_b(b, (i, j))`` (``ldcs``: ``ld.global.cs``, or
+``.nc.L1::no_allocate``),
 wherever they are in the body, so the hint needs no change to the kernel
 body. Runs last: `vector.py` and `async_loads.py` have already taken the
 accesses they turn into wider or asynchronous ones. A row or slice access
-stays numba-cuda's own (plain), and so does an array of other than 32- or
+stays numba-cuda's own (plain), and so does an array of other than 8- to
 64-bit numbers, or one accessed only in a helper function or through a
-name other than its own or an alias of it (`source.aliases`): the syntax
+name other than its own or an alias of it (`decision.aliases`): the syntax
 tree shows no element access of it, and the report's notes say so.
 """
 
 import ast
 import copy
+
+from numba.core import types
 
 from .source import call, element, index_node, used_names
 
@@ -23,6 +26,15 @@ from .source import call, element, index_node, used_names
 class _Hints(ast.NodeTransformer):
     def __init__(self, kernel):
         self.kernel = kernel
+
+    def _index(self, indices):
+        """The index of a hinted access: numba-cuda's ``ldcs`` / ``stcs`` take
+        one integer or a tuple of integers of one type, and ``a[i, j]`` may
+        mix them (``cuda.threadIdx.x`` is 32-bit, a range's variable 64)."""
+        if len(indices) == 1:
+            return indices[0]
+        intp = self.kernel.bind("intp", types.intp)
+        return index_node([call(intp, i) for i in indices])
 
     def _streamed(self, node, arrays):
         found = element(node, self.kernel)
@@ -35,7 +47,7 @@ class _Hints(ast.NodeTransformer):
             return node
         array, indices = found
         store = self.kernel.intrinsic("store", array)
-        return ast.copy_location(ast.Expr(call(store, ast.Name(array, ast.Load()), index_node(indices),
+        return ast.copy_location(ast.Expr(call(store, ast.Name(array, ast.Load()), self._index(indices),
                                                node.value)), node)
 
     def visit_AugAssign(self, node):
@@ -49,7 +61,7 @@ class _Hints(ast.NodeTransformer):
                             ctx=ast.Load())
         value = ast.BinOp(left=old, op=node.op, right=node.value)
         store = self.kernel.intrinsic("store", array)
-        return ast.copy_location(ast.Expr(call(store, ast.Name(array, ast.Load()), index_node(indices), value)),
+        return ast.copy_location(ast.Expr(call(store, ast.Name(array, ast.Load()), self._index(indices), value)),
                                  node)
 
     def visit_Subscript(self, node):
@@ -59,14 +71,14 @@ class _Hints(ast.NodeTransformer):
         array, indices = found
         indices = [self.visit(i) for i in indices]
         load = self.kernel.intrinsic("load", array, self.kernel.load_cache)
-        return ast.copy_location(call(load, ast.Name(array, ast.Load()), index_node(indices)), node)
+        return ast.copy_location(call(load, ast.Name(array, ast.Load()), self._index(indices)), node)
 
 
 def run_pass(kernel):
     """Rewrite the streamed element accesses of ``kernel.tree`` in place."""
     for array in sorted((kernel.stores | kernel.loads) & used_names(kernel.tree)):
         if array in kernel.types and not kernel.hinted(array):
-            kernel.notes.append((array, f"{kernel.types[array].dtype} elements: no PTX cache hint (32- and 64-bit "
+            kernel.notes.append((array, f"{kernel.types[array].dtype} elements: no PTX cache hint (8- to 64-bit "
                                         "numbers only)"))
     _Hints(kernel).visit(kernel.tree)
     for arrays, hinted, what in ((kernel.stores, kernel.hinted_stores, "stores"),

@@ -1,18 +1,21 @@
 """Typing and PTX lowering of the GPU stream intrinsics, and their Python
 fallbacks for numba-cuda's simulator.
 
-NVVM drops LLVM's ``!nontemporal`` metadata, so every hint is inline PTX
-(``llvmlite.ir.InlineAsm``) in an ``@intrinsic``:
+NVVM drops LLVM's ``!nontemporal`` metadata, so every hint is inline PTX.
+The scalar forms are numba-cuda's own public cache hints, which take 8- to
+64-bit numbers; the rest are streamjit's (``llvmlite.ir.InlineAsm`` in an
+``@intrinsic``), for 32- and 64-bit numbers unless said otherwise:
 
-- ``store(name)``: ``st.global.cs.b32|b64`` (evict-first: SASS ``STG.E.EF``);
+- ``store(name)``: ``numba.cuda.stcs``, ``st.global.cs`` (evict-first: SASS
+  ``STG.E.EF``);
 - ``store_vector(name, width)``: ``st.global.cs.v4.b32`` / ``.v2.b64``, one
   16-byte store of a tuple of ``width`` consecutive elements (``STG.E.EF.128``); the
   callers (`vector.py`) prove the address 16-byte aligned before they call it;
-- ``load(name, cache)``: ``ld.global.cs`` (``LDG.E.EF``) by default, or
-  ``ld.global.nc.L1::no_allocate`` (``LDG.E.NA...CONSTANT``: the read-only
-  path, not kept in L1) when asked for: which is faster is for
-  ``bench/gpu.py`` to measure, and ``.nc`` is only correct when no
-  parameter the kernel writes aliases the array;
+- ``load(name, cache)``: ``numba.cuda.ldcs``, ``ld.global.cs`` (``LDG.E.EF``)
+  by default, or ``ld.global.nc.L1::no_allocate`` (``LDG.E.NA...CONSTANT``:
+  the read-only path, not kept in L1; 8 to 64 bits) when asked for: which is
+  faster is for ``bench/gpu.py`` to measure, and ``.nc`` is only correct
+  when no parameter the kernel writes aliases the array;
 - ``load_vector(name, width, cache)``: the same as one 16-byte load of a
   tuple of ``width`` consecutive elements (``LDG.E.EF.128``), at an address
   `vector.py` has proven 16-byte aligned;
@@ -22,28 +25,34 @@ NVVM drops LLVM's ``!nontemporal`` metadata, so every hint is inline PTX
   PTX, so each ``n`` is an intrinsic of its own);
 - ``address()``: the address of an element (alignment tests).
 
-Each PTX instruction carries a comment ``// sj:<kind>:<array>``, which is
-how `ptx.py` counts hinted instructions per array. All asm has a memory
-clobber: a ring slot must not be read before its ``wait`` nor rewritten
-before it was read. The simulator runs no inline asm, so `device_globals`
-hands it plain Python functions with the same meaning instead.
+`ptx.py` counts loads and stores per array by their addresses; the
+``cp.async`` instructions, which write shared memory, carry a comment
+``// sj:<kind>:<array>`` it counts them by. All asm has a memory clobber: a
+ring slot must not be read before its ``wait`` nor rewritten before it was
+read. The simulator runs no inline asm (nor has it ``stcs`` / ``ldcs``), so
+`factories` hands it plain Python functions with the same meaning instead.
 """
 
 import functools
 
 import numpy as np
 
-# Numbers the hints apply to: 32- and 64-bit integers and floats.
-HINTED_BITS = (32, 64)
+# Numbers the scalar hints apply to: the widths of integers and floats
+# numba-cuda's ``ldcs`` / ``stcs`` take (`numba.cuda.cache_hints.CONSTRAINT_MAP`).
+HINTED_BITS = (8, 16, 32, 64)
+# The vector forms move 16 bytes in 4 or 2 registers, and cp.async copies 4,
+# 8 or 16 bytes: 32- and 64-bit numbers.
+VECTOR_BITS = (32, 64)
 VECTOR_BYTES = 16
 # load_cache option -> the PTX cache operator of a streamed load
 LOAD_CACHE = {"cs": "cs", "nc": "nc.L1::no_allocate"}
 
 
-def hinted_dtype(dtype):
-    """Whether loads and stores of this Numba dtype get PTX hints."""
+def hinted_dtype(dtype, bits=HINTED_BITS):
+    """Whether loads and stores of this Numba dtype get PTX hints (with
+    ``bits=VECTOR_BITS``: the vector and asynchronous forms)."""
     from numba.core import types
-    return isinstance(dtype, (types.Integer, types.Float)) and dtype.bitwidth in HINTED_BITS
+    return isinstance(dtype, (types.Integer, types.Float)) and dtype.bitwidth in bits
 
 
 @functools.cache
@@ -53,11 +62,15 @@ def _device():
     from numba.core import types
     from numba.core.errors import TypingError
     from numba.cuda import cgutils
+    # (the intrinsics behind numba.cuda.stcs / ldcs: those are overloads,
+    # compiled as device functions for the current GPU, so they would need
+    # one even for inspect_ptx)
+    from numba.cuda.cache_hints import CONSTRAINT_MAP, ldcs_intrinsic, stcs_intrinsic
     from numba.cuda.extending import intrinsic
 
-    def check_index(array, index, what):
-        if not isinstance(array, types.Array) or not hinted_dtype(array.dtype):
-            raise TypingError(f"{what}: needs an array of 32- or 64-bit numbers, got {array}")
+    def check_index(array, index, what, bits=VECTOR_BITS):
+        if not isinstance(array, types.Array) or not hinted_dtype(array.dtype, bits):
+            raise TypingError(f"{what}: needs an array of {'-, '.join(map(str, bits))}-bit numbers, got {array}")
         count = len(index) if isinstance(index, types.BaseTuple) else 1
         items = index.types if isinstance(index, types.BaseTuple) else (index,)
         if count != array.ndim or not all(isinstance(t, types.Integer) for t in items):
@@ -84,21 +97,6 @@ def _device():
     def reg(dtype):
         return "l" if dtype.bitwidth == 64 else "r"
 
-    def store(name):
-        @intrinsic
-        def sj_store(typingctx, array, index, value):
-            check_index(array, index, "a streamed store")
-
-            def codegen(context, builder, sig, args):
-                ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-                dtype = sig.args[0].dtype
-                bits = as_bits(context, builder, args[2], sig.args[2], dtype)
-                asm(builder, ir.VoidType(), [ptr, bits], f"st.global.cs.b{dtype.bitwidth} [$0], $1; // sj:st:{name}",
-                    f"l,{reg(dtype)}")
-                return context.get_dummy_value()
-            return types.void(array, index, value), codegen
-        return sj_store
-
     def store_vector(name, width):
         @intrinsic
         def sj_store_vector(typingctx, array, index, values):
@@ -114,26 +112,25 @@ def _device():
                         for v, t in zip(cgutils.unpack_tuple(builder, args[2]), sig.args[2].types)]
                 regs = ", ".join(f"${k + 1}" for k in range(width))
                 asm(builder, ir.VoidType(), [ptr] + bits,
-                    f"st.global.cs.v{width}.b{dtype.bitwidth} [$0], {{{regs}}}; // sj:st{width}:{name}",
+                    f"st.global.cs.v{width}.b{dtype.bitwidth} [$0], {{{regs}}};",
                     ",".join(["l"] + [reg(dtype)] * width))
                 return context.get_dummy_value()
             return types.void(array, index, values), codegen
         return sj_store_vector
 
-    def load(name, cache):
+    def load_nc(name):
         @intrinsic
-        def sj_load(typingctx, array, index):
-            check_index(array, index, "a streamed load")
+        def sj_load_nc(typingctx, array, index):
+            check_index(array, index, "a streamed load", HINTED_BITS)
 
             def codegen(context, builder, sig, args):
                 ptr = element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-                dtype = sig.args[0].dtype
-                bits = asm(builder, bits_of(dtype), [ptr],
-                           f"ld.global.{LOAD_CACHE[cache]}.b{dtype.bitwidth} $0, [$1]; // sj:ld:{name}",
-                           f"={reg(dtype)},l")
-                return builder.bitcast(bits, context.get_value_type(dtype))
+                bits = sig.args[0].dtype.bitwidth
+                value_type = context.get_value_type(sig.args[0].dtype)
+                return asm(builder, value_type, [ptr], f"ld.global.{LOAD_CACHE['nc']}.b{bits} $0, [$1];",
+                           f"={CONSTRAINT_MAP[bits]},l")
             return array.dtype(array, index), codegen
-        return sj_load
+        return sj_load_nc
 
     def load_vector(name, width, cache):
         @intrinsic
@@ -147,8 +144,8 @@ def _device():
                 dtype = sig.args[0].dtype
                 regs = ", ".join(f"${k}" for k in range(width))
                 both = asm(builder, ir.LiteralStructType([bits_of(dtype)] * width), [ptr],
-                           f"ld.global.{LOAD_CACHE[cache]}.v{width}.b{dtype.bitwidth} {{{regs}}}, [${width}]; "
-                           f"// sj:ld{width}:{name}", ",".join([f"={reg(dtype)}"] * width + ["l"]))
+                           f"ld.global.{LOAD_CACHE[cache]}.v{width}.b{dtype.bitwidth} {{{regs}}}, [${width}];",
+                           ",".join([f"={reg(dtype)}"] * width + ["l"]))
                 values = [builder.bitcast(builder.extract_value(both, k), context.get_value_type(dtype))
                           for k in range(width)]
                 return context.make_tuple(builder, sig.return_type, values)
@@ -203,19 +200,17 @@ def _device():
             return builder.ptrtoint(ptr, context.get_value_type(types.uintp))
         return types.uintp(array, index), codegen
 
-    return dict(store=store, store_vector=store_vector, load=load, load_vector=load_vector, copy_async=copy_async,
-                commit=lambda: commit, wait=wait, address=lambda: address)
+    def load(name, cache):
+        return ldcs_intrinsic if cache == "cs" else load_nc(name)
+
+    return dict(store=lambda name: stcs_intrinsic, store_vector=store_vector, load=load, load_vector=load_vector,
+                copy_async=copy_async, commit=lambda: commit, wait=wait, address=lambda: address)
 
 
 def _simulated():
     """The same operations on the simulator's arrays (NumPy underneath)."""
     def element(array, index):
         return index if isinstance(index, tuple) else (index,)
-
-    def store(name):
-        def sj_store(array, index, value):
-            array[element(array, index)] = value
-        return sj_store
 
     def contiguous(array, index, width):
         """The elements one vector access reaches: the first wraps around if
@@ -229,6 +224,11 @@ def _simulated():
             for at, value in zip(contiguous(array, index, width), values):
                 array[at] = value
         return sj_store_vector
+
+    def store(name):
+        def sj_store(array, index, value):
+            array[element(array, index)] = value
+        return sj_store
 
     def load(name, cache):
         def sj_load(array, index):

@@ -6,16 +6,19 @@ path, so this module does not re-derive it: it runs Numba's CPU nopython
 front end on the loop function, with the stream passes that decide (those
 of ``pipeline.py`` up to ``legality``, in its order), and stops before
 lowering. What it returns is the `StreamResult` those passes build
-(streamed stores and loads, notes); a store that may not stream raises the
+(streamed stores and loads, notes), and which variables hold an array
+parameter by their account; a store that may not stream raises the
 same `StreamLegalityError`, naming the same line. numba-cuda types NumPy arrays with the same
 ``numba.types.Array``, so one signature serves both front ends.
 """
 
 from dataclasses import replace
 
-from numba.core import compiler
+from numba.core import compiler, types
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.registry import cpu_target
+from numba.core.typed_passes import InlineOverloads
+from numba.core.untyped_passes import InlineInlinables
 
 from .. import pipeline
 from ..plan import METADATA_KEY, StreamResult
@@ -25,8 +28,7 @@ from ..plan import METADATA_KEY, StreamResult
 # threads; on the GPU the grid takes their place). The passes after
 # `legality` (peeling, fences, size checks, load tags) rewrite for the
 # CPU's lowering, which never runs.
-_LAST = "legality"
-_CPU_ONLY = ("parallel_blocks",)
+_UNTYPED, _TYPED = pipeline.deciding_passes(last="legality", skip=("parallel_blocks",))
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)
@@ -37,27 +39,34 @@ class _StopAfterLegality(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state):
-        raise compiler._EarlyPipelineCompletion(state.metadata.get(METADATA_KEY) or StreamResult())
+        raise compiler._EarlyPipelineCompletion((state.metadata.get(METADATA_KEY) or StreamResult(),
+                                                 _aliases(state)))
 
 
-def _passes(kind):
-    modules = pipeline.UNTYPED_PASSES if kind == "untyped" else pipeline.TYPED_PASSES
-    classes = pipeline._UNTYPED if kind == "untyped" else pipeline._TYPED
-    names = [pipeline._pass_name(m) for m in modules]
-    end = names.index(_LAST) + 1 if _LAST in names else len(names)
-    return [cls for name, cls in zip(names[:end], classes[:end]) if name not in _CPU_ONLY]
+def _aliases(state):
+    """{variable: array parameter} for each of the function's variables
+    whose every version (Numba's SSA names it ``o``, ``o.1``, ...) holds one
+    array parameter, by the CPU's own account (`KernelScan.canonical`:
+    chains of copies, in-place operators): the GPU passes may write an
+    access through it on the parameter."""
+    scan, params = state.stream_scan, set(state.func_id.arg_names)
+    roots = {}
+    for var, ty in state.typemap.items():
+        if isinstance(ty, types.Array) and not var.startswith("$"):
+            roots.setdefault(var.split(".")[0], set()).add(scan.canonical(var))
+    return {name: root for name, (root, *more) in roots.items() if not more and root in params and name != root}
 
 
 class _DecidingCompiler(pipeline.StreamCompiler):
     def define_pipelines(self):
         self.state.stream_options = self.stream_options
         pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
-        previous = pipeline.InlineInlinables
-        for cls in _passes("untyped"):
+        previous = InlineInlinables
+        for cls in _UNTYPED:
             pm.add_pass_after(cls, previous)
             previous = cls
-        previous = pipeline.InlineOverloads
-        for cls in _passes("typed") + [_StopAfterLegality]:
+        previous = InlineOverloads
+        for cls in _TYPED + [_StopAfterLegality]:
             pm.add_pass_after(cls, previous)
             previous = cls
         pm.finalize()
@@ -65,8 +74,9 @@ class _DecidingCompiler(pipeline.StreamCompiler):
 
 
 def analyze(py_func, argtypes, options):
-    """The `StreamResult` of ``py_func`` for ``argtypes`` under ``options``
-    (a `StreamOptions`); raises `StreamLegalityError` as the CPU path does.
+    """``(StreamResult, aliases)`` of ``py_func`` for ``argtypes`` under
+    ``options`` (a `StreamOptions`), the aliases as `_aliases` finds them;
+    raises `StreamLegalityError` as the CPU path does.
     ``prange`` loops are analysed as parallel loops (a reduction into a
     streamed array is rejected), whatever ``options.parallel`` says."""
     flags = compiler.Flags()

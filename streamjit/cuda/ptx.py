@@ -3,11 +3,14 @@
 No GPU is needed: numba-cuda compiles to PTX without a device, and
 ptxas + nvdisasm (the ``nvidia-cuda-nvcc`` and ``nvidia-cuda-nvdisasm``
 wheels, or a CUDA toolkit on ``PATH``) turn it into SASS, where the hints
-show as ``STG.E.EF`` (``.128`` for a vector store), ``LDG.E.EF`` (or
+show as ``STG.E.EF`` (``.128`` for a vector store, ``.U8`` ... for narrow
+numbers), ``LDG.E.EF`` (or
 ``LDG.E.NA...CONSTANT`` for ``load_cache="nc"``),
-``LDGSTS`` / ``LDGDEPBAR`` / ``DEPBAR.LE SB0, n``. The report counts the
-hinted PTX instructions per array from the comment each intrinsic puts
-after its instruction (``// sj:<kind>:<array>``, `intrinsics.py`).
+``LDGSTS`` / ``LDGDEPBAR`` / ``DEPBAR.LE SB0, n``. The report has the CPU
+report's columns (`report.COLUMNS`, an `ArrayReport` per array): it counts
+global loads and stores, streamed (``.cs``, ``.L1::no_allocate``) or not, for
+the array parameter their address is computed from, and ``cp.async`` copies
+by the comment each carries (``// sj:cp:<array>``, `intrinsics.py`).
 """
 
 import importlib.util
@@ -20,13 +23,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import StreamError
+from ..post_o3.counts import ArrayReport
+from ..report import COLUMN_HEADS, COLUMNS
 
 _HINT = re.compile(r"//\s*sj:(\w+):(\w*)")
 # SASS opcodes that show the hints, counted in the report
 SASS_HINTS = {
-    "STG.E.EF": re.compile(r"\bSTG\.E\.EF(?:\.(?:32|64))?\s"),
+    "STG.E.EF": re.compile(r"\bSTG\.E\.EF(?:\.(?:U8|S8|U16|S16|32|64))?\s"),
     "STG.E.EF.128": re.compile(r"\bSTG\.E\.EF\.128\b"),
-    "LDG.E.EF": re.compile(r"\bLDG\.E\.EF(?:\.(?:32|64))?\s"),
+    "LDG.E.EF": re.compile(r"\bLDG\.E\.EF(?:\.(?:U8|S8|U16|S16|32|64))?\s"),
     "LDG.E.EF.128": re.compile(r"\bLDG\.E\.EF\.128\b"),
     "LDG.E.NA": re.compile(r"\bLDG\.E\.NA\b"),
     "LDGSTS": re.compile(r"\bLDGSTS\b"),
@@ -66,59 +71,142 @@ def sass(ptx, cc):
         return done.stdout
 
 
-@dataclass
-class ArrayCounts:
-    vector_stores: int = 0  # st.global.cs.v4.b32 / .v2.b64
-    scalar_stores: int = 0  # st.global.cs
-    vector_loads: int = 0  # ld.global.cs.v4.b32 / .v2.b64 (or .nc)
-    loads: int = 0  # ld.global.cs or ld.global.nc.L1::no_allocate
-    async_copies: int = 0  # cp.async into a ring
-    notes: list = field(default_factory=list)
-
-
+# A PTX instruction that defines a register: opcode, destination, operands.
+_DEFINES = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.:]*)\s+(%\w+)\s*,(.*);")
+_PARAM = re.compile(r"\[\w+_param_(\d+)\]")
+_REGISTER = re.compile(r"%\w+")
+# A global memory access: store or load, the rest of its opcode, the
+# register its address starts from.
+_ACCESS = re.compile(r"^\s*(?:@!?%\w+\s+)?(st|ld)\.global\.(\S*)[^\[]*\[(%\w+)")
+# Instructions whose result is still an address when an operand is (a
+# pointer plus or minus an offset, a copy, a choice). The others (``and``,
+# ``shr``, ``mul``, ``cvt``, loads...) make a number of it: the alignment
+# tests of `vector.py` compute indices from one array's address, which do
+# not make the other arrays' accesses that use them its accesses.
+_POINTER_OPS = ("mov", "add", "sub", "mad", "cvta", "selp")
 @dataclass
 class CudaStreamReport:
+    """The CPU's report shape (`report.StreamReport`): an `ArrayReport` per
+    array, counted in the PTX; ``prefetches`` are the ``cp.async`` copies
+    into a load ring (``prefetch_distance``), and the SASS opcodes that
+    show the hints stand where the CPU counts its machine code's."""
+
     signature: tuple
     cc: tuple
-    arrays: dict  # name -> ArrayCounts
+    arrays: dict  # name -> ArrayReport
     commits: int = 0  # cp.async.commit_group
     waits: int = 0  # cp.async.wait_group
     machine: Counter = field(default_factory=Counter)  # SASS opcode -> count (SASS_HINTS)
 
     def __str__(self):
-        lines = [f"GPU stream report for {self.signature} (sm_{self.cc[0]}{self.cc[1]}, counted in PTX)",
-                 f"{'array':>10}{'st.cs vec':>12}{'st.cs':>12}{'ld vec':>12}{'ld':>12}{'cp.async':>12}"]
-        for name, c in sorted(self.arrays.items()):
-            lines.append(f"{name:>10}{c.vector_stores:>12}{c.scalar_stores:>12}{c.vector_loads:>12}{c.loads:>12}"
-                         f"{c.async_copies:>12}")
+        width = max([len(h) for h in COLUMN_HEADS] + [len(n) for n in self.arrays])
+        lines = [f"GPU stream report for ({', '.join(map(str, self.signature))}) (sm_{self.cc[0]}{self.cc[1]})",
+                 "  ".join(h.rjust(width) for h in ("array",) + COLUMN_HEADS)]
+        lines += ["  ".join([name.rjust(width)] + [str(getattr(c, column)).rjust(width) for column in COLUMNS])
+                  for name, c in self.arrays.items()]
+        lines.append("(instructions in the PTX, not executions; NT: st/ld.global.cs (or .nc); prefetch: cp.async "
+                     "into a load ring)")
         lines.append(f"commit_group: {self.commits}   wait_group: {self.waits}   SASS: "
                      + ", ".join(f"{k} {self.machine[k]}" for k in SASS_HINTS))
-        lines += [f"  {name}: {note}" for name, c in sorted(self.arrays.items()) for note in c.notes]
+        lines += [f"  {name}: {note}" for name, c in self.arrays.items() for note in c.notes]
         return "\n".join(lines)
 
 
-def report(signature, cc, ptx, machine_code, arrays, notes):
-    """The report of one compile: ``arrays`` are the kernel's array
-    parameters; ``notes`` (array, text) pairs."""
-    counts = {name: ArrayCounts() for name in arrays}
-    result = CudaStreamReport(signature, cc, counts)
+def _data_parameters(types):
+    """{PTX parameter number: array} of the arrays' data pointers: numba-cuda
+    passes each argument as the leaves of its data model's argument type
+    (an array as its fields, the data pointer among them)."""
+    from numba.cuda.descriptor import cuda_target
+    models = cuda_target.target_context.data_model_manager
+    found, at = {}, 0
+    for name, ty in types.items():
+        model = models.lookup(ty)
+        if hasattr(ty, "ndim"):
+            found[at + model.get_field_position("data")] = name
+        at += _leaves(model.get_argument_type())
+    return found
+
+
+def _leaves(argument_type):
+    return sum(map(_leaves, argument_type)) if isinstance(argument_type, tuple) else 1
+
+
+def _address_arrays(ptx, data):
+    """A function of a register: the arrays whose data pointers (``data``,
+    `_data_parameters`) its value is an address into, through the
+    registers that define it (every definition: loops redefine registers)
+    by `_POINTER_OPS`."""
+    defs = {}
     for line in ptx.splitlines():
-        found = _HINT.search(line)
-        if not found:
+        found = _DEFINES.match(line)
+        if found:
+            opcode, target, operands = found.groups()
+            param = _PARAM.search(operands) if opcode.startswith("ld.param") else None
+            sources = [int(param.group(1))] if param else _REGISTER.findall(operands) \
+                if opcode.split(".")[0] in _POINTER_OPS else []
+            defs.setdefault(target, []).extend(sources)
+
+    def arrays(register):
+        hit, stack, seen = set(), [register], set()
+        while stack:
+            source = stack.pop()
+            if isinstance(source, int):
+                hit.add(data.get(source))
+            elif source not in seen:
+                seen.add(source)
+                stack.extend(defs.get(source, ()))
+        return hit - {None}
+    return arrays
+
+
+# Where each function of a PTX module starts.
+_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+)?\.(entry|func)\b", re.M)
+
+
+def _kernel_text(ptx):
+    """The kernel's own functions (``.entry``) of a PTX module: a device
+    function it calls numbers its own parameters and registers from 0."""
+    starts = [(m.start(), m.group(1)) for m in _FUNCTION.finditer(ptx)] + [(len(ptx), None)]
+    return "".join(ptx[at:end] for (at, kind), (end, _) in zip(starts, starts[1:]) if kind == "entry")
+
+
+def _field(access):
+    """The `ArrayReport` field that counts a global access (`_ACCESS`): a
+    streamed one has the evict-first or the no-L1 cache operator."""
+    kind, opcode = access.group(1), access.group(2).split(".")
+    if "cs" not in opcode and "L1::no_allocate" not in opcode:
+        return "plain_stores" if kind == "st" else "plain_loads"
+    if kind == "ld":
+        return "nt_loads"
+    return "nt_vector_stores" if {"v2", "v4"} & set(opcode) else "nt_scalar_stores"
+
+
+def report(types, cc, ptx, machine_code, notes):
+    """The report of one compile: ``types`` the kernel's parameters and
+    their types, ``notes`` (array, text) pairs. Global loads and stores of
+    the kernel function count for the one array parameter their address
+    derives from; the ``cp.async`` copies into load rings by the tag each
+    carries."""
+    counts = {name: ArrayReport() for name, ty in types.items() if hasattr(ty, "ndim")}
+    result = CudaStreamReport(tuple(types.values()), cc, counts)
+    kernel = _kernel_text(ptx)
+    arrays = _address_arrays(kernel, _data_parameters(types))
+    for line in kernel.splitlines():
+        tag, access = _HINT.search(line), _ACCESS.match(line)
+        if tag and tag.group(1) in ("commit", "wait"):
+            setattr(result, tag.group(1) + "s", getattr(result, tag.group(1) + "s") + 1)
             continue
-        kind, array = found.groups()
-        if kind == "commit":
-            result.commits += 1
-        elif kind == "wait":
-            result.waits += 1
+        if tag:
+            array, field_name = tag.group(2), "prefetches"
+        elif access and len(arrays(access.group(3))) == 1:
+            array, field_name = arrays(access.group(3)).pop(), _field(access)
         else:
-            entry = counts.setdefault(array, ArrayCounts())
-            field_name = {"st": "scalar_stores", "ld": "loads", "cp": "async_copies"}.get(
-                kind, "vector_loads" if kind.startswith("ld") else "vector_stores")
-            setattr(entry, field_name, getattr(entry, field_name) + 1)
+            continue
+        entry = counts.setdefault(array, ArrayReport())
+        setattr(entry, field_name, getattr(entry, field_name) + 1)
     for line in machine_code.splitlines():
         for opcode, pattern in SASS_HINTS.items():
             result.machine[opcode] += bool(pattern.search(line))
     for array, text in notes:
-        counts.setdefault(array, ArrayCounts()).notes.append(text)
+        counts.setdefault(array, ArrayReport()).notes.append(text)
     return result

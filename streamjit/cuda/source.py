@@ -42,7 +42,7 @@ class Kernel:
     pipelined: set = field(default_factory=set)  # id(For) of the loops `async_loads.py` made
     bindings: dict = field(default_factory=dict)  # global name -> intrinsic or value
     notes: list = field(default_factory=list)  # (array, text) for the report
-    aliases: dict = field(default_factory=dict)  # local name -> the array parameter it always holds (`aliases`)
+    aliases: dict = field(default_factory=dict)  # local name -> the array parameter it always holds (`decision.py`)
     hinted_stores: set = field(default_factory=set)  # arrays some hinted store writes
     hinted_loads: set = field(default_factory=set)  # arrays some hinted load reads
     _names: object = field(default_factory=itertools.count)
@@ -76,10 +76,12 @@ class Kernel:
             found.update(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))
         return found
 
-    def hinted(self, array):
-        """Whether ``array`` is a parameter whose elements take PTX hints."""
+    def hinted(self, array, vector=False):
+        """Whether ``array`` is a parameter whose elements take PTX hints (the
+        vector and asynchronous forms, with ``vector``)."""
         ty = self.types.get(array)
-        return ty is not None and hasattr(ty, "dtype") and intrinsics.hinted_dtype(ty.dtype)
+        return ty is not None and hasattr(ty, "dtype") and intrinsics.hinted_dtype(
+            ty.dtype, intrinsics.VECTOR_BITS if vector else intrinsics.HINTED_BITS)
 
 
 def parse(func):
@@ -136,7 +138,7 @@ def statement(code):
 
 def element(node, kernel):
     """(array, [index nodes]) when ``node`` is a subscript of a parameter (or
-    of an alias of one, `aliases`) reading or writing one element: ``a[i]``,
+    of an alias of one, `decision.aliases`) reading or writing one element: ``a[i]``,
     ``a[i, j]``, ``a[i][j]``; else None (a row, a slice, another name)."""
     indices = []
     while isinstance(node, ast.Subscript):
@@ -260,7 +262,7 @@ def streamed_loads(kernel, loop, shape):
         for node in ast.walk(stmt):
             hit = element(node, kernel) if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
                 else None
-            if hit and hit[0] in kernel.loads and kernel.hinted(hit[0]) \
+            if hit and hit[0] in kernel.loads and kernel.hinted(hit[0], vector=True) \
                     and not any(used_names(i) & (changed | {shape.var}) for i in hit[1][:-1]):
                 found.append((node, hit[0], hit[1][:-1], hit[1][-1]))
     return found
@@ -278,19 +280,3 @@ def substitute(node, new):
     clone = type(node)(**{f: substitute(v, new) for f, v in ast.iter_fields(node)})
     return ast.copy_location(clone, node)
 
-
-def aliases(tree, types):
-    """{name: parameter} for ``o = out`` where ``o`` is assigned nowhere else
-    and the array parameter ``out`` nowhere at all: ``o`` always holds
-    ``out``'s array, so an access through ``o`` may be written on ``out``."""
-    stores = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            stores[node.id] = stores.get(node.id, 0) + 1
-    found = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, ast.Name) and hasattr(types.get(node.value.id), "ndim") \
-                and stores.get(node.targets[0].id) == 1 and node.value.id not in stores:
-            found[node.targets[0].id] = node.value.id
-    return found

@@ -62,7 +62,7 @@ def _vector_stores(kernel, loop, shape):
             array, indices = hits[0]
             last = indices[-1]
             if not (node is stmt and isinstance(node, ast.Assign) and len(targets) == 1
-                    and isinstance(last, ast.Name) and last.id == shape.var and kernel.hinted(array)
+                    and isinstance(last, ast.Name) and last.id == shape.var and kernel.hinted(array, vector=True)
                     and kernel.types[array].layout == "C"
                     and not any(used_names(i) & (changed | {shape.var}) for i in indices[:-1])):
                 return None
