@@ -23,6 +23,8 @@ from streamjit.plan import StreamOptions
 from streamjit.post_o3.counts import ArrayReport
 from streamjit.report import COLUMN_HEADS, COLUMNS
 
+pytestmark = pytest.mark.skipif(bool(K.MISSING_TOOLCHAIN), reason=K.MISSING_TOOLCHAIN)
+
 F64 = T.float64[::1]
 K_TRIAD = (T.float32[::1],) * 3 + (T.float32,)
 
