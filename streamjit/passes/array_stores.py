@@ -210,7 +210,8 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
         root = scan.definition(leaf)
         if isinstance(root, ir.Expr) and root.op in ("getitem", "static_getitem"):
             source_array = scan.canonical(root.value.name)
-            owner = next((name for name, var in scan.arrays.items() if var == source_array), None)
+            owner = next((name for name, var in scan.arrays.items() if var == source_array), None) \
+                or scan.group_name(source_array)
             if owner is not None:
                 state.stream_views[leaf] = owner
     return destination

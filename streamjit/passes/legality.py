@@ -91,6 +91,12 @@ def analyze_store(scan, store):
         # such as a boundary value `u[0] = 0` in a time loop): a stage of its
         # own, re-run by the loops around it; an element store stays plain
         return None, first
+    rebound = scan.def_labels(store.array_var) & root.body if root is not None and store.array_var in scan.groups \
+        else None
+    if rebound:
+        _fail(store, f"'{store.array}' is rebound to another array inside the loop nest that stores through it "
+              f"(line {root.line}), so one execution of the nest writes several arrays; swap the buffers after "
+              "the nest")
     # invariance is judged per execution of the nest, not of the time loops around it
     dims = store_dims(scan, store, AffineAnalyzer(scan, root)) if root is not None else first
     if any(d is None for d in dims):
@@ -173,10 +179,11 @@ def check_stream_stores(scan, arrays, origin):
     safe; return {store: (nest root, dims)}. ``origin``: the stores
     `array_stores.py` made or kept as the fallback of its loops."""
     analyzed = {}
-    for array in arrays:
+    for names in _conflict_sets(scan, arrays):
         # stores Numba makes itself (`numba_whole_store`) run once, as a
         # stage of their own, with plain stores
-        indexed = [(s, *analyze_store(scan, s)) for s in scan.stores(array) if not numba_whole_store(scan, s, origin)]
+        indexed = [(s, *analyze_store(scan, s)) for array in names for s in scan.stores(array)
+                   if not numba_whole_store(scan, s, origin)]
         stage = {a: root_a for a, root_a, _ in indexed}
         conflicts = []
         for n, (a, root_a, dims_a) in enumerate(indexed):
@@ -202,6 +209,23 @@ def check_stream_stores(scan, arrays, origin):
     return analyzed
 
 
+def _conflict_sets(scan, arrays):
+    """The names whose stores may write one element, in groups: each array
+    alone, except ping-pong variables that may hold one array at once
+    (``A = B`` in a time loop, not a swap: `accesses._swaps_permute`), which
+    are checked together, as one array."""
+    sets = []
+    for name in arrays:
+        if name in scan.aliased_groups:
+            joined = next((s for s in sets if s[0] in scan.aliased_groups
+                           and scan.roots(s[0]) & scan.roots(name)), None)
+            if joined is not None:
+                joined.append(name)
+                continue
+        sets.append([name])
+    return sets
+
+
 def _separate_stages(a, b):
     """``(loop of a, loop of b)``: the loops right inside the innermost loop
     holding both stores, where the two stores sit in different ones (None
@@ -219,8 +243,11 @@ def _separate_stages(a, b):
 
 
 def run_pass(state):
-    result, scan = state.metadata[METADATA_KEY], state.stream_scan
-    state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores), state.stream_store_origin)
+    result, scan, options = state.metadata[METADATA_KEY], state.stream_scan, state.stream_options
+    # legality is the program's, not the call size's: arrays named but left
+    # plain by threshold="auto" (`accesses.AUTO_NOTE`) are checked too
+    named = set(options.stream_stores) & {a.array for a in scan.stores()} if options.measured else set()
+    state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores | named), state.stream_store_origin)
     for store in scan.stores():
         if store.array not in result.streamed_stores:
             continue

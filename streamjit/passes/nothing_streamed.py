@@ -16,7 +16,7 @@ import llvmlite.binding as llvm
 
 from ..errors import warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY
-from ..report import PARFOR_BODY, count_marked_stores, function_body
+from ..report import COLUMNS, PARFOR_BODY, ArrayReport, count_marked_stores, function_body
 
 
 def _reasons(result, name, stores):
@@ -40,7 +40,8 @@ def run_pass(state):
     for name in options.stream_stores:
         if name not in result.streamed_stores and name not in result.notes:
             continue  # never stored: `accesses.py` said so
-        stores = count_marked_stores(functions, llvm_text, name)
+        marked = [count_marked_stores(functions, llvm_text, n) for n in result.marked_as(name)]
+        stores = ArrayReport(**{c: sum(getattr(r, c) for r in marked) for c in COLUMNS})
         # vector NT stores always reach the machine; scalar ones only on x86
         # (`movnti`, `movntsd`; `nontemporal.py` sends floats through `movnti`)
         if name in result.streamed_stores and (stores.nt_vector_stores or stores.nt_scalar_stores and x86):
