@@ -9,6 +9,7 @@ LLVM rewrite (`lowering/library.py`). It adds
 for other CPUs in `inspect_asm(target=..., cpu=...)`.
 """
 
+import ctypes
 import inspect
 
 import llvmlite.binding as llvm
@@ -24,6 +25,7 @@ from .options import validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
+from .typing.intrinsics import CALL_PATHS
 
 
 class StreamDispatcher(CPUDispatcher):
@@ -97,7 +99,31 @@ class StreamDispatcher(CPUDispatcher):
         ['dst']
         """
         sig = self._signature_of(signature)
-        return self.overloads[sig].metadata.get(METADATA_KEY) or StreamResult()
+        result = self.overloads[sig].metadata.get(METADATA_KEY) or StreamResult()
+        result.calls = self.stream_calls(sig)
+        return result
+
+    def stream_calls(self, signature=None):
+        """How many calls of one signature took each path, counted by the
+        compiled code itself (`passes/call_record.py`), as Numba's ``stats``.
+
+        Returns
+        -------
+        dict or None
+            ``{"streamed": n, "below_threshold": n, "after_check": n,
+            "plain": n}``: an aligned loop ran; the streamed arrays were
+            below ``threshold``; a run-time check (alignment, bounds,
+            overlapping operands, a non-contiguous view) sent every loop to
+            its plain version; no aligned loop was reached (empty or short
+            loops, or none could be aligned: ``stream_report`` says why).
+            None for a kernel that streams no store, or with ``parallel=True``.
+        """
+        sig = self._signature_of(signature)
+        result = self.overloads[sig].metadata.get(METADATA_KEY)
+        if result is None or result.call_counter is None:
+            return None
+        address = self.targetctx.codegen()._engine.get_global_value_address(result.call_counter)
+        return dict(zip(CALL_PATHS, (ctypes.c_int64 * len(CALL_PATHS)).from_address(address)))
 
     def above_threshold(self, *args, **kwargs):
         """Whether a call with these arguments would stream.

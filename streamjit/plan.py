@@ -52,6 +52,8 @@ class StreamResult:
     peeled_loops: int = 0
     # ping-pong buffers: the kernel's name of a swapped variable -> the arrays it may hold
     ping_pong: dict = field(default_factory=dict)
+    call_counter: str = None  # the module global counting calls per path (`passes/call_record.py`)
+    calls: dict = None  # its counts when `StreamDispatcher.stream_result` was called
 
     def note(self, array, line, text):
         self.notes.setdefault(array, []).append(f"line {line}: {text}" if line else text)

@@ -58,6 +58,8 @@ class PeelPlan:
     loads: list  # [(Access, dims)]
     sources: list = field(default_factory=list)  # streamed loads read through aligned pointers
     added: set = field(default_factory=set)  # labels of the blocks the peel added (the aligned loops)
+    checked: str = None  # the variable holding the run-time checks' result (the size test aside)
+    entry: int = None  # the label control enters the aligned loop(s) by
 
 
 def _int_value(scan, x):
@@ -288,10 +290,11 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     # loads of the aligned loop address rows as contiguous (`direct_load`)
     for name in sorted({a.array_var for a, _ in plan.loads if scan.typemap[a.array_var].layout != "C"}):
         checks.append(pre.call(intrinsics.inner_contiguous, ir.Var(scope, name, loc)))
-    if gate:
-        checks.insert(0, ir.Var(scope, SIZE_GATE, loc))
     # `&`, not `and`: no short-circuit branches to lower and optimize
     ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), checks)
+    plan.checked = ok.name  # (what `call_record.py` counts a fallback by)
+    if gate:
+        ok = pre.binop(operator.and_, ir.Var(scope, SIZE_GATE, loc), ok)
     # the aligned loop runs over [start, hi) forwards, or [first, start) downwards, after the head
     boundary, at = (intrinsics.aligned_end, hi) if reverse else (intrinsics.aligned_start, first)
     start = pre.call(boundary, ir.Var(scope, anchor.array_var, loc), _index_at(scan, pre, anchor_dims, loop, at),
@@ -329,6 +332,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         entry = new_block(blocks, scope, loc, test.stmts)
     else:
         entry = aligned_copy(Emitter(scope, loc), {})
+    plan.entry = entry
     after = Emitter(scope, loc)
     more = after.binop(operator.gt, start, first) if reverse else after.binop(operator.gt, hi, start)
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))

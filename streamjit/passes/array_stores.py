@@ -42,6 +42,7 @@ from numba import prange
 from numba.core import ir, types
 from numba.np.numpy_support import as_dtype
 
+from ..errors import warn_in_kernel
 from ..typing import intrinsics
 from .accesses import is_array_expression, is_slice, scan_kernel, streamed_store_names
 from .ir_build import Emitter, loop_nest, new_block
@@ -181,6 +182,7 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
         ok = emit.binop(operator.and_, ok, more)
     after = new_block(blocks, scope, loc, block.body[at + 1:])
     fallback = new_block(blocks, scope, loc, [n for n in block.body[:at] if id(n) in moved] + [stmt, ir.Jump(after, loc)])
+    state.stream_fallbacks.append(fallback)
     exit_label = new_block(blocks, scope, loc, list(done) + [ir.Jump(after, loc)]) if done else after
     body_label = new_block(blocks, scope, loc, [])
     # with parallel=True the outer loop is a prange, as Numba's parfors would run the expression
@@ -243,6 +245,42 @@ def _place(state, stmt):
     return block, next(k for k, s in enumerate(block.body) if s is stmt)
 
 
+def _subscript_key(scan, node):
+    """A subscript's index, comparable between two statements: its
+    constant, or the variable holding it."""
+    index = getattr(node, "index_var", None) if getattr(node, "index", None) is None else node.index
+    return scan.canonical(index.name) if isinstance(index, ir.Var) else repr(index)
+
+
+def _overlaps_itself(state, scan, access, arrays):
+    """Whether the right-hand side reads other elements of the array it
+    stores to (``u[1:-1] = u[1:-1] + c * (u[2:] - ...)``), noted and warned
+    about: the operands overlap on every call (NumPy semantics need a
+    temporary), so the store stays Numba's own, plain, whatever the size;
+    no element loop is made that could never run."""
+    stmt = access.stmt
+    if not isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+        return False
+    views = []
+    for leaf in arrays:
+        view = scan.definition(leaf)
+        if isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem") \
+                and scan.canonical(view.value.name) == scan.canonical(stmt.target.name) \
+                and _subscript_key(scan, view) != _subscript_key(scan, stmt):
+            views.append(view)
+    if not views:
+        return False
+    name = access.array
+    text = (f"its right-hand side reads other elements of '{name}' than it writes (shifted views of it): the "
+            "operands overlap, so every call runs Numba's plain store (NumPy semantics need a temporary); to "
+            f"stream, write into a second buffer and swap them after each step: {name}_next[...] = <expression of "
+            f"{name}>; {name}, {name}_next = {name}_next, {name}")
+    state.stream_store_notes.append((name, access.line, text))
+    state.stream_store_origin[id(stmt)] = (stmt, "overlap")  # (kept: the note above says why)
+    warn_in_kernel(state.func_id, text, access.line)
+    return True
+
+
 def _rewrite_store(state, scan, access, uses):
     """A row store, slice assignment or in-place operator on a streamed array."""
     typemap, stmt = state.typemap, access.stmt
@@ -272,6 +310,8 @@ def _rewrite_store(state, scan, access, uses):
     if found is None:
         return False
     nodes, arrays = found
+    if _overlaps_itself(state, scan, access, arrays):
+        return False
     by_target = {n.target.name: n for n in nodes}
     if inplace is not None:
         nodes = nodes + ([inplace] if inplace is not stmt else [])
@@ -379,6 +419,7 @@ def _stores_arrays(state, named):
 
 def run_pass(state):
     state.stream_views, state.stream_store_notes, state.stream_store_origin = {}, [], {}
+    state.stream_fallbacks = []  # labels of the blocks that run Numba's own store when the check fails
     options = state.stream_options
     named = set(options.stream_stores) if isinstance(options.stream_stores, tuple) else set()
     if not _stores_arrays(state, named):

@@ -32,6 +32,8 @@ near plain ``numba.njit``).
   Numba's array expressions compute it.
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
+- ``record_call``: counts, at a return, which path the call took
+  (``passes/call_record.py``).
 
 Anything they cannot handle with certainty (non-array targets, partial
 indices, a last dimension that is not contiguous at run time, unaligned
@@ -600,3 +602,35 @@ def assign(typingctx, arr, index, value):
         return context.get_dummy_value()
 
     return types.none(arr, index, value), codegen
+
+
+# The paths `record_call` counts, in the order of its counters.
+CALL_PATHS = ("streamed", "below_threshold", "after_check", "plain")
+
+
+@intrinsic(prefer_literal=True)
+def record_call(typingctx, name, streamed, large, fell):
+    """Add one to counter ``CALL_PATHS.index(path)`` of the module global
+    ``name`` (an ``[n x i64]``, zero at load, read by the dispatcher):
+    ``streamed`` (an aligned loop ran), else ``below_threshold`` (not
+    ``large``), else ``after_check`` (``fell``: a run-time check sent a
+    loop to its plain version), else ``plain``."""
+    if not isinstance(name, types.StringLiteral):
+        return None
+
+    def codegen(context, builder, sig, args):
+        counters = builder.module.globals.get(name.literal_value)
+        if counters is None:
+            ty = llir.ArrayType(llir.IntType(64), len(CALL_PATHS))
+            counters = llir.GlobalVariable(builder.module, ty, name.literal_value)
+            counters.initializer = ty(None)
+            counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
+        i64 = llir.IntType(64)
+        _, ran, large_value, fell_value = args
+        path = builder.select(ran, i64(0), builder.select(large_value, builder.select(fell_value, i64(2), i64(3)),
+                                                          i64(1)))
+        slot = builder.gep(counters, [llir.IntType(32)(0), path])
+        builder.store(builder.add(builder.load(slot), i64(1)), slot)
+        return context.get_dummy_value()
+
+    return signature(types.none, name, types.boolean, types.boolean, types.boolean), codegen
