@@ -18,7 +18,7 @@ from numba.core import sigutils
 from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache
-from .errors import StreamError
+from .errors import StreamError, warnings_once
 from .lowering.cross_target import compile_for_target
 from .lowering.library import stream_code_libraries
 from .options import validate_options
@@ -47,6 +47,7 @@ class StreamDispatcher(CPUDispatcher):
         self._eager_sigs = sigs
         self._signature = inspect.signature(py_func)
         self._cross_compiled = {}  # (signature, target, cpu, features) -> (LLVM IR, assembly)
+        self._warnings_given = set()  # (line, message): a StreamWarning once per kernel, not per signature
         if cache:
             self.enable_caching()
 
@@ -164,7 +165,7 @@ class StreamDispatcher(CPUDispatcher):
         return total > threshold
 
     def compile(self, sig):
-        with stream_code_libraries(self.targetctx.codegen()):
+        with stream_code_libraries(self.targetctx.codegen()), warnings_once(self._warnings_given):
             return super().compile(sig)
 
     def _signature_of(self, signature):

@@ -59,6 +59,7 @@ class PeelPlan:
     sources: list = field(default_factory=list)  # streamed loads read through aligned pointers
     added: set = field(default_factory=set)  # labels of the blocks the peel added (the aligned loops)
     checked: str = None  # the variable holding the run-time checks' result (the size test aside)
+    span: tuple = None  # (first, end): the loop's iterations run over [first, end)
     entry: int = None  # the label control enters the aligned loop(s) by
 
 
@@ -119,6 +120,10 @@ def plan_peels(scan, legal, streamed, aligned_loads, result, origin):
                 result.note(s.array, s.line, "a row store (fewer indices than dimensions); plain stores")
             elif s.kind == "slice":
                 result.note(s.array, s.line, "a slice store; plain stores")
+            elif scan.def_labels(s.array_var) & loop.body:
+                # (distinct iterations still write distinct elements: legal, but no pointer to align)
+                result.note(s.array, s.line, f"'{s.array}' is swapped with another array inside its loop (line "
+                            f"{loop.line}); plain stores (swap the buffers after the loop)")
             elif dims[-1].coeffs == {loop: 1}:
                 aligned.append((s, dims))
             else:
@@ -292,7 +297,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         checks.append(pre.call(intrinsics.inner_contiguous, ir.Var(scope, name, loc)))
     # `&`, not `and`: no short-circuit branches to lower and optimize
     ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), checks)
-    plan.checked = ok.name  # (what `call_record.py` counts a fallback by)
+    plan.checked, plan.span = ok.name, (first, hi)  # (what `call_record.py` counts a fallback by)
     if gate:
         ok = pre.binop(operator.and_, ir.Var(scope, SIZE_GATE, loc), ok)
     # the aligned loop runs over [start, hi) forwards, or [first, start) downwards, after the head

@@ -10,7 +10,7 @@ code is loaded, read by ``StreamDispatcher.stream_calls``), three boolean
 locals set where the paths part, and one increment before each return:
 
     ran = False; fell = False               # at entry
-    fell = fell | not checked               # after each aligned loop's run-time checks
+    fell = fell | not (checked | end <= first)   # after each aligned loop's run-time checks
     ran = True                              # where control enters an aligned loop
     fell = True                             # in a fused loop's fallback (`array_stores.py`)
     record_call(name, ran, large, fell)     # before each return
@@ -39,13 +39,15 @@ def _set(block, name, value, at=0):
     block.body[at:at] = [ir.Assign(ir.Const(value, block.loc), ir.Var(block.scope, name, block.loc), block.loc)]
 
 
-def _after_checks(blocks, checked):
-    """Record a failed check right after the variable holding the checks is set."""
+def _after_checks(blocks, plan):
+    """Record a failed check of a loop with iterations (an empty loop's
+    checks fail too) right after the variable holding the checks is set."""
     for block in blocks.values():
         for at, stmt in enumerate(block.body):
-            if isinstance(stmt, ir.Assign) and stmt.target.name == checked:
+            if isinstance(stmt, ir.Assign) and stmt.target.name == plan.checked:
                 emit = Emitter(block.scope, stmt.loc)
-                failed = emit.assign(ir.Expr.unary("not", stmt.target, stmt.loc), hint="failed")
+                passed = emit.binop(operator.or_, stmt.target, emit.binop(operator.le, plan.span[1], plan.span[0]))
+                failed = emit.assign(ir.Expr.unary("not", passed, stmt.loc), hint="failed")
                 emit.assign(ir.Expr.binop(operator.or_, ir.Var(block.scope, FELL, stmt.loc), failed, stmt.loc),
                             target=FELL)
                 block.body[at + 1:at + 1] = emit.stmts
@@ -63,14 +65,16 @@ def run_pass(state):
     _set(entry, FELL, False, at)
     for plan in state.stream_peels:
         _set(blocks[plan.entry], RAN, True)
-        _after_checks(blocks, plan.checked)
+        _after_checks(blocks, plan)
     for label in state.stream_fallbacks:
         _set(blocks[label], FELL, True)
     result.call_counter = f"_streamjit_calls_{uuid.uuid4().hex}"
     for block in blocks.values():
         if isinstance(block.body[-1], ir.Return):
             emit = Emitter(block.scope, block.body[-1].loc)
-            large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None else emit.const(True)
+            # (`size_check.py` tests the size only where a loop was aligned)
+            large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and state.stream_peels \
+                else emit.const(True)
             emit.call(intrinsics.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),
                       large, ir.Var(block.scope, FELL, emit.loc))
             block.body[-1:-1] = emit.stmts

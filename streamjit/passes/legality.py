@@ -91,12 +91,6 @@ def analyze_store(scan, store):
         # such as a boundary value `u[0] = 0` in a time loop): a stage of its
         # own, re-run by the loops around it; an element store stays plain
         return None, first
-    rebound = scan.def_labels(store.array_var) & root.body if root is not None and store.array_var in scan.groups \
-        else None
-    if rebound:
-        _fail(store, f"'{store.array}' is rebound to another array inside the loop nest that stores through it "
-              f"(line {root.line}), so one execution of the nest writes several arrays; swap the buffers after "
-              "the nest")
     # invariance is judged per execution of the nest, not of the time loops around it
     dims = store_dims(scan, store, AffineAnalyzer(scan, root)) if root is not None else first
     if any(d is None for d in dims):
@@ -211,18 +205,17 @@ def check_stream_stores(scan, arrays, origin):
 
 def _conflict_sets(scan, arrays):
     """The names whose stores may write one element, in groups: each array
-    alone, except ping-pong variables that may hold one array at once
-    (``A = B`` in a time loop, not a swap: `accesses._swaps_permute`), which
-    are checked together, as one array."""
+    alone, except a ping-pong variable that may hold the same array as
+    another name at once (``B = A`` in a time loop, not a swap:
+    `accesses._swaps_permute`), checked together with it, as one array."""
     sets = []
     for name in arrays:
-        if name in scan.aliased_groups:
-            joined = next((s for s in sets if s[0] in scan.aliased_groups
-                           and scan.roots(s[0]) & scan.roots(name)), None)
-            if joined is not None:
-                joined.append(name)
-                continue
-        sets.append([name])
+        joined = next((s for s in sets for n in s if scan.roots(n) & scan.roots(name)
+                       and scan.aliased_groups & {n, name}), None)
+        if joined is not None:
+            joined.append(name)
+        else:
+            sets.append([name])
     return sets
 
 
