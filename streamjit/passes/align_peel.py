@@ -270,6 +270,48 @@ def _access_index(emit, access, stmt):
     return emit.index(access.index)
 
 
+def _never_negative(scan, dims):
+    """Whether every dimension of an affine index is >= 0 in every
+    iteration: loops counting up by one from constants >= 0, coefficients
+    >= 0, no invariant terms, and the lowest value >= 0."""
+    for dim in dims:
+        low = dim.const
+        for loop, c in dim.coeffs.items():
+            start = _int_value(scan, loop.start) if loop.is_range else None
+            if c < 0 or start is None or start < 0 or _int_value(scan, loop.step) != 1:
+                return False
+            low += c * start
+        if dim.terms or low < 0:
+            return False
+    return True
+
+
+def _unwrap_head(scan, blocks, plan, streamed_loads):
+    """In the head loop (the plain path below the threshold), element
+    accesses whose indices are never negative skip Numba's wraparound test:
+    LLVM cannot always prove it away (an array a time loop swaps is a phi
+    there), and the test keeps the loop from vectorizing (0.43x numba.njit
+    below the threshold, bench/ping_pong.py). Streamed loads keep theirs
+    for `stream_loads.py` to tag."""
+    scope = blocks[plan.loop.header].scope
+    for access, dims in plan.stores + plan.loads:
+        stmt = access.stmt
+        if access.chained or not access.is_element or access.array in streamed_loads \
+                or not _never_negative(scan, dims):
+            continue
+        if isinstance(stmt, ir.SetItem):
+            replaced = Emitter(scope, stmt.loc)
+            replaced.call(intrinsics.unwrapped_store, stmt.target, stmt.index, stmt.value)
+        elif isinstance(stmt, ir.Assign) and stmt.value.op == "getitem":
+            replaced = Emitter(scope, stmt.loc)
+            replaced.call(intrinsics.unwrapped_load, stmt.value.value, stmt.value.index, target=stmt.target)
+        else:
+            continue
+        body = blocks[access.label].body
+        at = next(k for k, s in enumerate(body) if s is stmt)
+        body[at:at + 1] = replaced.stmts
+
+
 def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     """Version ``plan.loop`` into head and aligned loops (see module doc)."""
     blocks, loop = scan.func_ir.blocks, plan.loop
@@ -343,6 +385,8 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))
     retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
     plan.added = set(blocks) - existing
+    if not scalar_head:
+        _unwrap_head(scan, blocks, plan, result.streamed_loads)
     if scalar_head:
         body_entry = blocks[header_branch.truebr]
         keep = Emitter(scope, loc)

@@ -16,6 +16,8 @@ near plain ``numba.njit``).
   dropping wraparound is exact; it is also what lets LLVM see consecutive
   addresses and vectorize. ``stream_store`` writes through the aligned
   pointer and tags the store for ``lowering/nontemporal.py``.
+- ``unwrapped_load`` / ``unwrapped_store``: Numba's element access
+  without wraparound, for indices proven never negative (the head loops).
 - ``in_bounds``: the run-time check that licenses the two above;
   ``inner_contiguous``: that a view's rows are contiguous, so
   ``direct_load`` may step along them by the item size.
@@ -199,6 +201,38 @@ def direct_load(typingctx, arr, index):
         return _load_element(context, builder, sig.args[0], ptr, None)
 
     return _typed_load(typingctx, arr, index, codegen)
+
+
+@intrinsic
+def unwrapped_load(typingctx, arr, index):
+    """``arr[index]`` for an index proven never negative: Numba's element
+    load without its negative-index wraparound (bounds checked when
+    ``boundscheck`` is on), any layout."""
+    def codegen(context, builder, sig, args):
+        inds = _index_values(context, builder, sig.args[1], args[1])
+        ptr = _item_pointer(context, builder, sig.args[0], args[0], inds, boundscheck=context.enable_boundscheck)
+        return _load_element(context, builder, sig.args[0], ptr, None)
+
+    return _typed_load(typingctx, arr, index, codegen)
+
+
+@intrinsic
+def unwrapped_store(typingctx, arr, index, value):
+    """``arr[index] = value`` for an index proven never negative, as
+    `unwrapped_load` loads."""
+    if not (_is_element_access(arr, index) and arr.mutable and typingctx.can_convert(value, arr.dtype) is not None):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty, idxty, valty = sig.args
+        inds = _index_values(context, builder, idxty, args[1])
+        ptr = _item_pointer(context, builder, aryty, args[0], inds, boundscheck=context.enable_boundscheck)
+        data = context.data_model_manager[aryty.dtype].as_data(builder, context.cast(builder, args[2], valty,
+                                                                                      aryty.dtype))
+        builder.store(data, ptr, align=None if aryty.aligned else 1)
+        return context.get_dummy_value()
+
+    return types.none(arr, index, value), codegen
 
 
 @intrinsic(prefer_literal=True)
