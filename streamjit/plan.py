@@ -54,6 +54,8 @@ class StreamResult:
     ping_pong: dict = field(default_factory=dict)
     call_counter: str = None  # the module global counting calls per path (`passes/call_record.py`)
     calls: dict = None  # its counts when `StreamDispatcher.stream_result` was called
+    # array -> what in its aligned loops keeps LLVM from vectorizing them (`align_peel.vector_hints`)
+    vector_hints: dict = field(default_factory=dict)
 
     def note(self, array, line, text):
         self.notes.setdefault(array, []).append(f"line {line}: {text}" if line else text)

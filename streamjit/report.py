@@ -242,7 +242,8 @@ def _signature_notes(result, name, aryty, rep):
             notes.append(f"layout '{aryty.layout}': streamed only where the last dimension is contiguous at run time")
         if rep.nt_vector_stores == 0 and all(n.endswith(LOOP_NOTE) for n in notes):
             kind = "scalar NT stores" if rep.nt_scalar_stores else "plain stores"
-            notes.append(f"the aligned loop did not vectorize: {kind}")
+            why = result.vector_hints.get(name)
+            notes.append(f"the aligned loop did not vectorize: {kind}" + (f"; {'; '.join(why)}" if why else ""))
     return notes
 
 

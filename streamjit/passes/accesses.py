@@ -172,7 +172,7 @@ class KernelScan:
 
     def group_name(self, var):
         """The kernel's name of a ping-pong variable (``B`` of ``B.2``), or None."""
-        return _version_name(var) if var in self.groups else None
+        return version_name(var) if var in self.groups else None
 
     def loops_of(self, label):
         """Loops containing block ``label``, outermost first."""
@@ -246,7 +246,7 @@ def _swaps_permute(blocks, defs, group_vars):
     return True
 
 
-def _version_name(var):
+def version_name(var):
     """The kernel's name of an SSA version (``B`` of ``B.2``)."""
     return re.sub(r"\.\d+$", "", var)
 
@@ -263,7 +263,7 @@ def _find_rebindings(scan):
             scan.groups[var] = frozenset(by_var[r] for r in roots)
     aliased = set()
     for var, names in scan.groups.items():
-        name = _version_name(var)
+        name = version_name(var)
         scan.group_roots[name] = scan.group_roots.get(name, frozenset()) | names
         phis = {v for v, n in scan.groups.items() if n & names and len(scan.defs[v]) > 1}
         if not _swaps_permute(scan.func_ir.blocks, scan.defs, phis):
@@ -628,6 +628,28 @@ def streamed_store_names(options, scan, origin=None):
     return named.union(*(scan.roots(name) for name in named))
 
 
+def _passed_to_functions(scan):
+    """{array name: [(line, function name)]} for arrays handed to a jitted
+    function Numba compiles on its own (not inlined at the IR level), whose
+    stores no pass sees."""
+    passed = {}
+    for block in scan.func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call" \
+                    and isinstance(scan.typemap.get(stmt.value.func.name), types.Dispatcher):
+                callee = scan.typemap[stmt.value.func.name].dispatcher.py_func.__name__
+                for arg in stmt.value.args:
+                    root = _root_array(scan, arg) if isinstance(scan.typemap.get(arg.name), types.Array) else None
+                    if root is not None:
+                        passed.setdefault(root[0], []).append((stmt.loc.line, callee))
+    return passed
+
+
+CALL_NOTE = ("passed to '{}', which Numba compiles as a function of its own: the stores it makes are plain, and no "
+             "pass sees them; decorate it @numba.njit(inline='always') (its stores are then the kernel's) to stream "
+             "them")
+
+
 def _warn_unused(option, used, option_name, verb, func_id):
     """A StreamWarning for each name in a list option that the kernel never
     ``verb``s, shown at the kernel's ``def``."""
@@ -644,11 +666,16 @@ def run_pass(state):
     stored = stored_names(scan)
     loaded = {a.array for a in scan.loads()}
     streamed = streamed_store_names(options, scan, state.stream_store_origin)
+    # arrays only handed to functions: named ones, or (under True) those the kernel neither loads nor stores
+    passed = {name: calls for name, calls in _passed_to_functions(scan).items() if name not in stored and (
+        name in options.stream_stores if isinstance(options.stream_stores, tuple)
+        else options.stream_stores is True and name not in loaded)}
+    # (named ones are warned about, with the note below, by `nothing_streamed.py`)
     # (a result named but not fused is noted by array_stores.py)
     locals_named = set(options.stream_stores) - set(state.func_id.arg_names) - stored - scan.results \
         if isinstance(options.stream_stores, tuple) else set()
-    _warn_unused(options.stream_stores, stored | scan.results | locals_named, "stream_stores", "stores to",
-                 state.func_id)
+    _warn_unused(options.stream_stores, stored | scan.results | locals_named | set(passed), "stream_stores",
+                 "stores to", state.func_id)
     for name in sorted(locals_named):
         warn_in_kernel(state.func_id, f"stream_stores names '{name}', but {func_name} neither allocates it with NumPy "
                        "(np.empty, np.zeros, ...) and stores to it, nor computes it by an array expression: it stays "
@@ -673,6 +700,9 @@ def run_pass(state):
                                                   else "an update in place"))
     for array, line, text in state.stream_store_notes:
         result.note(array, line, text)
+    for name, calls in sorted(passed.items()):
+        for line, callee in calls:
+            result.note(name, line, CALL_NOTE.format(callee))
     for name in sorted(streamed):  # how the rest of its stores were made
         in_loops = [a for a in scan.stores(name) if a.loops and id(a.stmt) not in state.stream_store_origin
                     and a.kind not in ("inplace", "opaque")]

@@ -38,10 +38,11 @@ import functools
 import operator
 from dataclasses import dataclass, field, replace
 
-from numba.core import ir
+from numba.core import ir, types
 
 from ..plan import METADATA_KEY
 from ..typing import intrinsics
+from .accesses import version_name
 from .affine import AffineAnalyzer, emit_affine
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import copy_types
@@ -143,7 +144,28 @@ def plan_peels(scan, legal, streamed, aligned_loads, result, origin):
         plan.sources = _alignable_stream_loads(plan, loop, aligned_loads, scan) if _int_value(scan, loop.step) == 1 \
             else []
         plans.append(plan)
+        for access, _ in aligned:
+            known = result.vector_hints.setdefault(access.array, [])
+            known += [hint for hint in vector_hints(scan, plan) if hint not in known]
     return plans
+
+
+def vector_hints(scan, plan):
+    """What in a split loop's body keeps LLVM's vectorizer from it, for the
+    report to give when its stores did not vectorize: a float carried from
+    one iteration to the next (a reduction such as ``acc += x[i]``, which
+    LLVM keeps in order without ``fastmath``). (A recurrence, ``out[i] =
+    out[i - 1] + ...``, vectorizes behind a run-time overlap test that
+    always fails: the report counts its vector stores.)"""
+    loop, hints = plan.loop, []
+    carried = sorted({version_name(name) for name, found in scan.defs.items()
+                      if not name.startswith("$") and isinstance(scan.typemap.get(name), (types.Float, types.Complex))
+                      and {label for label, _ in found} & loop.body and {label for label, _ in found} - loop.body})
+    if carried:
+        hints.append(f"the loop carries the float{'s' if len(carried) > 1 else ''} {', '.join(map(repr, carried))} "
+                     "from one iteration to the next (a reduction: without fastmath=True LLVM keeps its order and "
+                     "does not vectorize; or sum in a loop of its own)")
+    return hints
 
 
 def _alignable_stream_loads(plan, loop, streamed_loads, scan):
