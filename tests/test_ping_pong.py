@@ -153,8 +153,8 @@ def test_swapped_buffers_in_one_stage_stay_legal():
 
 
 def test_rebinding_that_is_not_a_swap_is_checked_as_one_array():
-    """``B = A`` in a time loop: ``A`` and ``B`` may then hold one array, so
-    two stores to them in one nest may write one element twice."""
+    """``B = A`` in a time loop, or before it: ``A`` and ``B`` may then hold
+    one array, so two stores to them in one nest may write one element twice."""
     def alias(A, B, T):
         for t in range(T):
             for i in range(A.shape[0]):
@@ -162,8 +162,17 @@ def test_rebinding_that_is_not_a_swap_is_checked_as_one_array():
                 B[i] = 2.0
             B = A
 
-    with pytest.raises(sj.StreamLegalityError, match="may write the same element"):
-        sj.stream_kernel(stream_stores=True, threshold=None)(alias)(np.zeros(10), np.zeros(10), 2)
+    def same_start(A, B, T):
+        B = A
+        for t in range(T):
+            for i in range(A.shape[0]):
+                A[i] = 1.0
+                B[i] = 2.0
+            A, B = B, A
+
+    for func in (alias, same_start):
+        with pytest.raises(sj.StreamLegalityError, match="may write the same element"):
+            sj.stream_kernel(stream_stores=True, threshold=None)(func)(np.zeros(10), np.zeros(10), 2)
 
 
 def histogram(counts, idx):

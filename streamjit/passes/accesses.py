@@ -240,8 +240,10 @@ def _swaps_permute(blocks, defs, group_vars):
                 value = stmt.value
                 held[stmt.target.name] = held.get(value.name, value.name) if isinstance(value, ir.Var) else None
         after = [held.get(var, var) for var in sorted(group_vars)]
-        entry = label == min(blocks)  # (the parameters, bound there: distinct roots)
-        if not entry and (None in after or sorted(after) != sorted(group_vars)):
+        if None in after:
+            return False
+        # (the entry block binds them to the arrays they start as: distinct ones)
+        if sorted(after) != sorted(group_vars) if label != min(blocks) else len(set(after)) < len(after):
             return False
     return True
 
