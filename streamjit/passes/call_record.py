@@ -22,8 +22,8 @@ nothing. Where no loop could be aligned every call counts as ``plain``, and
 the report says why.
 """
 
+import hashlib
 import operator
-import uuid
 
 from numba.core import ir
 
@@ -68,7 +68,10 @@ def run_pass(state):
         _after_checks(blocks, plan)
     for label in state.stream_fallbacks:
         _set(blocks[label], FELL, True)
-    result.call_counter = f"_streamjit_calls_{uuid.uuid4().hex}"
+    # one name per compile, the same in every process that compiles the
+    # kernel in the same order (Numba's unique name counts functions)
+    key = f"{state.func_id.unique_name}{state.args}".encode()
+    result.call_counter = f"_streamjit_calls_{hashlib.sha1(key).hexdigest()[:20]}"
     for block in blocks.values():
         if isinstance(block.body[-1], ir.Return):
             emit = Emitter(block.scope, block.body[-1].loc)
