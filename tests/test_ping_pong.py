@@ -5,6 +5,8 @@ reversed and mixed inputs, odd and empty extents. Also: what each call ran
 (``stream_calls``), legality before size, and stores that overlap their
 own operands."""
 
+import os
+import sys
 import warnings
 
 import numba
@@ -13,14 +15,10 @@ import pytest
 
 import streamjit as sj
 
-
-def jacobi_swap(A, B, T):
-    n, m = A.shape
-    for t in range(T):
-        for i in range(1, n - 1):
-            for j in range(1, m - 1):
-                B[i, j] = 0.2 * (A[i, j] + A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1])
-        A, B = B, A
+# the benchmark's kernels (bench/ping_pong.py): one definition, timed there, checked here
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
+from kernels import copy_source  # noqa: E402
+from ping_pong import heat3d_swap, heat_in_place, heat_swap, jacobi_swap, main as bench_main  # noqa: E402
 
 
 def jacobi_tmp(A, B, T):
@@ -38,23 +36,6 @@ def jacobi_slices(A, B, T):
     for t in range(T):
         B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[:-2, 1:-1] + A[2:, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:])
         A, B = B, A
-
-
-def heat1d_swap(u, un, c, T):
-    for t in range(T):
-        un[1:-1] = u[1:-1] + c * (u[2:] - 2 * u[1:-1] + u[:-2])
-        u, un = un, u
-
-
-def heat3d_swap(u, un, c, T):
-    n0, n1, n2 = u.shape
-    for t in range(T):
-        for i in range(1, n0 - 1):
-            for j in range(1, n1 - 1):
-                for k in range(1, n2 - 1):
-                    un[i, j, k] = u[i, j, k] + c * (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k]
-                                                    + u[i, j + 1, k] + u[i, j, k - 1] + u[i, j, k + 1] - 6 * u[i, j, k])
-        u, un = un, u
 
 
 def heat3d_slices(u, un, c, T):
@@ -75,7 +56,7 @@ def reversed_swap(a, b, T):
 
 # (kernel, shape of each buffer, scalar arguments before T, the names of the buffers)
 SWAPS = [(jacobi_swap, (37, 53), (), ("A", "B")), (jacobi_tmp, (29, 67), (), ("A", "B")),
-         (jacobi_slices, (37, 53), (), ("A", "B")), (heat1d_swap, (1001,), (0.1,), ("u", "un")),
+         (jacobi_slices, (37, 53), (), ("A", "B")), (heat_swap, (1001,), (0.1,), ("u", "un")),
          (heat3d_swap, (7, 9, 37), (0.1,), ("u", "un")), (heat3d_slices, (7, 9, 37), (0.1,), ("u", "un")),
          (reversed_swap, (999,), (), ("a", "b"))]
 
@@ -188,13 +169,8 @@ def test_an_illegal_named_store_is_an_error_whatever_the_threshold(threshold, mo
         kernel(np.zeros(8), np.arange(8) % 3)
 
 
-def copy(dst, src):
-    for i in range(src.shape[0]):
-        dst[i] = src[i]
-
-
 def test_stream_calls_count_each_path():
-    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=4096)(copy)
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=4096)(copy_source)
     large, small = np.random.rand(10_000), np.random.rand(10)
     kernel(np.empty_like(large), large)
     kernel(np.empty_like(small), small)
@@ -227,7 +203,8 @@ def test_stream_calls_cost_nothing_measurable_per_call():
     """The record is an increment in the compiled code: a tiny call below
     the threshold costs what numba.njit's costs (no Python wrapper)."""
     from streamjit import bench
-    kernel, reference = sj.stream_kernel(stream_stores=["dst"], threshold=1 << 20)(copy), numba.njit(copy)
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=1 << 20)(copy_source)
+    reference = numba.njit(copy_source)
     a, b = np.zeros(16), np.ones(16)
     kernel(a, b), reference(a, b)
     times = bench.interleaved_medians({"sj": bench._repeated(kernel, (a, b), 20000),
@@ -235,9 +212,8 @@ def test_stream_calls_cost_nothing_measurable_per_call():
     assert times["sj"] < 1.3 * times["njit"], times   # (a shared machine: a wide margin)
 
 
-def heat_in_place(u, c, T):
-    for t in range(T):
-        u[1:-1] = u[1:-1] + c * (u[2:] - 2 * u[1:-1] + u[:-2])
+def test_the_benchmark_runs_and_checks_its_results():
+    bench_main(mib=2, rounds=1)   # (it asserts every result equal to numba.njit's)
 
 
 def test_in_place_heat_says_its_operands_overlap():

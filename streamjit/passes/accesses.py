@@ -234,16 +234,16 @@ def _swaps_permute(blocks, defs, group_vars):
     two of them in one stage write two arrays. ``B = A`` alone does not."""
     labels = {label for var in group_vars for label, _ in defs[var]}
     for label in labels:
-        held = {}
+        held = {}  # variable -> what it held on entry to the block (its name), or a new value (its statement's id)
         for stmt in blocks[label].body:
             if isinstance(stmt, ir.Assign):
                 value = stmt.value
-                held[stmt.target.name] = held.get(value.name, value.name) if isinstance(value, ir.Var) else None
+                source = value if isinstance(value, ir.Var) else \
+                    value.lhs if isinstance(value, ir.Expr) and value.op == "inplace_binop" else None
+                held[stmt.target.name] = id(stmt) if source is None else held.get(source.name, source.name)
         after = [held.get(var, var) for var in sorted(group_vars)]
-        if None in after:
-            return False
         # (the entry block binds them to the arrays they start as: distinct ones)
-        if sorted(after) != sorted(group_vars) if label != min(blocks) else len(set(after)) < len(after):
+        if set(after) != set(group_vars) if label != min(blocks) else len(set(after)) < len(after):
             return False
     return True
 

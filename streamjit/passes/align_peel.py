@@ -61,7 +61,8 @@ class PeelPlan:
     added: set = field(default_factory=set)  # labels of the blocks the peel added (the aligned loops)
     checked: str = None  # the variable holding the run-time checks' result (the size test aside)
     span: tuple = None  # (first, end): the loop's iterations run over [first, end)
-    entry: int = None  # the label control enters the aligned loop(s) by
+    start: str = None  # the variable holding where the aligned loop(s) start (or end, running down)
+    runs: tuple = None  # (a, b): the aligned loop(s) run where a > b
 
 
 def _int_value(scan, x):
@@ -401,9 +402,10 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         entry = new_block(blocks, scope, loc, test.stmts)
     else:
         entry = aligned_copy(Emitter(scope, loc), {})
-    plan.entry = entry
     after = Emitter(scope, loc)
-    more = after.binop(operator.gt, start, first) if reverse else after.binop(operator.gt, hi, start)
+    runs = (start, first) if reverse else (hi, start)
+    more = after.binop(operator.gt, *runs)
+    plan.start, plan.runs = start.name, runs
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))
     retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
     plan.added = set(blocks) - existing

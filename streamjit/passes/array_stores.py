@@ -182,7 +182,6 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
         ok = emit.binop(operator.and_, ok, more)
     after = new_block(blocks, scope, loc, block.body[at + 1:])
     fallback = new_block(blocks, scope, loc, [n for n in block.body[:at] if id(n) in moved] + [stmt, ir.Jump(after, loc)])
-    state.stream_fallbacks.append(fallback)
     exit_label = new_block(blocks, scope, loc, list(done) + [ir.Jump(after, loc)]) if done else after
     body_label = new_block(blocks, scope, loc, [])
     # with parallel=True the outer loop is a prange, as Numba's parfors would run the expression
@@ -206,6 +205,7 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
     body.stmts += [store, ir.Jump(innermost, loc)]
     blocks[body_label].body = body.stmts
     emit.stmts.append(ir.Branch(ok, entry, fallback, loc))
+    state.stream_fallbacks.append(ok.name)
     block.body = emit.stmts
     state.stream_store_origin[id(stmt)] = (stmt, how)  # {id: (store this pass made or kept, what it stores)}
     for leaf in arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
@@ -419,7 +419,7 @@ def _stores_arrays(state, named):
 
 def run_pass(state):
     state.stream_views, state.stream_store_notes, state.stream_store_origin = {}, [], {}
-    state.stream_fallbacks = []  # labels of the blocks that run Numba's own store when the check fails
+    state.stream_fallbacks = []  # the variables whose False sends a fused loop to Numba's own store
     options = state.stream_options
     named = set(options.stream_stores) if isinstance(options.stream_stores, tuple) else set()
     if not _stores_arrays(state, named):

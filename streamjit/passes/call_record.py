@@ -6,14 +6,14 @@ The report says what was compiled; what ran depends on each call's data
 (its size, its alignment, whether operands overlap). Numba keeps its own
 per-dispatcher ``stats``; this pass gives the kernel counters of its own,
 at no measurable cost: a module global of four integers (zero when the
-code is loaded, read by ``StreamDispatcher.stream_calls``), three boolean
+code is loaded, read by ``StreamDispatcher.stream_calls``), two boolean
 locals set where the paths part, and one increment before each return:
 
-    ran = False; fell = False               # at entry
+    ran = opaque(False); fell = opaque(False)    # at entry
     fell = fell | not (checked | end <= first)   # after each aligned loop's run-time checks
-    ran = True                              # where control enters an aligned loop
-    fell = True                             # in a fused loop's fallback (`array_stores.py`)
-    record_call(name, ran, large, fell)     # before each return
+    ran = ran | end > start                      # where the aligned loop's start is computed
+    fell = fell | not ok                         # after a fused loop's check (`array_stores.py`)
+    record_call(name, ran, large, fell)          # before each return
 
 ``large`` is the size test (`size_check.py`; True without a threshold).
 Kernels with ``parallel=True`` are not counted (their loops run on
@@ -35,23 +35,23 @@ from .ir_build import Emitter
 RAN, FELL = "$streamjit_ran", "$streamjit_fell"
 
 
-def _set(block, name, value, at=0):
-    block.body[at:at] = [ir.Assign(ir.Const(value, block.loc), ir.Var(block.scope, name, block.loc), block.loc)]
-
-
-def _after_checks(blocks, plan):
-    """Record a failed check of a loop with iterations (an empty loop's
-    checks fail too) right after the variable holding the checks is set."""
+def _after(blocks, name, update):
+    """Insert ``update(emit, var)``'s statements right after ``name`` is set."""
     for block in blocks.values():
         for at, stmt in enumerate(block.body):
-            if isinstance(stmt, ir.Assign) and stmt.target.name == plan.checked:
+            if isinstance(stmt, ir.Assign) and stmt.target.name == name:
                 emit = Emitter(block.scope, stmt.loc)
-                passed = emit.binop(operator.or_, stmt.target, emit.binop(operator.le, plan.span[1], plan.span[0]))
-                failed = emit.assign(ir.Expr.unary("not", passed, stmt.loc), hint="failed")
-                emit.assign(ir.Expr.binop(operator.or_, ir.Var(block.scope, FELL, stmt.loc), failed, stmt.loc),
-                            target=FELL)
+                update(emit, stmt.target)
                 block.body[at + 1:at + 1] = emit.stmts
                 return
+
+
+def _or(emit, flag, value):
+    emit.assign(ir.Expr.binop(operator.or_, ir.Var(emit.scope, flag, emit.loc), value, emit.loc), target=flag)
+
+
+def _failed(emit, passed):
+    return emit.assign(ir.Expr.unary("not", passed, emit.loc), hint="failed")
 
 
 def run_pass(state):
@@ -61,13 +61,19 @@ def run_pass(state):
     blocks = state.func_ir.blocks
     entry = blocks[min(blocks)]
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
-    _set(entry, RAN, False, at)
-    _set(entry, FELL, False, at)
+    start = Emitter(entry.scope, entry.loc)
+    for flag in (RAN, FELL):  # (False, hidden: on a path with no loop LLVM would fold it and duplicate the fence)
+        start.call(intrinsics.opaque, start.const(False), target=flag)
+    entry.body[at:at] = start.stmts
+    # (values or'ed in where they are computed, not constants set in the
+    # blocks a test leads to: LLVM would duplicate the blocks after them)
     for plan in state.stream_peels:
-        _set(blocks[plan.entry], RAN, True)
-        _after_checks(blocks, plan)
-    for label in state.stream_fallbacks:
-        _set(blocks[label], FELL, True)
+        _after(blocks, plan.start, lambda emit, _, plan=plan: _or(emit, RAN, emit.binop(operator.gt, *plan.runs)))
+        # (an empty loop's checks fail too: not a fallback)
+        _after(blocks, plan.checked, lambda emit, checked, plan=plan: _or(emit, FELL, _failed(
+            emit, emit.binop(operator.or_, checked, emit.binop(operator.le, plan.span[1], plan.span[0])))))
+    for ok in state.stream_fallbacks:
+        _after(blocks, ok, lambda emit, ok: _or(emit, FELL, _failed(emit, ok)))
     # one name per compile, the same in every process that compiles the
     # kernel in the same order (Numba's unique name counts functions)
     key = f"{state.func_id.unique_name}{state.args}".encode()

@@ -35,7 +35,7 @@ near plain ``numba.njit``).
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 - ``record_call``: counts, at a return, which path the call took
-  (``passes/call_record.py``).
+  (``passes/call_record.py``); ``opaque``: a value LLVM cannot fold.
 
 Anything they cannot handle with certainty (non-array targets, partial
 indices, a last dimension that is not contiguous at run time, unaligned
@@ -636,6 +636,23 @@ def assign(typingctx, arr, index, value):
         return context.get_dummy_value()
 
     return types.none(arr, index, value), codegen
+
+
+@intrinsic
+def opaque(typingctx, flag):
+    """``flag``, through an empty inline assembly block LLVM cannot see
+    into: the call record's flags start as an unknown False, or LLVM would
+    fold them on a path where no loop runs and duplicate the blocks after
+    (the store fence after a nest)."""
+    if not isinstance(flag, types.Boolean):
+        return None
+
+    def codegen(context, builder, sig, args):
+        byte = llir.IntType(8)
+        hidden = builder.asm(llir.FunctionType(byte, [byte]), "", "=r,0", [builder.zext(args[0], byte)], False)
+        return builder.trunc(hidden, llir.IntType(1))
+
+    return types.boolean(flag), codegen
 
 
 # The paths `record_call` counts, in the order of its counters.
