@@ -388,7 +388,7 @@ def _root_array(scan, var):
     if isinstance(value, ir.Expr) and value.op in ("getitem", "static_getitem") \
             and isinstance(scan.typemap.get(var.name), types.Array):
         root = _root_array(scan, value.value)
-        index = _index_atoms(scan, value)
+        index = index_atoms(scan, value)
         if root and root[3] is None and index is not None and all(_is_int(scan, a) for a in index):
             return root[0], root[1], root[2] + index, None
         if root:
@@ -409,7 +409,7 @@ def is_slice(typemap, atom):
     return isinstance(atom, slice)
 
 
-def _index_atoms(scan, node):
+def index_atoms(scan, node):
     """The index of a getitem/setitem as a list of per-dimension atoms, or
     None when its components are not visible (a tuple from elsewhere)."""
     if isinstance(node, (ir.StaticSetItem,)) or (isinstance(node, ir.Expr) and node.op == "static_getitem"):
@@ -450,7 +450,7 @@ def _record(scan, label, stmt, target, node, is_store):
     if root is None:
         return
     array, root_var, prefix, view = root
-    index = _index_atoms(scan, node)
+    index = index_atoms(scan, node)
     ndim = scan.typemap[root_var if view is None else target.name].ndim
     full = None if index is None else _without_ellipsis(scan, prefix + index, ndim)
     scan.accesses.append(Access(

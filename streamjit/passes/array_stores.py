@@ -44,7 +44,7 @@ from numba.np.numpy_support import as_dtype
 
 from ..errors import warn_in_kernel
 from ..typing import intrinsics
-from .accesses import is_array_expression, is_slice, scan_kernel, streamed_store_names
+from .accesses import index_atoms, is_array_expression, is_slice, scan_kernel, streamed_store_names
 from .ir_build import Emitter, loop_nest, new_block
 from .retype import retype
 
@@ -246,10 +246,21 @@ def _place(state, stmt):
 
 
 def _subscript_key(scan, node):
-    """A subscript's index, comparable between two statements: its
-    constant, or the variable holding it."""
-    index = getattr(node, "index_var", None) if getattr(node, "index", None) is None else node.index
-    return scan.canonical(index.name) if isinstance(index, ir.Var) else repr(index)
+    """A subscript's index, comparable between two statements: per
+    dimension its constant, the arguments of the ``slice`` built there, or
+    the variable holding it (None where the index is not visible)."""
+    def atom_key(atom):
+        if not isinstance(atom, ir.Var):
+            return repr(atom)
+        value = scan.definition(atom.name)
+        if isinstance(value, ir.Const):
+            return repr(value.value)
+        if isinstance(value, ir.Expr) and value.op == "call" and isinstance(scan.typemap[atom.name], types.SliceType):
+            return ("slice",) + tuple(atom_key(a) for a in value.args)
+        return scan.canonical(atom.name)
+
+    atoms = index_atoms(scan, node)
+    return None if atoms is None else tuple(atom_key(a) for a in atoms)
 
 
 def _overlaps_itself(state, scan, access, arrays):
@@ -261,13 +272,14 @@ def _overlaps_itself(state, scan, access, arrays):
     stmt = access.stmt
     if not isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
         return False
-    views = []
+    views, written = [], _subscript_key(scan, stmt)
     for leaf in arrays:
         view = scan.definition(leaf)
         if isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem") \
-                and scan.canonical(view.value.name) == scan.canonical(stmt.target.name) \
-                and _subscript_key(scan, view) != _subscript_key(scan, stmt):
-            views.append(view)
+                and scan.canonical(view.value.name) == scan.canonical(stmt.target.name):
+            read = _subscript_key(scan, view)
+            if None not in (read, written) and read != written:
+                views.append(view)
     if not views:
         return False
     name = access.array

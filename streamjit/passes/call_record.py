@@ -11,7 +11,7 @@ locals set where the paths part, and one increment before each return:
 
     ran = opaque(False); fell = opaque(False)    # at entry
     fell = fell | not (checked | end <= first)   # after each aligned loop's run-time checks
-    ran = ran | end > start                      # where the aligned loop's start is computed
+    ran = ran | opaque(end > start)              # where the aligned loop's start is computed
     fell = fell | not ok                         # after a fused loop's check (`array_stores.py`)
     record_call(name, ran, large, fell)          # before each return
 
@@ -66,9 +66,11 @@ def run_pass(state):
         start.call(intrinsics.opaque, start.const(False), target=flag)
     entry.body[at:at] = start.stmts
     # (values or'ed in where they are computed, not constants set in the
-    # blocks a test leads to: LLVM would duplicate the blocks after them)
+    # blocks a test leads to, and the loop's test hidden (`intrinsics.opaque`):
+    # else LLVM duplicates the blocks after the test, the fence among them)
     for plan in state.stream_peels:
-        _after(blocks, plan.start, lambda emit, _, plan=plan: _or(emit, RAN, emit.binop(operator.gt, *plan.runs)))
+        _after(blocks, plan.start, lambda emit, _, plan=plan: _or(
+            emit, RAN, emit.call(intrinsics.opaque, emit.binop(operator.gt, *plan.runs))))
         # (an empty loop's checks fail too: not a fallback)
         _after(blocks, plan.checked, lambda emit, checked, plan=plan: _or(emit, FELL, _failed(
             emit, emit.binop(operator.or_, checked, emit.binop(operator.le, plan.span[1], plan.span[0])))))

@@ -641,9 +641,9 @@ def assign(typingctx, arr, index, value):
 @intrinsic
 def opaque(typingctx, flag):
     """``flag``, through an empty inline assembly block LLVM cannot see
-    into: the call record's flags start as an unknown False, or LLVM would
-    fold them on a path where no loop runs and duplicate the blocks after
-    (the store fence after a nest)."""
+    into: where the call record's flags are known (False at entry, the
+    aligned loop's test), LLVM would duplicate the blocks after a branch on
+    them (the store fence after a nest) to fold them."""
     if not isinstance(flag, types.Boolean):
         return None
 
