@@ -9,6 +9,7 @@ LLVM rewrite (`lowering/library.py`). It adds
 for other CPUs in `inspect_asm(target=..., cpu=...)`.
 """
 
+import ctypes
 import inspect
 
 import llvmlite.binding as llvm
@@ -19,13 +20,14 @@ from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache
 from .disabled import jit_disabled, python_function
-from .errors import StreamError
+from .errors import StreamError, warnings_once
 from .lowering.cross_target import compile_for_target
 from .lowering.library import stream_code_libraries
 from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
+from .typing.intrinsics import CALL_PATHS
 
 
 class StreamDispatcher(CPUDispatcher):
@@ -48,6 +50,7 @@ class StreamDispatcher(CPUDispatcher):
         self._eager_sigs = sigs
         self._signature = inspect.signature(py_func)
         self._cross_compiled = {}  # (signature, target, cpu, features) -> (LLVM IR, assembly)
+        self._warnings_given = set()  # (line, message): a StreamWarning once per kernel, not per signature
         if cache:
             self.enable_caching()
 
@@ -100,7 +103,31 @@ class StreamDispatcher(CPUDispatcher):
         ['dst']
         """
         sig = self._signature_of(signature)
-        return self.overloads[sig].metadata.get(METADATA_KEY) or StreamResult()
+        result = self.overloads[sig].metadata.get(METADATA_KEY) or StreamResult()
+        result.calls = self.stream_calls(sig)
+        return result
+
+    def stream_calls(self, signature=None):
+        """How many calls of one signature took each path, counted by the
+        compiled code itself (`passes/call_record.py`), as Numba's ``stats``.
+
+        Returns
+        -------
+        dict or None
+            ``{"streamed": n, "below_threshold": n, "after_check": n,
+            "plain": n}``: an aligned loop ran; the streamed arrays were
+            below ``threshold``; a run-time check (alignment, bounds,
+            overlapping operands, a non-contiguous view) sent every loop to
+            its plain version; no aligned loop was reached (empty or short
+            loops, or none could be aligned: ``stream_report`` says why).
+            None for a kernel that streams no store, or with ``parallel=True``.
+        """
+        sig = self._signature_of(signature)
+        result = self.overloads[sig].metadata.get(METADATA_KEY)
+        if result is None or result.call_counter is None:
+            return None
+        address = self.targetctx.codegen()._engine.get_global_value_address(result.call_counter)
+        return dict(zip(CALL_PATHS, (ctypes.c_int64 * len(CALL_PATHS)).from_address(address)))
 
     def above_threshold(self, *args, **kwargs):
         """Whether a call with these arguments would stream.
@@ -148,7 +175,7 @@ class StreamDispatcher(CPUDispatcher):
             self._compiler.pipeline_class = compiler_for(self.stream_options)
             if isinstance(self._cache, StreamFunctionCache):
                 self.enable_caching()
-        with stream_code_libraries(self.targetctx.codegen()):
+        with stream_code_libraries(self.targetctx.codegen()), warnings_once(self._warnings_given):
             return super().compile(sig)
 
     def _signature_of(self, signature):

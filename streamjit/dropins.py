@@ -25,6 +25,10 @@ from .dispatcher import stream_kernel
 from .threshold import copy_threshold, parallel_copy_bytes
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")
+# The streamed copy moves bytes, as np.copyto does: through unsigned words of
+# the item's size (a bool whose byte is not 0 or 1, a buffer viewed as
+# bool, copied as a bool was written as 1; complex items as two words).
+_WORDS = {size: np.dtype(f"u{min(size, 8)}") for size in {d.itemsize for d in _FAST_DTYPES}}
 
 # The C function behind `np.copyto`. The public function first asks its
 # arguments for `__array_function__` overrides, which costs more than a
@@ -205,7 +209,8 @@ def copyto(dst, src, casting="same_kind", where=True):
                     and dst.shape == src.shape
                     and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
                     and src.flags.c_contiguous):
-                return stream_copy(dst.reshape(-1), src.reshape(-1))
+                words = _WORDS[dst.itemsize]
+                return stream_copy(dst.reshape(-1).view(words), src.reshape(-1).view(words))
         return _numpy_copyto(dst, src, casting)
     np.copyto(dst, src, casting=casting, where=where)
 

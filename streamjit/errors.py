@@ -7,6 +7,8 @@ the kernel body, at first compile), ``StreamLegalityError`` when a signature
 is compiled and streaming a store would be unsafe.
 """
 
+import contextlib
+import contextvars
 import warnings
 
 
@@ -27,8 +29,30 @@ class StreamWarning(UserWarning):
     its stores could be streamed (the message says why)."""
 
 
+# The warnings one kernel has given: (line, message), set by `warnings_once`
+# while it compiles, so a second signature does not repeat them.
+_given = contextvars.ContextVar("streamjit_warnings_given", default=None)
+
+
+@contextlib.contextmanager
+def warnings_once(given):
+    """Within: `warn_in_kernel` skips what ``given`` (a set kept by one
+    kernel) holds, and adds what it shows."""
+    token = _given.set(given)
+    try:
+        yield
+    finally:
+        _given.reset(token)
+
+
 def warn_in_kernel(func_id, message, line=None):
     """A `StreamWarning` shown at the user's kernel (its file, and ``line``
-    or the ``def`` line), not at the streamjit code that found it."""
-    warnings.warn_explicit(message, StreamWarning, func_id.filename, line or func_id.firstlineno,
-                           module=func_id.modname)
+    or the ``def`` line), not at the streamjit code that found it; once per
+    kernel, line and message (`warnings_once`), not once per signature."""
+    line = line or func_id.firstlineno
+    given = _given.get()
+    if given is not None:
+        if (line, message) in given:
+            return
+        given.add((line, message))
+    warnings.warn_explicit(message, StreamWarning, func_id.filename, line, module=func_id.modname)

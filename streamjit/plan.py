@@ -52,9 +52,20 @@ class StreamResult:
     size_arrays: tuple = ()  # the arrays whose bytes the threshold test adds up
     notes: dict = field(default_factory=dict)  # array -> [str]
     peeled_loops: int = 0
+    # ping-pong buffers: the kernel's name of a swapped variable -> the arrays it may hold
+    ping_pong: dict = field(default_factory=dict)
+    call_counter: str = None  # the module global counting calls per path (`passes/call_record.py`)
+    calls: dict = None  # its counts when `StreamDispatcher.stream_result` was called
+    # array -> what in its aligned loops keeps LLVM from vectorizing them (`align_peel.vector_hints`)
+    vector_hints: dict = field(default_factory=dict)
 
     def note(self, array, line, text):
         self.notes.setdefault(array, []).append(f"line {line}: {text}" if line else text)
+
+    def marked_as(self, array):
+        """The names the marks of streamed stores to ``array`` may carry: its
+        own, and those of ping-pong variables that may hold it."""
+        return [array] + sorted(n for n, roots in self.ping_pong.items() if array in roots and n != array)
 
     def streamed_arrays(self):
         return sorted(self.streamed_stores | self.streamed_loads)

@@ -55,6 +55,7 @@ class StreamReport:
     unfenced_stores: int = 0  # streamed stores some path leads to a return from without a fence
     exit_fences: int = 0  # returns fenced because an exception raised in a streamed nest leads there
     loads: str = ""  # how loads were lowered: the machine profile used (calibrated or default) and its choices
+    calls: dict = None  # calls so far per path (`StreamDispatcher.stream_calls`), None where not counted
 
     def _title(self):
         return f"stream report for ({', '.join(map(str, self.signature))})"
@@ -88,6 +89,8 @@ class StreamReport:
             lines.append(f"  {self.exit_fences} returns fenced for exceptions raised inside a streamed nest")
         if self.loads:
             lines.append(f"loads: {self.loads}")
+        if self.calls is not None:
+            lines.append(calls_line(self.calls))
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
         return lines
@@ -112,6 +115,13 @@ class StreamReport:
         text = "\n".join([LEGEND, self._summary()] + self._tail())
         return (f"<div><b>{html.escape(self._title())}</b><table><tr><th>array</th>{heads}</tr>{rows}</table>"
                 f"<pre>{html.escape(text)}</pre></div>")
+
+
+def calls_line(calls):
+    """What ran: the calls so far, per path (`passes/call_record.py`)."""
+    words = {"streamed": "streamed", "below_threshold": "plain below the threshold",
+             "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"}
+    return "calls: " + ", ".join(f"{calls[path]} {words[path]}" for path in words)
 
 
 def _asm_function(asm_text, name):
@@ -171,7 +181,8 @@ def _signature_notes(result, name, aryty, rep):
             notes.append(f"layout '{aryty.layout}': streamed only where the last dimension is contiguous at run time")
         if rep.nt_vector_stores == 0 and all(n.endswith(LOOP_NOTE) for n in notes):
             kind = "scalar NT stores" if rep.nt_scalar_stores else "plain stores"
-            notes.append(f"the aligned loop did not vectorize: {kind}")
+            why = result.vector_hints.get(name)
+            notes.append(f"the aligned loop did not vectorize: {kind}" + (f"; {'; '.join(why)}" if why else ""))
     return notes
 
 
@@ -219,4 +230,5 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar,
                         unfenced_stores=sum(unfenced_returns(f)[0] for f in functions),
                         exit_fences=sum(EXIT_FENCE_MARK in i.text for f in functions for _, _, i in f.instructions()),
-                        loads=_loads_line(dispatcher.stream_options) if dispatcher.stream_options else "")
+                        loads=_loads_line(dispatcher.stream_options) if dispatcher.stream_options else "",
+                        calls=dispatcher.stream_calls(sig))

@@ -49,6 +49,18 @@ def test_same_shape_and_dtype(copy_kernel, dtype, shape):
     same_as_numpy(lambda: np.zeros(shape, dtype), src)
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.float32, np.float64, np.complex64, np.complex128, np.int16])
+def test_bytes_are_copied_as_numpy_copies_them(copy_kernel, dtype):
+    """Any bytes, whatever they mean as the dtype: a uint8 buffer viewed as
+    bool (bytes other than 0 and 1), NaNs with payloads."""
+    raw = np.random.default_rng(2).integers(0, 256, 1001 * np.dtype(dtype).itemsize, dtype=np.uint8)
+    src = raw.view(dtype)
+    want, got = np.zeros_like(src), np.zeros_like(src)
+    np.copyto(want, src)
+    sj.copyto(got, src)
+    assert got.tobytes() == want.tobytes() == src.tobytes()
+
+
 @pytest.mark.parametrize("case", [
     "broadcast", "cast-same-kind", "cast-refused", "cast-unsafe", "where", "non-contiguous",
     "fortran", "read-only", "list-source", "scalar-source", "wrong-shape", "byteswapped"])

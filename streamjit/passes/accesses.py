@@ -129,7 +129,12 @@ class KernelScan:
     loops: list = field(default_factory=list)
     accesses: list = field(default_factory=list)
     defs: dict = field(default_factory=dict)  # variable -> [(label, statement)]
-    rebound: dict = field(default_factory=dict)  # variable -> the one array it holds (`_rebound_arrays`)
+    rebound: dict = field(default_factory=dict)  # variable -> the one array it holds (`_rebinding_roots`)
+    # ping-pong buffers (`_rebinding_roots`): variable -> the arrays it may hold,
+    # and the kernel's name of such a variable -> the arrays any version may hold
+    groups: dict = field(default_factory=dict)
+    group_roots: dict = field(default_factory=dict)
+    aliased_groups: frozenset = frozenset()  # names of ping-pong variables that may hold one array at once
     cfg: object = None
 
     def stores(self, array=None):
@@ -140,7 +145,7 @@ class KernelScan:
 
     def canonical(self, name):
         """The variable at the end of ``name``'s chain of single copies (or
-        the array a rebound variable holds, `_rebound_arrays`)."""
+        the array a rebound variable holds, `_rebinding_roots`)."""
         seen = set()
         while name not in seen:
             seen.add(name)
@@ -160,6 +165,14 @@ class KernelScan:
 
     def def_labels(self, name):
         return {label for label, _ in self.defs.get(name, [])}
+
+    def roots(self, name):
+        """The arrays stores to the array (or ping-pong variable) ``name`` may write."""
+        return self.group_roots.get(name, frozenset((name,)))
+
+    def group_name(self, var):
+        """The kernel's name of a ping-pong variable (``B`` of ``B.2``), or None."""
+        return version_name(var) if var in self.groups else None
 
     def loops_of(self, label):
         """Loops containing block ``label``, outermost first."""
@@ -184,18 +197,20 @@ def _definitions(blocks):
     return defs
 
 
-def _rebound_arrays(defs, typemap):
-    """{variable: array variable} for variables that, whichever definition
-    ran, hold one array: copies of it and what in-place operators on it
-    returned (``B += s`` in a time loop rebinds ``B`` every iteration, and
-    Numba's SSA merges the versions)."""
+def _rebinding_roots(defs, typemap):
+    """{variable: set of variables} for array variables that, whichever
+    definition ran, hold an array another variable was bound to: copies and
+    what in-place operators on it returned (``B += s`` in a time loop
+    rebinds ``B`` every iteration, and Numba's SSA merges the versions), and
+    the ping-pong buffers of a time loop (``A, B = B, A``: after phi removal
+    ``A`` and ``B`` are each defined as the parameter and as the other one)."""
     sources = {}
     for name, found in defs.items():
         if isinstance(typemap.get(name), types.Array):
             values = [stmt.value for _, stmt in found]
             if all(isinstance(v, ir.Var) or isinstance(v, ir.Expr) and v.op == "inplace_binop" for v in values):
                 sources[name] = [v.name if isinstance(v, ir.Var) else v.lhs.name for v in values]
-    rebound = {}
+    found = {}
     for name in sources:
         roots, stack, seen = set(), [name], set()
         while stack:
@@ -207,9 +222,55 @@ def _rebound_arrays(defs, typemap):
                 stack.extend(sources[var])
             else:
                 roots.add(var)
+        found[name] = roots
+    return found
+
+
+def _swaps_permute(blocks, defs, group_vars):
+    """Whether every block that rebinds the variables of a ping-pong group
+    rebinds all of them to a permutation of what they held on entry to the
+    block (``A, B = B, A``; ``tmp = A; A = B; B = tmp``), so two of them
+    never hold one array at once (given distinct parameters): stores through
+    two of them in one stage write two arrays. ``B = A`` alone does not."""
+    labels = {label for var in group_vars for label, _ in defs[var]}
+    for label in labels:
+        held = {}  # variable -> what it held on entry to the block (its name), or a new value (its statement's id)
+        for stmt in blocks[label].body:
+            if isinstance(stmt, ir.Assign):
+                value = stmt.value
+                source = value if isinstance(value, ir.Var) else \
+                    value.lhs if isinstance(value, ir.Expr) and value.op == "inplace_binop" else None
+                held[stmt.target.name] = id(stmt) if source is None else held.get(source.name, source.name)
+        after = [held.get(var, var) for var in sorted(group_vars)]
+        # (the entry block binds them to the arrays they start as: distinct ones)
+        if set(after) != set(group_vars) if label != min(blocks) else len(set(after)) < len(after):
+            return False
+    return True
+
+
+def version_name(var):
+    """The kernel's name of an SSA version (``B`` of ``B.2``)."""
+    return re.sub(r"\.\d+$", "", var)
+
+
+def _find_rebindings(scan):
+    """Fill ``scan.rebound`` (a variable that holds one array) and the
+    ping-pong groups (one that holds one of several of the kernel's arrays,
+    swapped by a time loop)."""
+    by_var = {var: name for name, var in scan.arrays.items()}
+    for var, roots in _rebinding_roots(scan.defs, scan.typemap).items():
         if len(roots) == 1:
-            rebound[name] = roots.pop()
-    return rebound
+            scan.rebound[var] = next(iter(roots))
+        elif roots <= set(by_var):
+            scan.groups[var] = frozenset(by_var[r] for r in roots)
+    aliased = set()
+    for var, names in scan.groups.items():
+        name = version_name(var)
+        scan.group_roots[name] = scan.group_roots.get(name, frozenset()) | names
+        phis = {v for v, n in scan.groups.items() if n & names and len(scan.defs[v]) > 1}
+        if not _swaps_permute(scan.func_ir.blocks, scan.defs, phis):
+            aliased.add(name)
+    scan.aliased_groups = frozenset(aliased)
 
 
 def _first_loc(blocks, labels, header_label):
@@ -313,6 +374,8 @@ def _root_array(scan, var):
     name = scan.canonical(var.name)
     if name in scan.views:
         return scan.views[name], name, [], None
+    if name in scan.groups:
+        return scan.group_name(name), name, [], None
     for array, bound in scan.arrays.items():
         if name == bound:
             return array, bound, [], None
@@ -325,7 +388,7 @@ def _root_array(scan, var):
     if isinstance(value, ir.Expr) and value.op in ("getitem", "static_getitem") \
             and isinstance(scan.typemap.get(var.name), types.Array):
         root = _root_array(scan, value.value)
-        index = _index_atoms(scan, value)
+        index = index_atoms(scan, value)
         if root and root[3] is None and index is not None and all(_is_int(scan, a) for a in index):
             return root[0], root[1], root[2] + index, None
         if root:
@@ -346,7 +409,7 @@ def is_slice(typemap, atom):
     return isinstance(atom, slice)
 
 
-def _index_atoms(scan, node):
+def index_atoms(scan, node):
     """The index of a getitem/setitem as a list of per-dimension atoms, or
     None when its components are not visible (a tuple from elsewhere)."""
     if isinstance(node, (ir.StaticSetItem,)) or (isinstance(node, ir.Expr) and node.op == "static_getitem"):
@@ -387,7 +450,7 @@ def _record(scan, label, stmt, target, node, is_store):
     if root is None:
         return
     array, root_var, prefix, view = root
-    index = _index_atoms(scan, node)
+    index = index_atoms(scan, node)
     ndim = scan.typemap[root_var if view is None else target.name].ndim
     full = None if index is None else _without_ellipsis(scan, prefix + index, ndim)
     scan.accesses.append(Access(
@@ -458,7 +521,8 @@ def scan_kernel(func_ir, typemap, parallel=False, views=None):
     scan = KernelScan(func_ir=func_ir, typemap=typemap, arrays={**arrays, **fresh}, fresh=frozenset(fresh),
                       results=results & set(fresh),
                       views=dict(views or {}),
-                      defs=defs, rebound=_rebound_arrays(defs, typemap), cfg=compute_cfg_from_blocks(func_ir.blocks))
+                      defs=defs, cfg=compute_cfg_from_blocks(func_ir.blocks))
+    _find_rebindings(scan)
     _find_loops(scan, parallel)
     for label, block in func_ir.blocks.items():
         for stmt in block.body:
@@ -539,21 +603,53 @@ AUTO_NOTE = ("threshold='auto' leaves it plain: streaming {} measured slower at 
 
 
 def _measured_slower(scan, name, origin):
-    """Whether ``name`` is an array the kernel makes or (once `array_stores.py`
-    has made its loops: ``origin``) one only updated in place."""
-    return name in scan.fresh or origin is not None and _only_in_place(scan, name, origin)
+    """Whether ``name`` is an array the kernel makes (every array a ping-pong
+    variable may hold, for one) or (once `array_stores.py` has made its
+    loops: ``origin``) one only updated in place."""
+    return scan.roots(name) <= scan.fresh or origin is not None and _only_in_place(scan, name, origin)
+
+
+def stored_names(scan):
+    """The names stores go to, and the arrays ping-pong variables among them may hold."""
+    stored = {a.array for a in scan.stores()}
+    return stored.union(*(scan.roots(name) for name in stored))
 
 
 def streamed_store_names(options, scan, origin=None):
     """The arrays whose stores the options stream: with True, the array
     parameters stored to, except those only updated in place; a list names
     parameters or arrays the kernel makes, and with threshold="auto" it
-    keeps the same exceptions."""
+    keeps the same exceptions. A ping-pong variable (``A, B = B, A`` in a
+    time loop) streams when the arrays it may hold are named; they join the
+    streamed arrays."""
     stored = {a.array for a in scan.stores()}
-    named = stored if options.stream_stores is True else set(options.stream_stores or ()) & stored
+    option = set(options.stream_stores or ()) if options.stream_stores is not True else None
+    named = stored if option is None else {n for n in stored if n in option or scan.roots(n) <= option}
     if options.stream_stores is True or options.measured:
-        return {name for name in named if not _measured_slower(scan, name, origin)}
-    return named
+        named = {name for name in named if not _measured_slower(scan, name, origin)}
+    return named.union(*(scan.roots(name) for name in named))
+
+
+def _passed_to_functions(scan):
+    """{array name: [(line, function name)]} for arrays handed to a jitted
+    function Numba compiles on its own (not inlined at the IR level), whose
+    stores no pass sees."""
+    passed = {}
+    for block in scan.func_ir.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call" \
+                    and isinstance(scan.typemap.get(stmt.value.func.name), types.Dispatcher):
+                callee = scan.typemap[stmt.value.func.name].dispatcher.py_func.__name__
+                for arg in stmt.value.args:
+                    root = _root_array(scan, arg) if isinstance(scan.typemap.get(arg.name), types.Array) else None
+                    if root is not None:
+                        passed.setdefault(root[0], []).append((stmt.loc.line, callee))
+    return passed
+
+
+CALL_NOTE = ("passed to '{}', which Numba compiles as a function of its own: the stores it makes are plain, and no "
+             "pass sees them; decorate it @numba.njit(inline='always') (its stores are then the kernel's) to stream "
+             "them")
 
 
 def _warn_unused(option, used, option_name, verb, func_id):
@@ -569,14 +665,19 @@ def run_pass(state):
     options = state.stream_options
     scan = scan_kernel(state.func_ir, state.typemap, options.parallel, state.stream_views)
     func_name = state.func_id.func_qualname
-    stored = {a.array for a in scan.stores()}
+    stored = stored_names(scan)
     loaded = {a.array for a in scan.loads()}
     streamed = streamed_store_names(options, scan, state.stream_store_origin)
+    # arrays only handed to functions: named ones, or (under True) those the kernel neither loads nor stores
+    passed = {name: calls for name, calls in _passed_to_functions(scan).items() if name not in stored and (
+        name in options.stream_stores if isinstance(options.stream_stores, tuple)
+        else options.stream_stores is True and name not in loaded)}
+    # (named ones are warned about, with the note below, by `nothing_streamed.py`)
     # (a result named but not fused is noted by array_stores.py)
     locals_named = set(options.stream_stores) - set(state.func_id.arg_names) - stored - scan.results \
         if isinstance(options.stream_stores, tuple) else set()
-    _warn_unused(options.stream_stores, stored | scan.results | locals_named, "stream_stores", "stores to",
-                 state.func_id)
+    _warn_unused(options.stream_stores, stored | scan.results | locals_named | set(passed), "stream_stores",
+                 "stores to", state.func_id)
     for name in sorted(locals_named):
         warn_in_kernel(state.func_id, f"stream_stores names '{name}', but {func_name} neither allocates it with NumPy "
                        "(np.empty, np.zeros, ...) and stores to it, nor computes it by an array expression: it stays "
@@ -588,7 +689,8 @@ def run_pass(state):
                                 "a kernel cannot stream its own self-loads")
     _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", state.func_id)
     result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded),
-                          fresh_arrays=frozenset(scan.fresh & stored | scan.results), views=dict(scan.views))
+                          fresh_arrays=frozenset(scan.fresh & stored | scan.results), views=dict(scan.views),
+                          ping_pong=dict(scan.group_roots))
     if options.stream_stores is True:
         for name in sorted((scan.fresh & stored | scan.results) - streamed):
             result.note(name, 0, FRESH_NOTE)
@@ -600,6 +702,9 @@ def run_pass(state):
                                                   else "an update in place"))
     for array, line, text in state.stream_store_notes:
         result.note(array, line, text)
+    for name, calls in sorted(passed.items()):
+        for line, callee in calls:
+            result.note(name, line, CALL_NOTE.format(callee))
     for name in sorted(streamed):  # how the rest of its stores were made
         in_loops = [a for a in scan.stores(name) if a.loops and id(a.stmt) not in state.stream_store_origin
                     and a.kind not in ("inplace", "opaque")]

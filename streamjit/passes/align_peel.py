@@ -38,10 +38,11 @@ import functools
 import operator
 from dataclasses import dataclass, field, replace
 
-from numba.core import ir
+from numba.core import ir, types
 
 from ..plan import METADATA_KEY
 from ..typing import intrinsics
+from .accesses import version_name
 from .affine import AffineAnalyzer, emit_affine
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import copy_types
@@ -58,6 +59,10 @@ class PeelPlan:
     loads: list  # [(Access, dims)]
     sources: list = field(default_factory=list)  # streamed loads read through aligned pointers
     added: set = field(default_factory=set)  # labels of the blocks the peel added (the aligned loops)
+    checked: str = None  # the variable holding the run-time checks' result (the size test aside)
+    span: tuple = None  # (first, end): the loop's iterations run over [first, end)
+    start: str = None  # the variable holding where the aligned loop(s) start (or end, running down)
+    runs: tuple = None  # (a, b): the aligned loop(s) run where a > b
 
 
 def _int_value(scan, x):
@@ -117,6 +122,10 @@ def plan_peels(scan, legal, streamed, aligned_loads, result, origin):
                 result.note(s.array, s.line, "a row store (fewer indices than dimensions); plain stores")
             elif s.kind == "slice":
                 result.note(s.array, s.line, "a slice store; plain stores")
+            elif scan.def_labels(s.array_var) & loop.body:
+                # (distinct iterations still write distinct elements: legal, but no pointer to align)
+                result.note(s.array, s.line, f"'{s.array}' is swapped with another array inside its loop (line "
+                            f"{loop.line}); plain stores (swap the buffers after the loop)")
             elif dims[-1].coeffs == {loop: 1}:
                 aligned.append((s, dims))
             else:
@@ -136,7 +145,28 @@ def plan_peels(scan, legal, streamed, aligned_loads, result, origin):
         plan.sources = _alignable_stream_loads(plan, loop, aligned_loads, scan) if _int_value(scan, loop.step) == 1 \
             else []
         plans.append(plan)
+        for access, _ in aligned:
+            known = result.vector_hints.setdefault(access.array, [])
+            known += [hint for hint in vector_hints(scan, plan) if hint not in known]
     return plans
+
+
+def vector_hints(scan, plan):
+    """What in a split loop's body keeps LLVM's vectorizer from it, for the
+    report to give when its stores did not vectorize: a float carried from
+    one iteration to the next (a reduction such as ``acc += x[i]``, which
+    LLVM keeps in order without ``fastmath``). (A recurrence, ``out[i] =
+    out[i - 1] + ...``, vectorizes behind a run-time overlap test that
+    always fails: the report counts its vector stores.)"""
+    loop, hints = plan.loop, []
+    carried = sorted({version_name(name) for name, found in scan.defs.items()
+                      if not name.startswith("$") and isinstance(scan.typemap.get(name), (types.Float, types.Complex))
+                      and {label for label, _ in found} & loop.body and {label for label, _ in found} - loop.body})
+    if carried:
+        hints.append(f"the loop carries the float{'s' if len(carried) > 1 else ''} {', '.join(map(repr, carried))} "
+                     "from one iteration to the next (a reduction: without fastmath=True LLVM keeps its order and "
+                     "does not vectorize; or sum in a loop of its own)")
+    return hints
 
 
 def _alignable_stream_loads(plan, loop, streamed_loads, scan):
@@ -263,6 +293,48 @@ def _access_index(emit, access, stmt):
     return emit.index(access.index)
 
 
+def _never_negative(scan, dims):
+    """Whether every dimension of an affine index is >= 0 in every
+    iteration: loops counting up by one from constants >= 0, coefficients
+    >= 0, no invariant terms, and the lowest value >= 0."""
+    for dim in dims:
+        low = dim.const
+        for loop, c in dim.coeffs.items():
+            start = _int_value(scan, loop.start) if loop.is_range else None
+            if c < 0 or start is None or start < 0 or _int_value(scan, loop.step) != 1:
+                return False
+            low += c * start
+        if dim.terms or low < 0:
+            return False
+    return True
+
+
+def _unwrap_head(scan, blocks, plan, streamed_loads):
+    """In the head loop (the plain path below the threshold), element
+    accesses whose indices are never negative skip Numba's wraparound test:
+    LLVM cannot always prove it away (an array a time loop swaps is a phi
+    there), and the test keeps the loop from vectorizing (0.43x numba.njit
+    below the threshold, bench/ping_pong.py). Streamed loads keep theirs
+    for `stream_loads.py` to tag."""
+    scope = blocks[plan.loop.header].scope
+    for access, dims in plan.stores + plan.loads:
+        stmt = access.stmt
+        if access.chained or not access.is_element or access.array in streamed_loads \
+                or not _never_negative(scan, dims):
+            continue
+        if isinstance(stmt, ir.SetItem):
+            replaced = Emitter(scope, stmt.loc)
+            replaced.call(intrinsics.unwrapped_store, stmt.target, stmt.index, stmt.value)
+        elif isinstance(stmt, ir.Assign) and stmt.value.op == "getitem":
+            replaced = Emitter(scope, stmt.loc)
+            replaced.call(intrinsics.unwrapped_load, stmt.value.value, stmt.value.index, target=stmt.target)
+        else:
+            continue
+        body = blocks[access.label].body
+        at = next(k for k, s in enumerate(body) if s is stmt)
+        body[at:at + 1] = replaced.stmts
+
+
 def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     """Version ``plan.loop`` into head and aligned loops (see module doc)."""
     blocks, loop = scan.func_ir.blocks, plan.loop
@@ -288,10 +360,11 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     # loads of the aligned loop address rows as contiguous (`direct_load`)
     for name in sorted({a.array_var for a, _ in plan.loads if scan.typemap[a.array_var].layout != "C"}):
         checks.append(pre.call(intrinsics.inner_contiguous, ir.Var(scope, name, loc)))
-    if gate:
-        checks.insert(0, ir.Var(scope, SIZE_GATE, loc))
     # `&`, not `and`: no short-circuit branches to lower and optimize
     ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), checks)
+    plan.checked, plan.span = ok.name, (first, hi)  # (what `call_record.py` counts a fallback by)
+    if gate:
+        ok = pre.binop(operator.and_, ir.Var(scope, SIZE_GATE, loc), ok)
     # the aligned loop runs over [start, hi) forwards, or [first, start) downwards, after the head
     boundary, at = (intrinsics.aligned_end, hi) if reverse else (intrinsics.aligned_start, first)
     start = pre.call(boundary, ir.Var(scope, anchor.array_var, loc), _index_at(scan, pre, anchor_dims, loop, at),
@@ -330,10 +403,14 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     else:
         entry = aligned_copy(Emitter(scope, loc), {})
     after = Emitter(scope, loc)
-    more = after.binop(operator.gt, start, first) if reverse else after.binop(operator.gt, hi, start)
+    runs = (start, first) if reverse else (hi, start)
+    more = after.binop(operator.gt, *runs)
+    plan.start, plan.runs = start.name, runs
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))
     retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
     plan.added = set(blocks) - existing
+    if not scalar_head:
+        _unwrap_head(scan, blocks, plan, result.streamed_loads)
     if scalar_head:
         body_entry = blocks[header_branch.truebr]
         keep = Emitter(scope, loc)

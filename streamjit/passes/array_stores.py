@@ -42,8 +42,9 @@ from numba import prange
 from numba.core import ir, types
 from numba.np.numpy_support import as_dtype
 
+from ..errors import warn_in_kernel
 from ..typing import intrinsics
-from .accesses import is_array_expression, is_slice, scan_kernel, streamed_store_names
+from .accesses import index_atoms, is_array_expression, is_slice, scan_kernel, streamed_store_names
 from .ir_build import Emitter, loop_nest, new_block
 from .retype import retype
 
@@ -204,13 +205,15 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
     body.stmts += [store, ir.Jump(innermost, loc)]
     blocks[body_label].body = body.stmts
     emit.stmts.append(ir.Branch(ok, entry, fallback, loc))
+    state.stream_fallbacks.append(ok.name)
     block.body = emit.stmts
     state.stream_store_origin[id(stmt)] = (stmt, how)  # {id: (store this pass made or kept, what it stores)}
     for leaf in arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
         root = scan.definition(leaf)
         if isinstance(root, ir.Expr) and root.op in ("getitem", "static_getitem"):
             source_array = scan.canonical(root.value.name)
-            owner = next((name for name, var in scan.arrays.items() if var == source_array), None)
+            owner = next((name for name, var in scan.arrays.items() if var == source_array), None) \
+                or scan.group_name(source_array)
             if owner is not None:
                 state.stream_views[leaf] = owner
     return destination
@@ -242,6 +245,54 @@ def _place(state, stmt):
     return block, next(k for k, s in enumerate(block.body) if s is stmt)
 
 
+def _subscript_key(scan, node):
+    """A subscript's index, comparable between two statements: per
+    dimension its constant, the arguments of the ``slice`` built there, or
+    the variable holding it (None where the index is not visible)."""
+    def atom_key(atom):
+        if not isinstance(atom, ir.Var):
+            return repr(atom)
+        value = scan.definition(atom.name)
+        if isinstance(value, ir.Const):
+            return repr(value.value)
+        if isinstance(value, ir.Expr) and value.op == "call" and isinstance(scan.typemap[atom.name], types.SliceType):
+            return ("slice",) + tuple(atom_key(a) for a in value.args)
+        return scan.canonical(atom.name)
+
+    atoms = index_atoms(scan, node)
+    return None if atoms is None else tuple(atom_key(a) for a in atoms)
+
+
+def _overlaps_itself(state, scan, access, arrays):
+    """Whether the right-hand side reads other elements of the array it
+    stores to (``u[1:-1] = u[1:-1] + c * (u[2:] - ...)``), noted and warned
+    about: the operands overlap on every call (NumPy semantics need a
+    temporary), so the store stays Numba's own, plain, whatever the size;
+    no element loop is made that could never run."""
+    stmt = access.stmt
+    if not isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+        return False
+    views, written = [], _subscript_key(scan, stmt)
+    for leaf in arrays:
+        view = scan.definition(leaf)
+        if isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem") \
+                and scan.canonical(view.value.name) == scan.canonical(stmt.target.name):
+            read = _subscript_key(scan, view)
+            if None not in (read, written) and read != written:
+                views.append(view)
+    if not views:
+        return False
+    name = access.array
+    text = (f"its right-hand side reads other elements of '{name}' than it writes (shifted views of it): the "
+            "operands overlap, so every call runs Numba's plain store (NumPy semantics need a temporary); to "
+            f"stream, write into a second buffer and swap them after each step: {name}_next[...] = <expression of "
+            f"{name}>; {name}, {name}_next = {name}_next, {name}")
+    state.stream_store_notes.append((name, access.line, text))
+    state.stream_store_origin[id(stmt)] = (stmt, "overlap")  # (kept: the note above says why)
+    warn_in_kernel(state.func_id, text, access.line)
+    return True
+
+
 def _rewrite_store(state, scan, access, uses):
     """A row store, slice assignment or in-place operator on a streamed array."""
     typemap, stmt = state.typemap, access.stmt
@@ -271,6 +322,8 @@ def _rewrite_store(state, scan, access, uses):
     if found is None:
         return False
     nodes, arrays = found
+    if _overlaps_itself(state, scan, access, arrays):
+        return False
     by_target = {n.target.name: n for n in nodes}
     if inplace is not None:
         nodes = nodes + ([inplace] if inplace is not stmt else [])
@@ -378,6 +431,7 @@ def _stores_arrays(state, named):
 
 def run_pass(state):
     state.stream_views, state.stream_store_notes, state.stream_store_origin = {}, [], {}
+    state.stream_fallbacks = []  # the variables whose False sends a fused loop to Numba's own store
     options = state.stream_options
     named = set(options.stream_stores) if isinstance(options.stream_stores, tuple) else set()
     if not _stores_arrays(state, named):

@@ -173,10 +173,11 @@ def check_stream_stores(scan, arrays, origin):
     safe; return {store: (nest root, dims)}. ``origin``: the stores
     `array_stores.py` made or kept as the fallback of its loops."""
     analyzed = {}
-    for array in arrays:
+    for names in _conflict_sets(scan, arrays):
         # stores Numba makes itself (`numba_whole_store`) run once, as a
         # stage of their own, with plain stores
-        indexed = [(s, *analyze_store(scan, s)) for s in scan.stores(array) if not numba_whole_store(scan, s, origin)]
+        indexed = [(s, *analyze_store(scan, s)) for array in names for s in scan.stores(array)
+                   if not numba_whole_store(scan, s, origin)]
         stage = {a: root_a for a, root_a, _ in indexed}
         conflicts = []
         for n, (a, root_a, dims_a) in enumerate(indexed):
@@ -202,6 +203,22 @@ def check_stream_stores(scan, arrays, origin):
     return analyzed
 
 
+def _conflict_sets(scan, arrays):
+    """The names whose stores may write one element, in groups: each array
+    alone, except a ping-pong variable that may hold the same array as
+    another name at once (``B = A`` in a time loop, not a swap:
+    `accesses._swaps_permute`), checked together with it, as one array."""
+    sets = []
+    for name in arrays:
+        joined = next((s for s in sets for n in s if scan.roots(n) & scan.roots(name)
+                       and scan.aliased_groups & {n, name}), None)
+        if joined is not None:
+            joined.append(name)
+        else:
+            sets.append([name])
+    return sets
+
+
 def _separate_stages(a, b):
     """``(loop of a, loop of b)``: the loops right inside the innermost loop
     holding both stores, where the two stores sit in different ones (None
@@ -219,8 +236,11 @@ def _separate_stages(a, b):
 
 
 def run_pass(state):
-    result, scan = state.metadata[METADATA_KEY], state.stream_scan
-    state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores), state.stream_store_origin)
+    result, scan, options = state.metadata[METADATA_KEY], state.stream_scan, state.stream_options
+    # legality is the program's, not the call size's: arrays named but left
+    # plain by threshold="auto" (`accesses.AUTO_NOTE`) are checked too
+    named = set(options.stream_stores) & {a.array for a in scan.stores()} if options.measured else set()
+    state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores | named), state.stream_store_origin)
     for store in scan.stores():
         if store.array not in result.streamed_stores:
             continue

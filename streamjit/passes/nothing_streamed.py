@@ -43,7 +43,7 @@ def run_pass(state):
     for name in options.stream_stores:
         if name not in result.streamed_stores and name not in result.notes:
             continue  # never stored: `accesses.py` said so
-        stores = count_marked_stores(functions, module, name)
+        stores = count_marked_stores(functions, module, *result.marked_as(name))
         # vector NT stores always reach the machine; scalar ones only on x86
         # (`movnti`, `movntsd`; `nontemporal.py` sends floats through `movnti`)
         if name in result.streamed_stores and (stores.nt_vector_stores or stores.nt_scalar_stores and x86):

@@ -29,7 +29,9 @@ def run_pass(state):
     # streamed array, every array parameter counts (a fresh output is
     # usually shaped like the inputs)
     fresh = sorted(result.fresh_arrays & result.streamed_stores)
-    result.size_arrays = tuple(a for a in (scan.arrays if fresh else result.streamed_arrays()) if a not in scan.fresh)
+    # (a ping-pong variable's own name is not an array: the arrays it may hold are streamed too)
+    result.size_arrays = tuple(a for a in (scan.arrays if fresh else result.streamed_arrays())
+                               if a in scan.arrays and a not in scan.fresh)
     if not state.stream_peels:
         return False
     if fresh:

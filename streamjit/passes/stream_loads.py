@@ -40,6 +40,16 @@ def why_not_prefetched(scan, access):
     return None
 
 
+def _stored_as_streamed(scan, access, result):
+    """Whether the load reads an array its own stage streams stores to. A
+    ping-pong buffer (``A, B = B, A`` in a time loop) is stored by one stage
+    and read by the next: only a load through the variable the loop stores
+    through is the stage's own."""
+    if access.array not in scan.group_roots:
+        return access.array in result.streamed_stores
+    return any(s.array == access.array and s.loops[-1:] == access.loops[-1:] for s in scan.stores())
+
+
 def marker_of(scan, access, options, result):
     """How a load inside an aligned loop of streamed stores is lowered
     (`markers.load_marker`), or None for a plain load: streamed loads take
@@ -47,7 +57,7 @@ def marker_of(scan, access, options, result):
     streamed nor stored as streamed take its ``sources`` stage."""
     if access.array in result.streamed_loads:
         stage = options.loads
-    elif options.sources.prefetches() and access.array not in result.streamed_stores \
+    elif options.sources.prefetches() and not _stored_as_streamed(scan, access, result) \
             and not why_not_prefetched(scan, access):
         return load_marker(options.sources)
     else:

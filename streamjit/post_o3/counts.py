@@ -57,11 +57,12 @@ def is_store_fence(inst):
     return inst.opcode == "fence" or inst.callee in _FENCE_CALLS
 
 
-def count_marked_stores(functions, module, array):
+def count_marked_stores(functions, module, *arrays):
     """An `ArrayReport` of the stores in ``functions`` marked as streamed to
-    ``array`` (the aligned loops' stores: the only ones attributable to an
-    array that is not a parameter)."""
-    lists = {i for i, name in module.marked_scope_lists(STREAM_STORE_SCOPE).items() if name == array}
+    any of ``arrays`` (the aligned loops' stores: the only ones attributable
+    to an array that is not a parameter; several names where ping-pong
+    variables may hold the array)."""
+    lists = {i for i, name in module.marked_scope_lists(STREAM_STORE_SCOPE).items() if name in arrays}
     report = ArrayReport()
     for function in functions:
         for _, _, inst in function.instructions():

@@ -16,6 +16,8 @@ near plain ``numba.njit``).
   dropping wraparound is exact; it is also what lets LLVM see consecutive
   addresses and vectorize. ``stream_store`` writes through the aligned
   pointer and tags the store for ``post_o3/nontemporal.py``.
+- ``unwrapped_load`` / ``unwrapped_store``: Numba's element access
+  without wraparound, for indices proven never negative (the head loops).
 - ``in_bounds``: the run-time check that licenses the two above;
   ``inner_contiguous``: that a view's rows are contiguous, so
   ``direct_load`` may step along them by the item size.
@@ -32,6 +34,8 @@ near plain ``numba.njit``).
   Numba's array expressions compute it.
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
+- ``record_call``: counts, at a return, which path the call took
+  (``passes/call_record.py``); ``opaque``: a value LLVM cannot fold.
 
 Anything they cannot handle with certainty (non-array targets, partial
 indices, a last dimension that is not contiguous at run time, unaligned
@@ -197,6 +201,38 @@ def direct_load(typingctx, arr, index):
         return _load_element(context, builder, sig.args[0], ptr, None)
 
     return _typed_load(typingctx, arr, index, codegen)
+
+
+@intrinsic
+def unwrapped_load(typingctx, arr, index):
+    """``arr[index]`` for an index proven never negative: Numba's element
+    load without its negative-index wraparound (bounds checked when
+    ``boundscheck`` is on), any layout."""
+    def codegen(context, builder, sig, args):
+        inds = _index_values(context, builder, sig.args[1], args[1])
+        ptr = _item_pointer(context, builder, sig.args[0], args[0], inds, boundscheck=context.enable_boundscheck)
+        return _load_element(context, builder, sig.args[0], ptr, None)
+
+    return _typed_load(typingctx, arr, index, codegen)
+
+
+@intrinsic
+def unwrapped_store(typingctx, arr, index, value):
+    """``arr[index] = value`` for an index proven never negative, as
+    `unwrapped_load` loads."""
+    if not (_is_element_access(arr, index) and arr.mutable and typingctx.can_convert(value, arr.dtype) is not None):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty, idxty, valty = sig.args
+        inds = _index_values(context, builder, idxty, args[1])
+        ptr = _item_pointer(context, builder, aryty, args[0], inds, boundscheck=context.enable_boundscheck)
+        data = context.data_model_manager[aryty.dtype].as_data(builder, context.cast(builder, args[2], valty,
+                                                                                      aryty.dtype))
+        builder.store(data, ptr, align=None if aryty.aligned else 1)
+        return context.get_dummy_value()
+
+    return types.none(arr, index, value), codegen
 
 
 @intrinsic(prefer_literal=True)
@@ -585,3 +621,52 @@ def with_numpy_errors(typingctx, fn, *args):
         return _call_numba_operation(numpy_model, builder, fn, inner, sig.args[1:], values[1:])
 
     return signature(inner.return_type, fn, *args), codegen
+
+
+@intrinsic
+def opaque(typingctx, flag):
+    """``flag``, through an empty inline assembly block LLVM cannot see
+    into: where the call record's flags are known (False at entry, the
+    aligned loop's test), LLVM would duplicate the blocks after a branch on
+    them (the store fence after a nest) to fold them."""
+    if not isinstance(flag, types.Boolean):
+        return None
+
+    def codegen(context, builder, sig, args):
+        byte = llir.IntType(8)
+        hidden = builder.asm(llir.FunctionType(byte, [byte]), "", "=r,0", [builder.zext(args[0], byte)], False)
+        return builder.trunc(hidden, llir.IntType(1))
+
+    return types.boolean(flag), codegen
+
+
+# The paths `record_call` counts, in the order of its counters.
+CALL_PATHS = ("streamed", "below_threshold", "after_check", "plain")
+
+
+@intrinsic(prefer_literal=True)
+def record_call(typingctx, name, streamed, large, fell):
+    """Add one to counter ``CALL_PATHS.index(path)`` of the module global
+    ``name`` (an ``[n x i64]``, zero at load, read by the dispatcher):
+    ``streamed`` (an aligned loop ran), else ``below_threshold`` (not
+    ``large``), else ``after_check`` (``fell``: a run-time check sent a
+    loop to its plain version), else ``plain``."""
+    if not isinstance(name, types.StringLiteral):
+        return None
+
+    def codegen(context, builder, sig, args):
+        counters = builder.module.globals.get(name.literal_value)
+        if counters is None:
+            ty = llir.ArrayType(llir.IntType(64), len(CALL_PATHS))
+            counters = llir.GlobalVariable(builder.module, ty, name.literal_value)
+            counters.initializer = ty(None)
+            counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
+        i64 = llir.IntType(64)
+        _, ran, large_value, fell_value = args
+        path = builder.select(ran, i64(0), builder.select(large_value, builder.select(fell_value, i64(2), i64(3)),
+                                                          i64(1)))
+        slot = builder.gep(counters, [llir.IntType(32)(0), path])
+        builder.store(builder.add(builder.load(slot), i64(1)), slot)
+        return context.get_dummy_value()
+
+    return signature(types.none, name, types.boolean, types.boolean, types.boolean), codegen
