@@ -199,21 +199,9 @@ def test_stream_calls_count_overlapping_operands_and_short_loops():
     assert kernel.stream_calls()["plain"] == 1
 
 
-def test_stream_calls_cost_nothing_measurable_per_call():
-    """The record is an increment in the compiled code: a tiny call below
-    the threshold costs what numba.njit's costs (no Python wrapper)."""
-    from streamjit import bench
-    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=1 << 20)(copy_source)
-    reference = numba.njit(copy_source)
-    a, b = np.zeros(16), np.ones(16)
-    kernel(a, b), reference(a, b)
-    times = bench.interleaved_medians({"sj": bench._repeated(kernel, (a, b), 20000),
-                                       "njit": bench._repeated(reference, (a, b), 20000)}, 7)
-    assert times["sj"] < 1.3 * times["njit"], times   # (a shared machine: a wide margin)
-
-
 def test_the_benchmark_runs_and_checks_its_results():
-    bench_main(mib=2, rounds=1)   # (it asserts every result equal to numba.njit's)
+    with pytest.warns(sj.StreamWarning, match="operands overlap"):   # (its in-place heat, as the issue wrote it)
+        bench_main(mib=2, rounds=1)   # (it asserts every result equal to numba.njit's)
 
 
 def test_in_place_heat_says_its_operands_overlap():
