@@ -8,6 +8,7 @@ import numba
 import numpy as np
 import pytest
 from numba.core import ir
+from numba.core.analysis import compute_cfg_from_blocks
 
 import streamjit as sj
 from streamjit.passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, legality,
@@ -28,7 +29,7 @@ class Seen:
         # the globals that are called
         self.called = [values.get(s.value.func.name) for s in assigns
                        if isinstance(s.value, ir.Expr) and s.value.op == "call"]
-        self.loops = len(accesses.compute_cfg_from_blocks(state.func_ir.blocks).loops())
+        self.loops = len(compute_cfg_from_blocks(state.func_ir.blocks).loops())
 
 
 def after(monkeypatch, module, function, args, **options):

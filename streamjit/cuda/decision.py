@@ -12,7 +12,7 @@ kernel stores to except those only updated in place (``a[i] += x``,
 with the CPU's note; ``stream_loads=True`` every array parameter loaded and
 never stored. (A numba-cuda kernel allocates no NumPy arrays, so the CPU's
 other exception, fresh arrays, never applies.) A variable is an alias of a
-parameter as on the CPU (`accesses._rebound_arrays`): whichever of its
+parameter as on the CPU (`rebindings.rebinding_roots`): whichever of its
 assignments ran, it holds that array, through chains of copies
 (``o = out; p = o``) and in-place operators (a loop function takes its
 aliases from the CPU's typed IR, `legality.py`). ``tests/test_cuda_decision.py``

@@ -42,7 +42,7 @@ from numba.core import ir, types
 
 from ..plan import METADATA_KEY
 from ..typing import intrinsics
-from .accesses import version_name
+from .rebindings import version_name
 from .affine import AffineAnalyzer, emit_affine
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import copy_types

@@ -44,7 +44,9 @@ from numba.np.numpy_support import as_dtype
 
 from ..errors import warn_in_kernel
 from ..typing import intrinsics
-from .accesses import index_atoms, is_array_expression, is_slice, scan_kernel, streamed_store_names
+from .accesses import streamed_store_names
+from .indices import index_atoms, is_slice
+from .scan import is_array_expression, scan_kernel
 from .ir_build import Emitter, loop_nest, new_block
 from .retype import retype
 

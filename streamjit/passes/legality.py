@@ -207,7 +207,7 @@ def _conflict_sets(scan, arrays):
     """The names whose stores may write one element, in groups: each array
     alone, except a ping-pong variable that may hold the same array as
     another name at once (``B = A`` in a time loop, not a swap:
-    `accesses._swaps_permute`), checked together with it, as one array."""
+    `rebindings.swaps_permute`), checked together with it, as one array."""
     sets = []
     for name in arrays:
         joined = next((s for s in sets for n in s if scan.roots(n) & scan.roots(name)

@@ -25,7 +25,8 @@ import operator
 from numba import prange
 from numba.core import ir
 
-from .accesses import scan_kernel, streamed_store_names
+from .accesses import streamed_store_names
+from .scan import scan_kernel
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import retype
 

@@ -1,0 +1,54 @@
+"""What an array index selects, read off Numba's types: its atoms per
+dimension (a constant, an integer variable, a slice, ``...``), and whether
+it reads or writes one element, a row or a slice (`scan.py` asks)."""
+
+from numba.core import ir, types
+
+
+def is_int(scan, atom):
+    if isinstance(atom, ir.Var):
+        return isinstance(scan.typemap.get(atom.name), types.Integer)
+    return isinstance(atom, int) and not isinstance(atom, bool)
+
+
+def is_slice(typemap, atom):
+    """Whether an index atom (a Var or a constant) is a slice."""
+    if isinstance(atom, ir.Var):
+        return isinstance(typemap.get(atom.name), types.SliceType)
+    return isinstance(atom, slice)
+
+
+def index_atoms(scan, node):
+    """The index of a getitem/setitem as a list of per-dimension atoms, or
+    None when its components are not visible (a tuple from elsewhere)."""
+    if isinstance(node, (ir.StaticSetItem,)) or (isinstance(node, ir.Expr) and node.op == "static_getitem"):
+        index = node.index
+        return list(index) if isinstance(index, tuple) else [index]
+    index = node.index
+    value = scan.definition(index.name)
+    if isinstance(value, ir.Expr) and value.op == "build_tuple":
+        return list(value.items)
+    if isinstance(value, ir.Const) and isinstance(value.value, tuple):
+        return list(value.value)
+    if isinstance(scan.typemap.get(index.name), types.BaseTuple):
+        return None
+    return [index]
+
+
+def without_ellipsis(scan, atoms, ndim):
+    """``...`` in an index as the whole-dimension slices it stands for."""
+    for k, atom in enumerate(atoms):
+        if atom is Ellipsis or isinstance(atom, ir.Var) and isinstance(scan.typemap.get(atom.name), types.EllipsisType):
+            return atoms[:k] + [slice(None)] * (ndim - len(atoms) + 1) + atoms[k + 1:]
+    return atoms
+
+
+def classify_index(scan, root_var, index):
+    ndim = scan.typemap[root_var].ndim
+    if index is None:
+        return "opaque"
+    if all(is_int(scan, a) for a in index):
+        return "element" if len(index) == ndim else "row"
+    if all(is_int(scan, a) or is_slice(scan.typemap, a) for a in index):
+        return "slice"
+    return "opaque"
