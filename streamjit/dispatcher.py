@@ -27,7 +27,7 @@ from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
-from .typing.intrinsics import CALL_PATHS
+from .codegen import CALL_PATHS
 
 
 class StreamDispatcher(CPUDispatcher):

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from numba.core import ir, types
 
 from ..plan import METADATA_KEY
-from ..typing import intrinsics
+from .. import codegen
 from .rebindings import version_name
 from .affine import AffineAnalyzer, emit_affine
 from .ir_build import Emitter, new_block, retarget, drop_definition
@@ -212,7 +212,7 @@ def _bounds_checks(scan, emitter, plan, first, last):
     for arrays, low, high in extremes.values():
         members = [ir.Var(emitter.scope, a, emitter.loc) for a in arrays]
         target = emitter.index(members)
-        checks.append(emitter.call(intrinsics.in_bounds, target, _index_at(scan, emitter, low, loop, first),
+        checks.append(emitter.call(codegen.in_bounds, target, _index_at(scan, emitter, low, loop, first),
                                    _index_at(scan, emitter, high, loop, last)))
     return checks
 
@@ -269,17 +269,17 @@ def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_point
                 value = stmt.value
                 loaded = scan.definition(value.name)
                 if isinstance(loaded, ir.Expr) and loaded.op in ("getitem", "static_getitem"):
-                    value = emit.call(intrinsics.not_a_load, value)   # a copy: keep it a loop
-                emit.call(intrinsics.stream_store, arr, index, value, pointer, offset_of(emit),
+                    value = emit.call(codegen.not_a_load, value)   # a copy: keep it a loop
+                emit.call(codegen.stream_store, arr, index, value, pointer, offset_of(emit),
                                emit.const(access.array))
                 continue
             marker = marker_of(scan, access, options, result)
             if pointer is not None:
-                emit.call(intrinsics.load_at, pointer, offset_of(emit), emit.const(marker), target=stmt.target)
+                emit.call(codegen.load_at, pointer, offset_of(emit), emit.const(marker), target=stmt.target)
             elif marker is None:
-                emit.call(intrinsics.direct_load, arr, index, target=stmt.target)
+                emit.call(codegen.direct_load, arr, index, target=stmt.target)
             else:
-                emit.call(intrinsics.direct_stream_load, arr, index, emit.const(marker), target=stmt.target)
+                emit.call(codegen.direct_stream_load, arr, index, emit.const(marker), target=stmt.target)
         block.body = body
 
 
@@ -324,10 +324,10 @@ def _unwrap_head(scan, blocks, plan, streamed_loads):
             continue
         if isinstance(stmt, ir.SetItem):
             replaced = Emitter(scope, stmt.loc)
-            replaced.call(intrinsics.unwrapped_store, stmt.target, stmt.index, stmt.value)
+            replaced.call(codegen.unwrapped_store, stmt.target, stmt.index, stmt.value)
         elif isinstance(stmt, ir.Assign) and stmt.value.op == "getitem":
             replaced = Emitter(scope, stmt.loc)
-            replaced.call(intrinsics.unwrapped_load, stmt.value.value, stmt.value.index, target=stmt.target)
+            replaced.call(codegen.unwrapped_load, stmt.value.value, stmt.value.index, target=stmt.target)
         else:
             continue
         body = blocks[access.label].body
@@ -354,19 +354,19 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     anchor, anchor_dims = plan.stores[0]
     checks = _bounds_checks(scan, pre, plan, first, last)
     for access, dims in plan.stores[1:]:
-        checks.append(pre.call(intrinsics.same_alignment, ir.Var(scope, access.array_var, loc),
+        checks.append(pre.call(codegen.same_alignment, ir.Var(scope, access.array_var, loc),
                                _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
                                _index_at(scan, pre, anchor_dims, loop, first)))
     # loads of the aligned loop address rows as contiguous (`direct_load`)
     for name in sorted({a.array_var for a, _ in plan.loads if scan.typemap[a.array_var].layout != "C"}):
-        checks.append(pre.call(intrinsics.inner_contiguous, ir.Var(scope, name, loc)))
+        checks.append(pre.call(codegen.inner_contiguous, ir.Var(scope, name, loc)))
     # `&`, not `and`: no short-circuit branches to lower and optimize
     ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), checks)
     plan.checked, plan.span = ok.name, (first, hi)  # (what `call_record.py` counts a fallback by)
     if gate:
         ok = pre.binop(operator.and_, ir.Var(scope, SIZE_GATE, loc), ok)
     # the aligned loop runs over [start, hi) forwards, or [first, start) downwards, after the head
-    boundary, at = (intrinsics.aligned_end, hi) if reverse else (intrinsics.aligned_start, first)
+    boundary, at = (codegen.aligned_end, hi) if reverse else (codegen.aligned_start, first)
     start = pre.call(boundary, ir.Var(scope, anchor.array_var, loc), _index_at(scan, pre, anchor_dims, loop, at),
                      first, hi, ok)
     drop_definition(blocks, scan.defs[loop.iterator][0])
@@ -379,10 +379,10 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         return emit.sub(ir.Var(scope, loop.induction, loc), start)
 
     def aligned_copy(emit, source_pointers):
-        pointers = [emit.call(intrinsics.aligned_pointer, ir.Var(scope, a.array_var, loc),
+        pointers = [emit.call(codegen.aligned_pointer, ir.Var(scope, a.array_var, loc),
                               _index_at(scan, emit, d, loop, start)) for a, d in plan.stores]
         for access, dims in plan.sources if source_pointers else ():
-            source_pointers[access] = emit.call(intrinsics.aligned_pointer, ir.Var(scope, access.array_var, loc),
+            source_pointers[access] = emit.call(codegen.aligned_pointer, ir.Var(scope, access.array_var, loc),
                                                 _index_at(scan, emit, dims, loop, start))
         iterator = emit.temp("aligned_iter").name
         emit.range_iterator(range, [emit.sub(start, 1), loop.stop, -1] if reverse else [start, hi], target=iterator)
@@ -394,7 +394,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     if plan.sources:
         unaligned = aligned_copy(Emitter(scope, loc), {})
         test = Emitter(scope, loc)
-        aligned = [test.call(intrinsics.is_stream_aligned, ir.Var(scope, a.array_var, loc),
+        aligned = [test.call(codegen.is_stream_aligned, ir.Var(scope, a.array_var, loc),
                              _index_at(scan, test, d, loop, start)) for a, d in plan.sources]
         both = functools.reduce(lambda a, b: test.binop(operator.and_, a, b), aligned)
         sourced = aligned_copy(Emitter(scope, loc), dict.fromkeys(a for a, _ in plan.sources))
@@ -414,7 +414,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     if scalar_head:
         body_entry = blocks[header_branch.truebr]
         keep = Emitter(scope, loc)
-        keep.call(intrinsics.keep_scalar)
+        keep.call(codegen.keep_scalar)
         body_entry.body[0:0] = keep.stmts
 
 

@@ -24,7 +24,7 @@ check only of shapes). The expression fused is built of operators and ufunc
 calls on arrays (of the destination's dimensions or fewer, broadcast along
 the leading ones) and scalars, through copies; each element is computed as
 Numba computes an array-expression element, with scalar arithmetic under
-NumPy's error model (`intrinsics.with_numpy_errors`), so the values are
+NumPy's error model (`codegen.with_numpy_errors`), so the values are
 Numba's. Anything else in it is an operand Numba computes first. With
 ``parallel=True`` the outer loop is a ``prange``, so the expression still
 runs on all threads, as Numba's parfors would run it. The passes after this
@@ -43,7 +43,7 @@ from numba.core import ir, types
 from numba.np.numpy_support import as_dtype
 
 from ..errors import warn_in_kernel
-from ..typing import intrinsics
+from .. import codegen
 from .accesses import streamed_store_names
 from .indices import index_atoms, is_slice
 from .scan import is_array_expression, scan_kernel
@@ -149,20 +149,20 @@ def _element(emit, var, nodes_by_target, arrays, index_for):
     if isinstance(expr, ir.Var):
         return args[0]
     if expr.op == "call":
-        return emit.call(intrinsics.with_numpy_errors, expr.func, *args)
+        return emit.call(codegen.with_numpy_errors, expr.func, *args)
     return _apply(emit, expr.fn, args)
 
 
 def _apply(emit, fn, args):
     """The operator ``fn`` on scalar ``args``, under NumPy's error model."""
     if fn in _NUMPY_ERRORS:
-        return emit.call(intrinsics.with_numpy_errors, emit.global_(fn.__name__, fn), *args)
+        return emit.call(codegen.with_numpy_errors, emit.global_(fn.__name__, fn), *args)
     if len(args) == 2:
         return emit.binop(fn, *args)
     return emit.assign(ir.Expr.unary(fn, args[0], emit.loc), hint="element")
 
 
-def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, check=intrinsics.copies_elementwise,
+def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, check=codegen.copies_elementwise,
           fast=None, done=()):
     """Split ``block`` at ``stmt``: the statements before it, then a run-time
     test that every array operand can be read element for element; if it
@@ -383,7 +383,7 @@ def _rewrite_result(state, scan, name, uses):
     _fuse(state, scan, block, stmt, "result", [n for n in nodes if n is not stmt], arrays, ndim,
           lambda emit: (ir.Var(block.scope, full[0], stmt.loc), stmt.target),
           lambda body, index_for: _element(body, stmt.target, by_target, arrays, index_for),
-          check=intrinsics.same_shape, fast=allocate)
+          check=codegen.same_shape, fast=allocate)
     state.stream_store_notes.append((name, stmt.loc.line, "the result of {} array expression, stored by a fused "
                                      "element loop into a new array where the operands allow it".format(
                                          "a returned" if name == "return" else "an")))

@@ -28,7 +28,7 @@ import operator
 from numba.core import ir
 
 from ..plan import METADATA_KEY
-from ..typing import intrinsics
+from .. import codegen
 from .align_peel import SIZE_GATE
 from .ir_build import Emitter
 
@@ -63,14 +63,14 @@ def run_pass(state):
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     start = Emitter(entry.scope, entry.loc)
     for flag in (RAN, FELL):  # (False, hidden: on a path with no loop LLVM would fold it and duplicate the fence)
-        start.call(intrinsics.opaque, start.const(False), target=flag)
+        start.call(codegen.opaque, start.const(False), target=flag)
     entry.body[at:at] = start.stmts
     # (values or'ed in where they are computed, not constants set in the
-    # blocks a test leads to, and the loop's test hidden (`intrinsics.opaque`):
+    # blocks a test leads to, and the loop's test hidden (`codegen.opaque`):
     # else LLVM duplicates the blocks after the test, the fence among them)
     for plan in state.stream_peels:
         _after(blocks, plan.start, lambda emit, _, plan=plan: _or(
-            emit, RAN, emit.call(intrinsics.opaque, emit.binop(operator.gt, *plan.runs))))
+            emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs))))
         # (an empty loop's checks fail too: not a fallback)
         _after(blocks, plan.checked, lambda emit, checked, plan=plan: _or(emit, FELL, _failed(
             emit, emit.binop(operator.or_, checked, emit.binop(operator.le, plan.span[1], plan.span[0])))))
@@ -86,7 +86,7 @@ def run_pass(state):
             # (`size_check.py` tests the size only where a loop was aligned)
             large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and state.stream_peels \
                 else emit.const(True)
-            emit.call(intrinsics.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),
+            emit.call(codegen.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),
                       large, ir.Var(block.scope, FELL, emit.loc))
             block.body[-1:-1] = emit.stmts
     return True

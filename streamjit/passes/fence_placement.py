@@ -18,13 +18,13 @@ whatever the thread pool does.
 from numba.core import ir
 from numba.core.analysis import compute_cfg_from_blocks
 
-from ..typing import intrinsics
+from .. import codegen
 from .ir_build import Emitter, new_block, retarget
 
 
 def _fence(block, loc):
     emit = Emitter(block.scope, loc)
-    emit.call(intrinsics.store_fence)
+    emit.call(codegen.store_fence)
     return emit.stmts
 
 

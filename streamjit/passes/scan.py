@@ -352,7 +352,8 @@ def _fresh_arrays(func_ir, typemap):
     allocation and a loop by `array_stores.py`)."""
     local_names = set(func_ir.func_id.code.co_varnames) | set(func_ir.func_id.code.co_cellvars)
     assigns = [s for block in func_ir.blocks.values() for s in block.body if isinstance(s, ir.Assign)]
-    arrays = [s for s in assigns if isinstance(s.value, ir.Expr) and isinstance(typemap.get(s.target.name), types.Array)]
+    arrays = [s for s in assigns
+              if isinstance(s.value, ir.Expr) and isinstance(typemap.get(s.target.name), types.Array)]
     allocated = {s.target.name for s in arrays
                  if s.value.op == "call" and guard(find_callname, func_ir, s.value, typemap) in ALLOCATORS}
     computed = {s.target.name for s in arrays if is_array_expression(s.value, typemap)} - allocated

@@ -15,7 +15,7 @@ kernel stays callable from other jitted code.
 from numba.core import ir
 
 from ..plan import METADATA_KEY
-from ..typing import intrinsics
+from .. import codegen
 from .align_peel import SIZE_GATE
 from .ir_build import Emitter
 
@@ -39,7 +39,7 @@ def run_pass(state):
     entry = state.func_ir.blocks[min(state.func_ir.blocks)]
     emit = Emitter(entry.scope, entry.loc)
     arrays = emit.tuple_([ir.Var(entry.scope, scan.arrays[a], entry.loc) for a in result.size_arrays])
-    emit.call(intrinsics.exceeds, threshold, arrays, target=SIZE_GATE)
+    emit.call(codegen.exceeds, threshold, arrays, target=SIZE_GATE)
     # after the arguments are bound
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     entry.body[at:at] = emit.stmts

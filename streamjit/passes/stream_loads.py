@@ -18,7 +18,7 @@ from numba.core import ir
 
 from ..lowering.markers import load_marker
 from ..plan import METADATA_KEY
-from ..typing import intrinsics
+from .. import codegen
 from .affine import AffineAnalyzer
 from .ir_build import Emitter
 
@@ -83,7 +83,7 @@ def run_pass(state):
         block = blocks[access.label]
         at = next(i for i, s in enumerate(block.body) if s is access.stmt)
         emit = Emitter(block.scope, access.loc)
-        emit.call(intrinsics.stream_load, ir.Var(block.scope, access.array_var, access.loc), emit.index(access.index),
+        emit.call(codegen.stream_load, ir.Var(block.scope, access.array_var, access.loc), emit.index(access.index),
                   emit.const(load_marker(stage, prefetched=not reason)), target=access.stmt.target)
         block.body[at:at + 1] = emit.stmts
         changed = True

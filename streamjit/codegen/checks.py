@@ -1,0 +1,173 @@
+"""The run-time checks that license an aligned loop: indices in bounds,
+where the aligned part starts and ends, whether other arrays share the
+destination's alignment, contiguous rows, and the size threshold."""
+
+import llvmlite.ir as llir
+from numba import types
+from numba.core import cgutils
+from numba.np.numpy_support import as_dtype
+
+from ..lowering.targets import STREAM_ALIGN_BYTES
+from .arrays import (array_field, array_shape, element_address, index_values, integer_indices, is_element_access,
+                     unit_inner_stride)
+from .registration import intrinsic
+
+
+@intrinsic
+def in_bounds(typingctx, arrays, first, last):
+    """True when indices ``first`` and ``last`` both lie inside the array
+    ``arrays`` (or inside each array of a tuple of them)."""
+    parts = integer_indices(first)
+    members = list(arrays) if isinstance(arrays, types.BaseTuple) else [arrays]
+
+    def inside(context, builder, aryty, ary_value, sig, args):
+        if not isinstance(aryty, types.Array):
+            return cgutils.true_bit  # not an array: its accesses keep Numba's semantics
+        if parts is None or len(parts) > aryty.ndim:
+            return cgutils.false_bit
+        shape = array_shape(context, builder, aryty, ary_value)
+        ok = cgutils.true_bit
+        for idx_type, idx_value in ((sig.args[1], args[1]), (sig.args[2], args[2])):
+            for value, n in zip(index_values(context, builder, idx_type, idx_value), shape):
+                within = builder.and_(builder.icmp_signed(">=", value, value.type(0)),
+                                      builder.icmp_signed("<", value, n))
+                ok = builder.and_(ok, within)
+        return ok
+
+    def codegen(context, builder, sig, args):
+        if isinstance(sig.args[0], types.BaseTuple):
+            values = cgutils.unpack_tuple(builder, args[0], len(members))
+        else:
+            values = [args[0]]
+        ok = cgutils.true_bit
+        for aryty, value in zip(members, values):
+            ok = builder.and_(ok, inside(context, builder, aryty, value, sig, args))
+        return ok
+
+    return types.boolean(arrays, first, last), codegen
+
+
+@intrinsic
+def aligned_start(typingctx, arr, first, lo, hi, ok):
+    """First loop index at which ``arr``'s streamed store is aligned, or
+    ``hi`` when the aligned loop must not run (check failed, loop too short,
+    data not even element-aligned, last dimension not contiguous)."""
+    return _aligned_boundary(arr, first, lo, hi, ok, reverse=False)
+
+
+@intrinsic
+def aligned_end(typingctx, arr, end, lo, hi, ok):
+    """For a loop running down from ``hi - 1`` to ``lo``: the largest index
+    ``sv <= hi`` at which ``arr``'s streamed store is aligned (``end`` is the
+    index of the element at ``hi``), so the aligned loop runs ``sv - 1`` down
+    to ``lo``; or ``lo`` when it must not run (as `aligned_start`)."""
+    return _aligned_boundary(arr, end, lo, hi, ok, reverse=True)
+
+
+def _aligned_boundary(arr, at, lo, hi, ok, reverse):
+    """`aligned_start` / `aligned_end`: where an aligned loop over ``[lo, hi)``
+    starts (forward, from the element at ``lo``) or ends (``reverse``, from
+    the element at ``hi``), given the other checks ``ok``."""
+    supported = is_element_access(arr, at)
+
+    def codegen(context, builder, sig, args):
+        aryty, idxty, loty, hity = sig.args[:4]
+        lo_v = context.cast(builder, args[2], loty, types.intp)
+        hi_v = context.cast(builder, args[3], hity, types.intp)
+        fallback = lo_v if reverse else hi_v
+        if not supported:
+            return fallback
+        itemsize = as_dtype(aryty.dtype).itemsize
+        lanes = STREAM_ALIGN_BYTES // itemsize
+        address = element_address(context, builder, aryty, args[0], idxty, args[1])
+        long_enough = builder.icmp_signed(">=", builder.sub(hi_v, lo_v), lo_v.type(2 * lanes))
+        element_aligned = builder.icmp_unsigned("==", builder.and_(address, address.type(itemsize - 1)),
+                                                address.type(0))
+        contiguous = unit_inner_stride(context, builder, aryty, args[0])
+        run = builder.and_(builder.and_(args[4], long_enough), builder.and_(element_aligned, contiguous))
+        if reverse:  # back from hi to the aligned element below it
+            misalignment = builder.and_(address, address.type(STREAM_ALIGN_BYTES - 1))
+            boundary = builder.sub(hi_v, builder.udiv(misalignment, misalignment.type(itemsize)))
+        else:  # on from lo to the next aligned element
+            misalignment = builder.and_(builder.neg(address), address.type(STREAM_ALIGN_BYTES - 1))
+            boundary = builder.add(lo_v, builder.udiv(misalignment, misalignment.type(itemsize)))
+        chosen = builder.select(run, boundary, fallback)
+        if not reverse:
+            return chosen
+        # Where the aligned loop runs (``chosen > lo``) LLVM knows the select
+        # took ``boundary`` and rewrites some uses of it but not others; the
+        # store offsets ``j - chosen`` then mix the two and their alignment is
+        # no longer provable. A frozen value is one value to every use.
+        frozen = llir.Instruction(builder.block, chosen.type, "freeze", [chosen])
+        builder._insert(frozen)
+        return frozen
+
+    return types.intp(arr, at, lo, hi, ok), codegen
+
+
+@intrinsic
+def same_alignment(typingctx, arr, index, anchor, anchor_index):
+    """True when ``arr[index]`` and ``anchor[anchor_index]`` share their offset
+    within a stream-aligned block, so one peel aligns both (and ``arr``'s last
+    dimension is contiguous, as the anchor's is checked by ``aligned_start``)."""
+    supported = is_element_access(arr, index) and is_element_access(anchor, anchor_index)
+
+    def codegen(context, builder, sig, args):
+        if not supported:
+            return cgutils.false_bit
+        mask = context.get_constant(types.intp, STREAM_ALIGN_BYTES - 1)
+        a = builder.and_(element_address(context, builder, sig.args[0], args[0], sig.args[1], args[1]), mask)
+        b = builder.and_(element_address(context, builder, sig.args[2], args[2], sig.args[3], args[3]), mask)
+        contiguous = unit_inner_stride(context, builder, sig.args[0], args[0])
+        return builder.and_(builder.icmp_unsigned("==", a, b), contiguous)
+
+    return types.boolean(arr, index, anchor, anchor_index), codegen
+
+
+@intrinsic
+def is_stream_aligned(typingctx, arr, index):
+    """True when ``arr[index]`` is stream-aligned and ``arr``'s last dimension
+    contiguous, so it can be read through ``aligned_pointer``."""
+    supported = is_element_access(arr, index)
+
+    def codegen(context, builder, sig, args):
+        if not supported:
+            return cgutils.false_bit
+        address = element_address(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        low_bits = builder.and_(address, address.type(STREAM_ALIGN_BYTES - 1))
+        aligned = builder.icmp_unsigned("==", low_bits, address.type(0))
+        return builder.and_(aligned, unit_inner_stride(context, builder, sig.args[0], args[0]))
+
+    return types.boolean(arr, index), codegen
+
+
+@intrinsic
+def inner_contiguous(typingctx, arr):
+    """True when ``arr``'s last dimension is contiguous (or it is not an array)."""
+    def codegen(context, builder, sig, args):
+        if not isinstance(arr, types.Array):
+            return cgutils.true_bit
+        return unit_inner_stride(context, builder, arr, args[0])
+
+    return types.boolean(arr), codegen
+
+
+@intrinsic
+def exceeds(typingctx, threshold, arrays):
+    """True when the arrays in the tuple ``arrays`` hold more than
+    ``threshold`` bytes together (non-array members count 0)."""
+    if not isinstance(arrays, types.BaseTuple) or not isinstance(threshold, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        total = context.get_constant(types.intp, 0)
+        members = cgutils.unpack_tuple(builder, args[1], len(sig.args[1]))
+        for member_type, member in zip(sig.args[1], members):
+            if isinstance(member_type, types.Array):
+                nitems = array_field(context, builder, member_type, member, "nitems")
+                itemsize = array_field(context, builder, member_type, member, "itemsize")
+                total = builder.add(total, builder.mul(nitems, itemsize))
+        limit = context.cast(builder, args[0], sig.args[0], types.intp)
+        return builder.icmp_signed(">", total, limit)
+
+    return types.boolean(threshold, arrays), codegen

@@ -1,0 +1,94 @@
+"""Whether a whole-array store or an array expression can run as an element
+loop (`passes/array_stores.py`), and one element of an array expression
+computed as Numba's array expressions compute it."""
+
+from numba import types
+from numba.core import cgutils
+from numba.core.callconv import create_error_model
+from numba.core.typing import signature
+from numba.np.numpy_support import as_dtype
+
+from .arrays import array_field, array_shape, byte_span, call_numba_operation
+from .registration import intrinsic
+
+
+def _operand_fits(context, builder, arr, arr_value, value, value_value):
+    """Whether ``value`` can be read element for element where ``arr`` is
+    written: a scalar, or an array whose shape is the last ``value.ndim``
+    extents of ``arr``'s (NumPy broadcasts it over the leading ones)."""
+    if not isinstance(value, types.Array):
+        return cgutils.true_bit
+    if not 1 <= value.ndim <= arr.ndim:
+        return cgutils.false_bit
+    ok = cgutils.true_bit
+    arr_shape = array_shape(context, builder, arr, arr_value)[arr.ndim - value.ndim:]
+    for a, b in zip(arr_shape, array_shape(context, builder, value, value_value)):
+        ok = builder.and_(ok, builder.icmp_signed("==", a, b))
+    return ok
+
+
+@intrinsic
+def copies_elementwise(typingctx, row, value):
+    """True when ``row[...] = value`` equals an element-by-element copy:
+    ``value`` is a scalar, or an array of the row's trailing shape (NumPy
+    broadcasts it over the leading dimensions) whose memory does not overlap
+    the row's or is the very same elements (else NumPy semantics need a
+    temporary copy, which Numba's own setitem makes)."""
+    if not isinstance(row, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ok = _operand_fits(context, builder, row, args[0], value, args[1])
+        if not isinstance(value, types.Array) or not 1 <= value.ndim <= row.ndim:
+            return ok
+        row_low, row_high = byte_span(context, builder, row, args[0])
+        value_low, value_high = byte_span(context, builder, value, args[1])
+        apart = builder.or_(builder.icmp_unsigned("<=", row_high, value_low),
+                            builder.icmp_unsigned("<=", value_high, row_low))
+        if as_dtype(row.dtype).itemsize == as_dtype(value.dtype).itemsize and row.ndim == value.ndim:
+            same = builder.icmp_unsigned("==", array_field(context, builder, row, args[0], "data"),
+                                         array_field(context, builder, value, args[1], "data"))
+            for a, b in zip(*(cgutils.unpack_tuple(builder, array_field(context, builder, t, v, "strides"), t.ndim)
+                              for t, v in ((row, args[0]), (value, args[1])))):
+                same = builder.and_(same, builder.icmp_signed("==", a, b))
+            apart = builder.or_(apart, same)
+        empty = cgutils.false_bit
+        for n in array_shape(context, builder, row, args[0]):
+            empty = builder.or_(empty, builder.icmp_signed("==", n, n.type(0)))
+        return builder.and_(ok, builder.or_(apart, empty))
+
+    return types.boolean(row, value), codegen
+
+
+@intrinsic
+def same_shape(typingctx, arr, value):
+    """True when ``value`` is a scalar or an array of ``arr``'s trailing
+    shape: an operand of an array expression whose result has ``arr``'s
+    shape, read element for element (the result is a new array, so memory
+    overlap does not matter)."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _operand_fits(context, builder, arr, args[0], value, args[1])
+
+    return types.boolean(arr, value), codegen
+
+
+@intrinsic
+def with_numpy_errors(typingctx, fn, *args):
+    """``fn(*args)`` on scalars under NumPy's error model, as Numba computes
+    each element of an array expression (``x / 0.0`` is inf, not
+    ZeroDivisionError): a fused element loop gives the array expression's
+    values and raises where it raises."""
+    if not isinstance(fn, types.Function):
+        return None
+    inner = typingctx.resolve_function_type(fn, args, {})
+    if inner is None:
+        return None
+
+    def codegen(context, builder, sig, values):
+        numpy_model = context.subtarget(error_model=create_error_model("numpy", context))
+        return call_numba_operation(numpy_model, builder, fn, inner, sig.args[1:], values[1:])
+
+    return signature(inner.return_type, fn, *args), codegen
