@@ -131,8 +131,10 @@ class StreamDispatcher(CPUDispatcher):
         if threshold is None:
             return True
         bound = self._signature.bind(*args, **kwargs)
-        sig = tuple(self.typeof_pyval(a) for a in bound.args)
-        result = self.stream_result(sig)
+        # (as a call types them: an omitted argument with a default is Numba's Omitted)
+        _, sig = self.fold_argument_types(tuple(map(self.typeof_pyval, args)),
+                                          {k: self.typeof_pyval(v) for k, v in kwargs.items()})
+        result = self.stream_result(tuple(sig))
         total = sum(bound.arguments[name].nbytes for name in result.size_arrays
                     if isinstance(bound.arguments.get(name), np.ndarray))
         return total > threshold
