@@ -192,6 +192,22 @@ def test_streamed_path_is_the_streamed_kernel():
     assert report.machine_nt_vector_stores > 0 and report.fences == 1
 
 
+def test_one_kernel_signature_for_every_dtype():
+    """Issue 27: the second large copy of a process stalled 400 ms compiling
+    its dtype's kernel. Every dtype now copies through the one uint8
+    signature that the first call compiles or loads from the disk cache."""
+    dropins.copy_bands()
+    (only,) = dropins._copy_elements.signatures
+    assert only == dropins._copy_elements.nopython_signatures[0].args
+    for dtype in (np.float32, np.float64, np.complex128, np.bool_, np.int16):
+        src = random_array(np.random.default_rng(1), 3001, dtype)
+        dst = np.zeros(3002, dtype)[1:]
+        dropins.stream_copy(dst, src)
+        np.testing.assert_array_equal(dst, src)
+    assert dropins._copy_elements.signatures == [only]
+    assert dropins._copy_elements._cache.__class__.__name__ == "StreamFunctionCache"   # cache=True
+
+
 @pytest.mark.parametrize("env_var", ["STREAMJIT_PARALLEL_BYTES", "STREAMJIT_COPY_THRESHOLD", "STREAMJIT_THRESHOLD"])
 def test_bad_environment_variables_never_break_the_import(env_var):
     """Issue 21, defect 6: `STREAMJIT_PARALLEL_BYTES=abc` made `import
