@@ -321,6 +321,10 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
         profile chose (a software prefetch ahead, non-temporal loads, or
         plain loads). True: every array parameter the kernel does not store
         to. Naming an array the kernel stores to is a `StreamConfigError`.
+        Loads where a prefetch does not pay stay plain, each decided on its
+        own (a walk wider than a cache line, a loop that runs inner loops or
+        is compute-bound, an array the kernel allocates); ``stream_result``
+        lists only arrays that got something, and the report says why not.
     threshold : "auto", int or None, default "auto"
         Stream only when the streamed arrays hold more bytes than this: one
         comparison at entry, below which the plain loop runs as under
