@@ -5,10 +5,11 @@ Numba's, taking blocks as they come free) and the split it made before
 (a `prange`: each thread's half fixed in advance), in one process,
 interleaved rounds, medians with their spread.
 
-Run: python bench/copy_threads.py [MiB] [--busy]
+Run: python bench/copy_threads.py [MiB] [--busy] [--first-calls]
 (default 256 MiB, float32, destination misaligned by one element; --busy
 keeps one core busy with another process, `python -c "while 1: pass"`,
-while it runs)
+while it runs; --first-calls times each of the first `streamjit.copyto`
+calls of this fresh process instead, against np.copyto's median)
 """
 
 import subprocess
@@ -60,5 +61,28 @@ def main(mib=256, rounds=11, busy=False):
               f"{ratios[name]:.2f}x ({ratios[name].low:.2f}-{ratios[name].high:.2f})")
 
 
+def first_calls(mib=256, calls=12, rounds=7):
+    """Each of the first ``calls`` copies of this process, in ms: no call
+    may pay a compilation or wait for measurements (issue 27: 82, 397,
+    21, 21, ..., 11.6 ms). The destination's pages are touched first, so
+    that the first call does not pay for faulting them in."""
+    n = (mib << 20) // 4
+    src = np.random.default_rng(0).random(n + 1, dtype=np.float32)[1:]
+    dst = np.zeros(n + 1, np.float32)[:-1]
+    times = [bench.wall_seconds(lambda: sj.copyto(dst, src)) for _ in range(calls)]
+    assert np.array_equal(dst, src)
+    numpy = np.median([bench.wall_seconds(lambda: np.copyto(dst, src)) for _ in range(rounds)])
+    steady = np.median(times[calls // 2:])
+    print(bench.host_description())
+    print(f"{mib} MiB float32 copy, fresh process; streamjit.copyto per call (ms): "
+          + ", ".join(f"{t * 1e3:.1f}" for t in times))
+    print(f"np.copyto median of {rounds}: {numpy * 1e3:.1f} ms; second call {numpy / times[1]:.2f}x np.copyto; "
+          f"slowest call {max(times) / steady:.2f}x the steady time ({steady * 1e3:.1f} ms)")
+
+
 if __name__ == "__main__":
-    main(*map(int, [a for a in sys.argv[1:2] if a.isdigit()]), busy="--busy" in sys.argv)
+    mib = [int(a) for a in sys.argv[1:2] if a.isdigit()]
+    if "--first-calls" in sys.argv:
+        first_calls(*mib)
+    else:
+        main(*mib, busy="--busy" in sys.argv)

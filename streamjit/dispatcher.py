@@ -158,8 +158,10 @@ class StreamDispatcher(CPUDispatcher):
         (False, True)
         """
         bound = self._signature.bind(*args, **kwargs)
-        sig = tuple(self.typeof_pyval(a) for a in bound.args)
-        result = self.stream_result(sig)  # (compiled first: "auto" is read then)
+        # (as a call types them: an omitted argument with a default is Numba's Omitted)
+        _, sig = self.fold_argument_types(tuple(map(self.typeof_pyval, args)),
+                                          {k: self.typeof_pyval(v) for k, v in kwargs.items()})
+        result = self.stream_result(tuple(sig))  # (compiled first: "auto" is read then)
         threshold = self.stream_options.threshold if self.stream_options else None
         if threshold is None:
             return True
@@ -362,6 +364,10 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
         profile chose (a software prefetch ahead, non-temporal loads, or
         plain loads). True: every array parameter the kernel does not store
         to. Naming an array the kernel stores to is a `StreamConfigError`.
+        Loads where a prefetch does not pay stay plain, each decided on its
+        own (a walk wider than a cache line, a loop that runs inner loops or
+        is compute-bound, an array the kernel allocates); ``stream_result``
+        lists only arrays that got something, and the report says why not.
     threshold : "auto", int or None, default "auto"
         Stream only when the streamed arrays hold more bytes than this: one
         comparison at entry, below which the plain loop runs as under

@@ -47,7 +47,15 @@ def _starts_inside(dst, src):
 
 
 # Always streamed (threshold=None): `copyto` has already decided by size.
-@stream_kernel(stream_stores=["dst"], nogil=True, threshold=None)
+# Every copy moves bytes (`stream_copy` views its arrays as uint8), so this
+# one signature serves all dtypes: compiled on the first copyto call
+# (`copy_bands`), or loaded from Numba's disk cache, so that no large copy
+# pays a compilation (compiling float32's on the second call stalled it
+# for 400 ms, issue 27).
+COPY_SIGNATURE = "void(u1[::1], u1[::1])"
+
+
+@stream_kernel(stream_stores=["dst"], nogil=True, threshold=None, cache=True)
 def _copy_elements(dst, src):
     if _starts_inside(dst, src):
         for i in range(dst.shape[0] - 1, -1, -1):
@@ -114,6 +122,7 @@ def copy_bands():
     if STREAM_BYTES < 0:
         parallel = parallel_copy_bytes()[0]
         STREAM_BYTES, PARALLEL_BYTES = copy_threshold()[0], float("inf") if parallel is None else parallel
+        _copy_elements.compile(COPY_SIGNATURE)
     return STREAM_BYTES, PARALLEL_BYTES
 
 
@@ -123,10 +132,19 @@ def copy_bands():
 # PARALLEL_BYTES on each copy is timed, and copies take the way last
 # measured faster, the other one every `RECHECK_EVERY`th copy to follow
 # the load: 1.0x np.copyto at worst when threads do not pay, and most of
-# the threads' gain when they do.
+# the threads' gain when they do. The first copies take the threads, as
+# PARALLEL_BYTES (the machine's profile) says they pay there; np.copyto is
+# first timed on the RECHECK_EVERY-th.
 RECHECK_EVERY = 8
-_seconds_per_byte = {"threads": 0.0, "np.copyto": 0.0}  # as last measured
-_large_copies = itertools.count()
+
+
+def fresh_measurements():
+    """``(seconds per byte each way took when last measured, a counter of
+    large copies)`` as a process starts: the threads measured fastest."""
+    return {"threads": 0.0, "np.copyto": float("inf")}, itertools.count(1)
+
+
+_seconds_per_byte, _large_copies = fresh_measurements()
 
 
 def _large_copy(dst, src, threads):
@@ -145,6 +163,7 @@ def _large_copy(dst, src, threads):
 def stream_copy(dst, src):
     """Streamed copy of 1-D C-contiguous ``src`` into ``dst`` (same length and
     dtype, any size): what `copyto` runs above its threshold."""
+    dst, src = dst.view(np.uint8), src.view(np.uint8)  # the kernel's one signature
     if dst.nbytes >= PARALLEL_BYTES and numba.get_num_threads() > 1 and not np.may_share_memory(dst, src):
         _large_copy(dst, src, numba.get_num_threads())
     else:

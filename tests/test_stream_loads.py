@@ -173,3 +173,82 @@ def test_aligned_source_loads_are_vmovntdqa():
     assert re.search(r"^\s*vmovntdqa\s+.*%[yz]mm\d+$", asm, re.M)
     report = residual.stream_report(sig)
     assert report.arrays["f"].nt_loads > 0 and report.arrays["g"].nt_loads == 0
+
+
+# Issue 27: where a prefetch does not pay, a streamed load stays a plain
+# load, per access, and the array leaves streamed_loads when none of its
+# loads got anything (the report's notes say why).
+
+@sj.stream_kernel(stream_loads=True, stream_stores=["out"], threshold=None)
+def reads_its_own_result(out, a):
+    c = a * 2.0                            # an array the kernel makes (mandelbrot1's C)
+    for i in range(out.shape[0]):
+        out[i] = c[i] + a[i]
+
+
+@sj.stream_kernel(stream_loads=True, stream_stores=["out"], threshold=None)
+def column_walk(out, u, v, k):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = u[i, j, k] + v[i, j]   # vadv's u_pos[:, :, k]: a row apart per j
+
+
+@sj.stream_kernel(stream_loads=True, stream_stores=["out"], threshold=None)
+def outer_loads(out, a, b):
+    for i in range(out.shape[0]):
+        s = a[i]                           # its loop runs the j loop each iteration
+        for j in range(out.shape[1]):
+            out[i, j] = s * b[j]
+
+
+@sj.stream_kernel(stream_loads=True, stream_stores=["out"], threshold=None)
+def compute_bound(out, a, b):
+    for i in range(out.shape[0]):
+        x = a[i]                           # three calls (16 operations each) for two loads
+        out[i] = np.exp(x) * np.sin(x) + np.cos(x) + b[i]
+
+
+def plain_notes(kernel, array):
+    return [n for n in kernel.stream_report().arrays[array].notes if n.endswith("plain load")]
+
+
+def test_arrays_the_kernel_makes_are_not_streamed_loads(rng):
+    a, out = rng.standard_normal(3000), np.zeros(3000)
+    reads_its_own_result(out, a)
+    np.testing.assert_allclose(out, 3 * a)
+    assert reads_its_own_result.stream_result().streamed_loads == {"a"}
+    report = reads_its_own_result.stream_report()
+    assert report.arrays["a"].prefetches > 0
+    assert "c" not in report.arrays or report.arrays["c"].prefetches == 0
+
+
+def test_walks_wider_than_a_line_are_plain_loads(rng):
+    u, v = rng.standard_normal((30, 40, 5)), rng.standard_normal((30, 40))
+    out = np.zeros((30, 40))
+    column_walk(out, u, v, 2)
+    np.testing.assert_allclose(out, u[:, :, 2] + v)
+    assert column_walk.stream_result().streamed_loads == {"v"}
+    report = column_walk.stream_report()
+    assert report.arrays["u"].prefetches == 0 and report.arrays["v"].prefetches > 0
+    assert any("a strided walk (rows apart per iteration of 'j'" in n for n in plain_notes(column_walk, "u"))
+
+
+def test_loads_of_loops_that_run_inner_loops_are_plain(rng):
+    a, b = rng.standard_normal(50), rng.standard_normal(300)
+    out = np.zeros((50, 300))
+    outer_loads(out, a, b)
+    np.testing.assert_allclose(out, np.outer(a, b))
+    assert outer_loads.stream_result().streamed_loads == {"b"}
+    assert outer_loads.stream_report().arrays["a"].prefetches == 0
+    assert any("each iteration of 'i' runs inner loops" in n for n in plain_notes(outer_loads, "a"))
+
+
+def test_loads_of_compute_bound_loops_are_plain(rng):
+    a, b = rng.standard_normal(3000), rng.standard_normal(3000)
+    out = np.zeros(3000)
+    compute_bound(out, a, b)
+    np.testing.assert_allclose(out, np.exp(a) * np.sin(a) + np.cos(a) + b)
+    assert compute_bound.stream_result().streamed_loads == frozenset()
+    report = compute_bound.stream_report()
+    assert report.arrays["a"].prefetches == report.arrays["b"].prefetches == 0
+    assert any("compute-bound" in n for n in plain_notes(compute_bound, "b"))

@@ -41,6 +41,21 @@ def test_both_sides_of_the_threshold_are_correct(n):
     assert SMALL.above_threshold(src=src, dst=dst) == (n * 8 > 4096)
 
 
+def test_above_threshold_with_a_default_argument_left_out():
+    """Issue 27 (NPBench's crc16): a call that leaves out an argument with a
+    default is typed as Numba types it (Omitted), not compiled again with
+    too few arguments."""
+    @sj.stream_kernel(stream_stores=["dst"], threshold=4096)
+    def scaled(dst, src, factor=2.0):
+        for i in range(dst.shape[0]):
+            dst[i] = src[i] * factor
+
+    src, dst = np.ones(1000), np.zeros(1000)
+    scaled(dst, src)
+    assert scaled.above_threshold(dst, src) and not scaled.above_threshold(dst[:10], src[:10])
+    assert len(scaled.signatures) == 1
+
+
 def test_size_test_is_compiled_in_and_gates_the_aligned_loop():
     a = np.zeros(10)
     SMALL(a, a.copy())

@@ -46,7 +46,7 @@ from .rebindings import version_name
 from .affine import AffineAnalyzer, emit_affine
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import copy_types
-from .stream_loads import marker_of, why_not_prefetched
+from .stream_loads import marker_of, why_plain
 
 SIZE_GATE = "$streamjit_large"
 
@@ -178,7 +178,7 @@ def _alignable_stream_loads(plan, loop, streamed_loads, scan):
     for access, _ in plan.loads:
         counts[access.array] = counts.get(access.array, 0) + 1
     return [(a, d) for a, d in plan.loads
-            if a.array in streamed_loads and not why_not_prefetched(scan, a) and counts[a.array] == 1
+            if a.array in streamed_loads and not why_plain(scan, a) and counts[a.array] == 1
             and d[-1].coeffs == {loop: 1} and all(loop not in x.coeffs for x in d[:-1])]
 
 

@@ -12,13 +12,24 @@ needs an address stream that advances: it is issued only for loads whose
 index is affine in the innermost enclosing ``range`` loop's variable. A
 broadcast (``a[i]`` inside a ``j`` loop), a gather (``a[idx[k]]``) or a
 load outside every loop is not prefetched; the report says why.
+
+A streamed load stays a plain load, decided per access (`why_plain`),
+where a prefetch does not pay (issue 27: NPBench kernels ran 0.70x and
+0.93x with ``stream_loads=True``): an array the kernel allocates (its lines
+were just written, in cache), a walk whose step is wider than a cache line
+(the hardware prefetcher follows constant strides; a prefetch a fixed
+number of bytes ahead lands a few rows on, one more miss per element), a
+loop each of whose iterations runs inner loops, or one that does many
+floating-point operations per element it loads (compute-bound: the loads
+wait for nothing). An array none of whose loads got a prefetch or a
+non-temporal load leaves ``streamed_loads``, with a note saying why.
 """
 
-from numba.core import ir
+from numba.core import ir, types
 
+from .. import codegen
 from ..lowering.markers import load_marker
 from ..plan import METADATA_KEY
-from .. import codegen
 from .affine import AffineAnalyzer
 from .ir_build import Emitter
 
@@ -50,41 +61,110 @@ def _stored_as_streamed(scan, access, result):
     return any(s.array == access.array and s.loops[-1:] == access.loops[-1:] for s in scan.stores())
 
 
+# Bytes in a cache line: a walk whose step is wider reads one line per element.
+LINE_BYTES = 64
+# Floating-point operations per loaded element from which a loop is taken
+# as compute-bound (a call to a function, np.exp or math.sqrt, counts as
+# that many by itself): a vectorized core does about 16 such operations
+# in the time one core's share of memory bandwidth brings an element in.
+COMPUTE_BOUND_OPS = 16
+_ARITHMETIC = ("binop", "inplace_binop", "unary")
+
+
+def _own_labels(scan, loop):
+    """The blocks of ``loop`` outside its inner loops."""
+    inner = [l for l in scan.loops if l.parent is loop]
+    return loop.body.difference(*(l.body for l in inner)), inner
+
+
+def _is_compute_bound(scan, loop):
+    labels, _ = _own_labels(scan, loop)
+    ops = 0
+    # (the statements as scanned, before align_peel adds its own calls)
+    for label, stmt in (found for defs in scan.defs.values() for found in defs):
+        if label in labels and isinstance(stmt.value, ir.Expr) \
+                and isinstance(scan.typemap.get(stmt.target.name), (types.Float, types.Complex)):
+            ops += 1 if stmt.value.op in _ARITHMETIC else COMPUTE_BOUND_OPS if stmt.value.op == "call" else 0
+    loads = sum(1 for a in scan.loads() if a.loops and a.loops[-1] is loop)
+    return ops >= COMPUTE_BOUND_OPS * max(1, loads)
+
+
+def _step_bytes(scan, access, dims, loop):
+    """Bytes between the elements of ``loop``'s consecutive iterations, or
+    None where a dimension other than the contiguous one moves (a row or
+    more apart, not known at compile time)."""
+    aryty = scan.typemap[access.array_var]
+    inner = len(dims) - 1 if aryty.layout != "F" else 0
+    if any(loop in d.coeffs for k, d in enumerate(dims) if k != inner):
+        return None
+    return abs(dims[inner].coeffs.get(loop, 0)) * aryty.dtype.bitwidth // 8
+
+
+def why_plain(scan, access):
+    """Why a streamed load is better left a plain load (no prefetch, no
+    non-temporal load), or None: the prefetch's own reasons
+    (`why_not_prefetched`), then whether it would pay."""
+    if access.array in scan.fresh:
+        return "an array the kernel allocates (just written, in cache)"
+    reason = why_not_prefetched(scan, access)
+    if reason:
+        return reason
+    innermost = access.loops[-1]
+    analyzer = AffineAnalyzer(scan, access.loops[0])
+    step = _step_bytes(scan, access, [analyzer.of(x) for x in access.index], innermost)
+    if step is None or step > LINE_BYTES:
+        return (f"a strided walk ({'rows' if step is None else f'{step} bytes'} apart per iteration of "
+                f"'{innermost.var}', wider than a {LINE_BYTES}-byte line)")
+    if _own_labels(scan, innermost)[1]:
+        return f"each iteration of '{innermost.var}' runs inner loops"
+    if _is_compute_bound(scan, innermost):
+        return f"the loop '{innermost.var}' is compute-bound (>= {COMPUTE_BOUND_OPS} operations per element loaded)"
+    return None
+
+
 def marker_of(scan, access, options, result):
     """How a load inside an aligned loop of streamed stores is lowered
     (`markers.load_marker`), or None for a plain load: streamed loads take
     the profile's ``loads`` stage; prefetchable sources that are neither
     streamed nor stored as streamed take its ``sources`` stage."""
     if access.array in result.streamed_loads:
+        if why_plain(scan, access):
+            return None
         stage = options.loads
     elif options.sources.prefetches() and not _stored_as_streamed(scan, access, result) \
             and not why_not_prefetched(scan, access):
         return load_marker(options.sources)
     else:
         return None
-    return load_marker(stage, prefetched=stage.prefetches() and not why_not_prefetched(scan, access))
+    return load_marker(stage, prefetched=stage.prefetches())
 
 
 def run_pass(state):
     """Tag the streamed loads still in the IR (the head loops and every
-    loop that was not split)."""
+    loop that was not split) that a prefetch or a non-temporal load pays
+    for; an array with none leaves ``streamed_loads``."""
     scan, result = state.stream_scan, state.metadata[METADATA_KEY]
     stage = state.stream_options.loads
     blocks = state.func_ir.blocks
-    changed = False
+    changed, emitted = False, set()
     for access in scan.loads():
         if access.array not in result.streamed_loads or access.kind == "inplace":
             continue
-        reason = why_not_prefetched(scan, access) if stage.prefetches() else None
+        reason = why_plain(scan, access)
         if reason:
-            result.note(access.array, access.line, f"{reason}: not prefetched")
+            result.note(access.array, access.line, f"{reason}: plain load")
+            continue
+        if not (stage.prefetches() or stage.nt_loads):  # this machine's profile: plain loads
+            continue
+        emitted.add(access.array)
         if not access.is_element:
             continue
         block = blocks[access.label]
         at = next(i for i, s in enumerate(block.body) if s is access.stmt)
         emit = Emitter(block.scope, access.loc)
         emit.call(codegen.stream_load, ir.Var(block.scope, access.array_var, access.loc), emit.index(access.index),
-                  emit.const(load_marker(stage, prefetched=not reason)), target=access.stmt.target)
+                  emit.const(load_marker(stage, prefetched=True)), target=access.stmt.target)
         block.body[at:at + 1] = emit.stmts
         changed = True
+    result.streamed_loads = frozenset(emitted)
     return changed
