@@ -140,7 +140,10 @@ def decided(kernel, func):
         kernel.compile(sig)
     result = kernel.stream_result(sig)
     in_place = {a for a, notes in result.notes.items() if any(IN_PLACE_NOTE in n for n in notes)}
-    return set(result.streamed_stores), set(result.streamed_loads), in_place
+    # (loads the CPU's lowering leaves plain, where a prefetch would not pay, were
+    # chosen all the same: the GPU's cache hint costs nothing there)
+    left_plain = {a for a, notes in result.notes.items() if any(n.endswith(": plain load") for n in notes)}
+    return set(result.streamed_stores), set(result.streamed_loads) | left_plain, in_place
 
 
 def cpu(func):
