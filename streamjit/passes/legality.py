@@ -154,18 +154,16 @@ def _through_view(scan, view, own, analyzer):
     return None if own or None in dims else dims
 
 
-def _reads_its_row_first(scan, var, whole, outer, inner):
+def _reads_its_row_first(scan, var, label, whole, outer, inner):
     """Whether ``var`` is a view of the row the store's iteration writes
     (its dims the store's ``whole`` dims but for the loops of the nest
-    rooted at ``inner``), made and used only before that nest in the
+    rooted at ``inner``) and block ``label`` runs before that nest in the
     iteration of the loops around it, up to ``outer``."""
     view = scan.definition(var)
     if not (isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem")):
         return False
-    analyzer = AffineAnalyzer(scan, outer)
-    ndim = scan.typemap[var].ndim
-    own = [Affine(terms={("own", k): 1}) for k in range(ndim)]
-    dims = _through_view(scan, view, own, analyzer)
+    own = [Affine(terms={("own", k): 1}) for k in range(scan.typemap[var].ndim)]
+    dims = _through_view(scan, view, own, AffineAnalyzer(scan, outer))
     if dims is None or len(dims) != len(whole):
         return False
     for mine, theirs in zip(dims, whole):
@@ -173,40 +171,38 @@ def _reads_its_row_first(scan, var, whole, outer, inner):
         terms = {k: c for k, c in mine.terms.items() if k[0] != "own"}
         if mine.coeffs != kept or terms != theirs.terms or mine.const != theirs.const:
             return False
-    before = scan.cfg.dominators()[inner.header]  # (the blocks every path to the nest passes)
-    return all(label in before for label, block in scan.func_ir.blocks.items() for stmt in block.body
-               if var in {v.name for v in stmt.list_vars()})
+    return label in scan.cfg.dominators()[inner.header]  # (every path to the nest passes it)
 
 
 def _touches(scan, store, whole, outer, inner, origin):
     """Whether a statement of the loop ``outer`` outside the nest rooted at
-    ``inner`` hands the stored array to anything but what the module header
-    allows."""
+    ``inner`` hands the stored array, or a view of it, to anything but what
+    the module header allows."""
     bases = {scan.arrays.get(store.array)} | {v for v in scan.groups if scan.group_name(v) == store.array}
-    region = outer.body - inner.body
-    for label in region:
+
+    def rooted(name):
+        while scan.canonical(name) not in bases:
+            value = scan.definition(name)
+            if not (isinstance(scan.typemap.get(name), types.Array) and isinstance(value, ir.Expr)
+                    and value.op in ("getitem", "static_getitem")):
+                return False
+            name = value.value.name
+        return True
+
+    for label in outer.body - inner.body:
         for stmt in scan.func_ir.blocks[label].body:
-            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)) and scan.canonical(stmt.target.name) in bases:
+            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)) and rooted(stmt.target.name):
                 if id(stmt) in origin or any(a.stmt is stmt and a.is_element for a in scan.stores()):
                     continue  # a fallback of a fused loop, or an element store legality checks
                 return True
             value = stmt.value if isinstance(stmt, ir.Assign) else None
-            used = {v.name for v in stmt.list_vars()} - ({stmt.target.name} if value is not None else set())
-            for name in used:
-                if name == store.array_var:
-                    continue  # the fused loop's own destination (its run-time check)
-                if scan.canonical(name) in bases:
-                    if isinstance(value, ir.Var) or isinstance(value, ir.Expr) and (
-                            value.op in ("getitem", "static_getitem")
-                            or value.op == "getattr" and value.attr in _METADATA):
-                        continue
-                    return True
-                if isinstance(scan.typemap.get(name), types.Array):
-                    view = scan.definition(name)
-                    if isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem") \
-                            and scan.canonical(view.value.name) in bases \
-                            and not _reads_its_row_first(scan, name, whole, outer, inner):
-                        return True
+            if isinstance(value, ir.Var) or isinstance(value, ir.Expr) and (
+                    value.op in ("getitem", "static_getitem") or value.op == "getattr" and value.attr in _METADATA):
+                continue  # a load, a view (its own uses are checked), a copy, the shape
+            for var in stmt.list_vars():
+                if var.name != store.array_var and (value is None or var.name != stmt.target.name) \
+                        and rooted(var.name) and not _reads_its_row_first(scan, var.name, label, whole, outer, inner):
+                    return True  # (the destination's own uses: the fused loop's run-time check)
     return False
 
 
