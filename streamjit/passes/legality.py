@@ -222,7 +222,7 @@ def _view_nest(scan, store, root, origin):
         own = store_dims(scan, store, analyzer)
         whole = None if None in own else _through_view(scan, view, own, analyzer)
         nest = store.loops[k:]
-        if whole is None or any(l not in nest for d in whole for l in d.coeffs) \
+        if whole is None or any(l not in store.loops for d in whole for l in d.coeffs) \
                 or not all(loop.is_range and loop.kind != "prange" and any(d.only_loop() is loop for d in whole)
                            for loop in nest) \
                 or _touches(scan, store, whole, store.loops[k], root, origin):
