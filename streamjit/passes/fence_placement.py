@@ -3,8 +3,9 @@
 Non-temporal stores are weakly ordered, so a later load (on this or another
 thread, once the kernel returns) could see stale data without a fence. As
 in Halide, the fence goes where control leaves the outermost loop of every
-nest that holds an aligned (streamed) loop: at the start of each block the
-nest exits to. That point post-dominates the nest's streamed stores and
+nest that holds an aligned (streamed) loop (its root, from `legality.py`:
+for a row store inside loops that select the row, those loops too): at the
+start of each block the nest exits to. That point post-dominates the nest's streamed stores and
 precedes any later load; a ``return`` or ``raise`` inside the nest is such
 an exit too. A time loop around the nest runs the fence after every
 execution of the nest.

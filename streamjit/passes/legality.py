@@ -20,6 +20,18 @@ the complete nest, which is legal, with a fence after each execution
 - a store outside every loop runs once per call, and so does a slice or
   row store with invariant bounds in every execution of the loops around it.
 
+A store through a view `array_stores.py` made (``v = A[r, q, :]`` then
+``v[j] = tmp[j]``) is indexed by the view's own loops, but the loops
+around the view select the element too: its nest grows outward over each
+enclosing ``range`` loop whose variable selects a dimension of ``A`` of
+its own (NPBench's doitgen: one fence after the ``r, q`` nest, not one
+per 2 KiB row), stopping at the first that does not (a time loop), or
+whose body outside the nest hands ``A`` to anything but a load of an
+element, a read of the row this iteration writes before it writes it
+(``A[r, q, :] @ C4``: a library call may read on other threads, which
+must not see an element streamed earlier in the execution unfenced), the
+fused loop's own check and fallback, or an element store (checked below).
+
 Rejected, with `StreamLegalityError` at the store's line: scatter
 (``out[idx[i]]``), a loop inside the nest whose variable does not select
 the element (``for i: for t: out[i] = ...``), a store repeated by every
@@ -31,6 +43,7 @@ from numba.core import ir, types
 
 from ..errors import StreamLegalityError
 from ..plan import METADATA_KEY
+from .accesses import index_atoms, is_slice
 from .affine import Affine, AffineAnalyzer
 from .parallel_blocks import is_block_loop
 
@@ -115,6 +128,109 @@ def analyze_store(scan, store):
     return root, dims
 
 
+# Attributes that read an array's metadata, not its elements.
+_METADATA = {"shape", "size", "ndim", "strides", "dtype", "itemsize", "nbytes"}
+
+
+def _through_view(scan, view, own, analyzer):
+    """Dims of ``view[own]`` in the index space of the array ``view``
+    subscripts: its integer atoms, and per slice (or dimension left out)
+    the view's next own dimension plus the slice as an invariant term (a
+    slice step is never 0: distinct view indices stay distinct elements);
+    None where an atom is not affine or invariant."""
+    atoms = index_atoms(scan, view)
+    if atoms is None or any(a is Ellipsis for a in atoms):
+        return None
+    atoms = atoms + [slice(None)] * (scan.typemap[view.value.name].ndim - len(atoms))
+    dims, own = [], list(own)
+    for atom in atoms:
+        if not is_slice(scan.typemap, atom):
+            dims.append(analyzer.of(atom))
+            continue
+        key = ("slice", repr(atom)) if isinstance(atom, slice) else analyzer.term_key(atom.name)
+        inner = own.pop(0) if own else None
+        dims.append(None if key is None or inner is None else Affine(dict(inner.coeffs), {**inner.terms, key: 1},
+                                                                     dict(inner.names), inner.const))
+    return None if own or None in dims else dims
+
+
+def _reads_its_row_first(scan, var, label, whole, outer, inner):
+    """Whether ``var`` is a view of the row the store's iteration writes
+    (its dims the store's ``whole`` dims but for the loops of the nest
+    rooted at ``inner``) and block ``label`` runs before that nest in the
+    iteration of the loops around it, up to ``outer``."""
+    view = scan.definition(var)
+    if not (isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem")):
+        return False
+    own = [Affine(terms={("own", k): 1}) for k in range(scan.typemap[var].ndim)]
+    dims = _through_view(scan, view, own, AffineAnalyzer(scan, outer))
+    if dims is None or len(dims) != len(whole):
+        return False
+    for mine, theirs in zip(dims, whole):
+        kept = {l: c for l, c in theirs.coeffs.items() if l.header not in inner.body}
+        terms = {k: c for k, c in mine.terms.items() if k[0] != "own"}
+        if mine.coeffs != kept or terms != theirs.terms or mine.const != theirs.const:
+            return False
+    return label in scan.cfg.dominators()[inner.header]  # (every path to the nest passes it)
+
+
+def _touches(scan, store, whole, outer, inner, origin):
+    """Whether a statement of the loop ``outer`` outside the nest rooted at
+    ``inner`` hands the stored array, or a view of it, to anything but what
+    the module header allows."""
+    bases = {scan.arrays.get(store.array)} | {v for v in scan.groups if scan.group_name(v) == store.array}
+
+    def rooted(name):
+        while scan.canonical(name) not in bases:
+            value = scan.definition(name)
+            if not (isinstance(scan.typemap.get(name), types.Array) and isinstance(value, ir.Expr)
+                    and value.op in ("getitem", "static_getitem")):
+                return False
+            name = value.value.name
+        return True
+
+    for label in outer.body - inner.body:
+        for stmt in scan.func_ir.blocks[label].body:
+            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)) and rooted(stmt.target.name):
+                if id(stmt) in origin or any(a.stmt is stmt and a.is_element for a in scan.stores()):
+                    continue  # a fallback of a fused loop, or an element store legality checks
+                return True
+            value = stmt.value if isinstance(stmt, ir.Assign) else None
+            if isinstance(value, ir.Var) or isinstance(value, ir.Expr) and (
+                    value.op in ("getitem", "static_getitem") or value.op == "getattr" and value.attr in _METADATA):
+                continue  # a load, a view (its own uses are checked), a copy, the shape
+            for var in stmt.list_vars():
+                if var.name != store.array_var and (value is None or var.name != stmt.target.name) \
+                        and rooted(var.name) and not _reads_its_row_first(scan, var.name, label, whole, outer, inner):
+                    return True  # (the destination's own uses: the fused loop's run-time check)
+    return False
+
+
+def _view_nest(scan, store, root, origin):
+    """(root, dims in the array's own index space) of the largest nest
+    around ``root`` that writes each element once per execution, for a
+    store through a view `array_stores.py` made (module header); (root,
+    None) for any other store."""
+    view = scan.definition(store.array_var) if store.array_var in scan.views else None
+    bases = set(scan.arrays.values()) | set(scan.groups)
+    if root is None or not (isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem")
+                            and scan.canonical(view.value.name) in bases):
+        return root, None
+    found = (root, None)
+    for k in range(store.loops.index(root) - 1, -1, -1):
+        analyzer = AffineAnalyzer(scan, store.loops[k])
+        own = store_dims(scan, store, analyzer)
+        whole = None if None in own else _through_view(scan, view, own, analyzer)
+        nest = store.loops[k:]
+        if whole is None or any(l not in store.loops for d in whole for l in d.coeffs) \
+                or not all(loop.is_range and loop.kind != "prange" and any(d.only_loop() is loop for d in whole)
+                           for loop in nest) \
+                or _touches(scan, store, whole, store.loops[k], root, origin):
+            break
+        found = (store.loops[k], whole)
+    return found
+
+
 def _exclusive(scan, a, b):
     """True if blocks ``a`` and ``b`` sit in opposite branches of one ``if``:
     each branch target is entered only from the branch, and dominates one of
@@ -176,12 +292,15 @@ def check_stream_stores(scan, arrays, origin):
     for names in _conflict_sets(scan, arrays):
         # stores Numba makes itself (`numba_whole_store`) run once, as a
         # stage of their own, with plain stores
-        indexed = [(s, *analyze_store(scan, s)) for array in names for s in scan.stores(array)
-                   if not numba_whole_store(scan, s, origin)]
-        stage = {a: root_a for a, root_a, _ in indexed}
+        indexed = []
+        for s in (s for array in names for s in scan.stores(array) if not numba_whole_store(scan, s, origin)):
+            root, dims = analyze_store(scan, s)
+            root, whole = _view_nest(scan, s, root, origin)
+            indexed.append((s, root, dims, whole or dims))  # (compared in the array's own index space)
+        stage = {a: root_a for a, root_a, _, _ in indexed}
         conflicts = []
-        for n, (a, root_a, dims_a) in enumerate(indexed):
-            for b, root_b, dims_b in indexed[n + 1:]:
+        for n, (a, root_a, _, dims_a) in enumerate(indexed):
+            for b, root_b, _, dims_b in indexed[n + 1:]:
                 if root_a is None or root_a is not root_b:
                     continue
                 if _provably_disjoint(dims_a, dims_b):
@@ -199,7 +318,7 @@ def check_stream_stores(scan, arrays, origin):
             if stage[a] is stage[b]:
                 first, second = sorted((a, b), key=lambda s: s.line)
                 _fail(second, f"this store and the one at line {first.line} may write the same element")
-        analyzed.update({a: (stage[a], dims_a) for a, _, dims_a in indexed})
+        analyzed.update({a: (stage[a], dims_a) for a, _, dims_a, _ in indexed})
     return analyzed
 
 
