@@ -15,7 +15,8 @@ from .versions import check_numba  # noqa: E402
 
 check_numba()  # before anything compiles: outside the tested range, say so
 
-from .dispatcher import StreamDispatcher, stream_kernel
+from .api import stream_kernel
+from .dispatcher import StreamDispatcher
 from .dropins import copyto, memcpy
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport

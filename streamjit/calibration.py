@@ -37,7 +37,8 @@ import numba
 import numpy as np
 
 from . import bench
-from .dispatcher import StreamDispatcher, stream_kernel
+from .api import stream_kernel
+from .dispatcher import StreamDispatcher
 from .machine import LoadStage, cache_sizes, cpu_name, machine_profile, stage_record, update_profile_file, vector_isa
 from .options import validate_options
 

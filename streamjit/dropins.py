@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from .disabled import jit_disabled
-from .dispatcher import stream_kernel
+from .api import stream_kernel
 from .threshold import copy_threshold, parallel_copy_bytes
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")

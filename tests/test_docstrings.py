@@ -9,7 +9,7 @@ import pytest
 
 import streamjit as sj
 
-MODULES = ["streamjit.dispatcher", "streamjit.stencil", "streamjit.dropins"]
+MODULES = ["streamjit.api", "streamjit.dispatcher", "streamjit.stencil", "streamjit.dropins"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -9,7 +9,7 @@ import functools
 import numba
 import numpy as np
 
-from ..dispatcher import stream_kernel
+from ..api import stream_kernel
 
 # The STREAM kernels, written as a user would. Each gets a streamed build
 # (stream_kernel) and a plain build (numba.njit) of the same source.

@@ -9,7 +9,7 @@ import os
 import numba
 import numpy as np
 
-from ..dispatcher import stream_kernel
+from ..api import stream_kernel
 from .kernels import (STREAM_KERNELS, avg3_loop, avg3_stencil, jacobi4, jacobi5, jacobi5_stencil, kernel_args,
                       laplace7_loop, laplace7_stencil, numba_stencil, stream_builds)
 from .timing import MIB, Spread, human_size, interleaved_medians, interleaved_times, rates, repeated, speedups

@@ -45,7 +45,7 @@ from numba.np.numpy_support import as_dtype
 from ..errors import warn_in_kernel
 from .. import codegen
 from .accesses import streamed_store_names
-from .indices import index_atoms, is_slice
+from .indices import index_atoms, is_element_index, is_slice
 from .scan import is_array_expression, scan_kernel
 from .ir_build import Emitter, loop_nest, new_block
 from .retype import retype
@@ -401,17 +401,6 @@ def _whole_store_through_view(scan, access):
     return bool(atoms) and all(i or is_slice(scan.typemap, a) for i, a in zip(ints, atoms)) and not all(ints)
 
 
-def _is_element_index(typemap, stmt, ndim):
-    index = stmt.index_var if isinstance(stmt, ir.StaticSetItem) else stmt.index
-    if index is None:
-        value = stmt.index
-        parts = list(value) if isinstance(value, tuple) else [value]
-        return len(parts) == ndim and all(isinstance(p, int) for p in parts)
-    ty = typemap[index.name]
-    parts = list(ty) if isinstance(ty, types.BaseTuple) else [ty]
-    return len(parts) == ndim and all(isinstance(p, types.Integer) for p in parts)
-
-
 def _stores_arrays(state, named):
     """Whether any statement stores more than one element, or a local array
     is named (maybe an array expression's result): a cheap test before the
@@ -423,7 +412,7 @@ def _stores_arrays(state, named):
         for stmt in block.body:
             if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
                 target = typemap.get(stmt.target.name)
-                if isinstance(target, types.Array) and not _is_element_index(typemap, stmt, target.ndim):
+                if isinstance(target, types.Array) and not is_element_index(typemap, stmt, target.ndim):
                     return True
             elif isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) \
                     and stmt.value.op == "inplace_binop" and isinstance(typemap.get(stmt.value.lhs.name), types.Array):

@@ -52,3 +52,16 @@ def classify_index(scan, root_var, index):
     if all(is_int(scan, a) or is_slice(scan.typemap, a) for a in index):
         return "slice"
     return "opaque"
+
+
+def is_element_index(typemap, stmt, ndim):
+    """Whether a setitem's index (a variable or a constant) selects one
+    element of an ``ndim``-dimensional array: ``ndim`` integers."""
+    index = stmt.index_var if isinstance(stmt, ir.StaticSetItem) else stmt.index
+    if index is None:
+        value = stmt.index
+        parts = list(value) if isinstance(value, tuple) else [value]
+        return len(parts) == ndim and all(isinstance(p, int) for p in parts)
+    ty = typemap[index.name]
+    parts = list(ty) if isinstance(ty, types.BaseTuple) else [ty]
+    return len(parts) == ndim and all(isinstance(p, types.Integer) for p in parts)

@@ -43,7 +43,7 @@ from numba.core import ir, types
 
 from ..errors import StreamLegalityError
 from ..plan import METADATA_KEY
-from .accesses import index_atoms, is_slice
+from .indices import index_atoms, is_slice
 from .affine import Affine, AffineAnalyzer
 from .parallel_blocks import is_block_loop
 
