@@ -139,7 +139,8 @@ def test_a_call_reading_a_row_streamed_in_the_nest_keeps_the_fence_per_row(monke
 
 def test_seidel_rows_build_no_fused_loop_and_equal_njit(monkeypatch):
     A = np.random.rand(11, 13)
-    seen = after(monkeypatch, array_stores, seidel_rows, (3, 11, A.copy()), stream_stores=True)
+    with pytest.warns(sj.StreamWarning, match="shifted views"):
+        seen = after(monkeypatch, array_stores, seidel_rows, (3, 11, A.copy()), stream_stores=True)
     assert "copies_elementwise" not in seen.text and not seen.state.stream_fallbacks
     expected = A.copy()
     numba.njit(seidel_rows)(3, 11, expected)
