@@ -51,5 +51,5 @@ def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
     pto.slp_vectorization = True
     builder = llvm.create_pass_builder(tm, pto)
     builder.getModulePassManager().run(module, builder)
-    final = str(run_post_o3(str(module), Target(triple, cpu, features), f"{triple} {cpu or ''}")[0])
+    final = run_post_o3(str(module), Target(triple, cpu, features), f"{triple} {cpu or ''}")[0]
     return final, tm.emit_assembly(_parse(final, triple, tm))

@@ -41,8 +41,7 @@ class StreamCodeLibrary(JITCodeLibrary):
         self._unoptimized_module = self._final_module.clone()
         super()._optimize_final_module()
         text = str(self._final_module)
-        stages, changed = run_post_o3(text, Target(), self.name)
-        rewritten = str(stages) if changed else text
+        rewritten, changed = run_post_o3(text, Target(), self.name)
         if changed:
             module = llvm.parse_assembly(rewritten)
             module.verify()

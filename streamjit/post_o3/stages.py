@@ -26,6 +26,7 @@ stage, for each module that holds streamjit marks.
 """
 
 from ..dump import dump_after
+from ..lowering.keep_scalar import MARKER as KEEP_SCALAR
 from ..lowering.markers import DOMAIN_NAME
 from . import exit_fences, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset, widen_stores
 from .module import Module
@@ -41,12 +42,19 @@ STAGE_NAMES = tuple(map(stage_name, STAGES))
 
 
 def run_post_o3(text, target, module_name=""):
-    """(the `Module` of ``text`` after every stage for ``target``, whether any changed it)."""
+    """(``text`` after every stage for ``target``, whether any changed it).
+
+    Numba makes many modules while it compiles a kernel (its helpers, the
+    wrappers), and most hold nothing of streamjit's: no mark and no
+    keep-scalar call, so no stage has work there. Those are passed through
+    without being parsed (first-call compile time)."""
+    marked = f'!"{DOMAIN_NAME}' in text
+    if not marked and KEEP_SCALAR not in text:
+        return text, False
     module = Module(text)
-    marked = any(f'!"{DOMAIN_NAME}' in body for body in module.metadata.values())
     changed = False
     for stage in STAGES:
         changed |= stage.run(module, target)
         if marked:
             dump_after(stage_name(stage), f"LLVM IR of {module_name or 'the module'}", lambda: print(module))
-    return module, changed
+    return (str(module), True) if changed else (text, False)
