@@ -25,10 +25,6 @@ from .api import stream_kernel
 from .threshold import copy_threshold, parallel_copy_bytes
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")
-# The streamed copy moves bytes, as np.copyto does: through unsigned words of
-# the item's size (a bool whose byte is not 0 or 1, a buffer viewed as
-# bool, copied as a bool was written as 1; complex items as two words).
-_WORDS = {size: np.dtype(f"u{min(size, 8)}") for size in {d.itemsize for d in _FAST_DTYPES}}
 
 # The C function behind `np.copyto`. The public function first asks its
 # arguments for `__array_function__` overrides, which costs more than a
@@ -163,7 +159,9 @@ def _large_copy(dst, src, threads):
 def stream_copy(dst, src):
     """Streamed copy of 1-D C-contiguous ``src`` into ``dst`` (same length and
     dtype, any size): what `copyto` runs above its threshold."""
-    dst, src = dst.view(np.uint8), src.view(np.uint8)  # the kernel's one signature
+    # bytes, as np.copyto moves them (a bool buffer holding bytes other than
+    # 0 and 1 copies them as they are), through the kernel's one signature
+    dst, src = dst.view(np.uint8), src.view(np.uint8)
     if dst.nbytes >= PARALLEL_BYTES and numba.get_num_threads() > 1 and not np.may_share_memory(dst, src):
         _large_copy(dst, src, numba.get_num_threads())
     else:
@@ -228,8 +226,7 @@ def copyto(dst, src, casting="same_kind", where=True):
                     and dst.shape == src.shape
                     and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
                     and src.flags.c_contiguous):
-                words = _WORDS[dst.itemsize]
-                return stream_copy(dst.reshape(-1).view(words), src.reshape(-1).view(words))
+                return stream_copy(dst.reshape(-1), src.reshape(-1))
         return _numpy_copyto(dst, src, casting)
     np.copyto(dst, src, casting=casting, where=where)
 
