@@ -194,6 +194,11 @@ def column_walk(out, u, v, k):
 
 
 @sj.stream_kernel(stream_loads=True, stream_stores=["out"], threshold=None)
+def sliced_walks(out, A, u, k):
+    out[:] = A[:, k] + u[:, 1:-1] * 2.0    # syrk's A[:i + 1, k] (a column), then unit-stride rows
+
+
+@sj.stream_kernel(stream_loads=True, stream_stores=["out"], threshold=None)
 def outer_loads(out, a, b):
     for i in range(out.shape[0]):
         s = a[i]                           # its loop runs the j loop each iteration
@@ -231,6 +236,19 @@ def test_walks_wider_than_a_line_are_plain_loads(rng):
     report = column_walk.stream_report()
     assert report.arrays["u"].prefetches == 0 and report.arrays["v"].prefetches > 0
     assert any("a strided walk (rows apart per iteration of 'j'" in n for n in plain_notes(column_walk, "u"))
+
+
+def test_sliced_views_walking_a_column_are_plain_loads(rng):
+    # A slice's view is typed layout "A" whatever it steps; its last axis is
+    # contiguous only where the index ends in a slice without a step.
+    A, u = rng.standard_normal((64, 7)), rng.standard_normal((64, 66))
+    out = np.zeros((64, 64))
+    sliced_walks(out, A, u, 3)
+    np.testing.assert_allclose(out, A[:, 3] + u[:, 1:-1] * 2.0)
+    report = sliced_walks.stream_report()
+    assert report.arrays["A"].prefetches == 0 and report.arrays["u"].prefetches > 0
+    assert any("rows apart per iteration of the element loop of a slice expression" in n
+               for n in plain_notes(sliced_walks, "A"))
 
 
 def test_loads_of_loops_that_run_inner_loops_are_plain(rng):

@@ -62,6 +62,12 @@ class Loop:
         return version_name(user[0]) if user else "<loop>"
 
     @property
+    def described(self):
+        """The loop in a message: ``'i'``, or the element loop a slice
+        expression became (its variable is not the user's)."""
+        return f"'{self.var}'" if self.var != "<loop>" else "the element loop of a slice expression"
+
+    @property
     def start(self):
         args = self.range_call.args
         return args[0] if len(args) > 1 else 0

@@ -31,6 +31,7 @@ from .. import codegen
 from ..lowering.markers import load_marker
 from ..plan import METADATA_KEY
 from .affine import AffineAnalyzer
+from .indices import index_atoms, is_int, without_ellipsis
 from .ir_build import Emitter
 
 
@@ -47,7 +48,7 @@ def why_not_prefetched(scan, access):
     if any(d is None for d in dims):
         return "the index is not an affine function of the loop variables (a gather)"
     if not any(innermost in d.coeffs for d in dims):
-        return f"the index does not advance with the innermost loop '{innermost.var}'"
+        return f"the index does not advance with the innermost loop {innermost.described}"
     return None
 
 
@@ -91,12 +92,41 @@ def _is_compute_bound(scan, loop):
     return ops >= COMPUTE_BOUND_OPS * max(1, loads)
 
 
+def _last_axis_steps_one_element(scan, var):
+    """Whether the last axis of the array ``var`` holds adjacent elements:
+    a C-contiguous array, or a view (layout "A", as Numba types every
+    slice but the simplest) of one whose index ends in a slice without a
+    step (``A[1:-1, 1:-1]``). ``A[:i + 1, k]`` (a column) and
+    ``u[:, :, k]`` (its last axis a row of ``u``) are not: their last axis
+    steps a row, known only at run time."""
+    aryty = scan.typemap[var]
+    if aryty.layout == "C":
+        return True
+    value = scan.definition(var)
+    if aryty.layout == "F" or not (isinstance(value, ir.Expr) and value.op in ("getitem", "static_getitem")) \
+            or not _last_axis_steps_one_element(scan, value.value.name):
+        return False
+    atoms = index_atoms(scan, value)
+    if atoms is None:
+        return False
+    parent_ndim = scan.typemap[value.value.name].ndim
+    atoms = without_ellipsis(scan, atoms, parent_ndim)
+    last = atoms[-1] if len(atoms) == parent_ndim else slice(None)  # (missing trailing indices: whole axes)
+    if isinstance(last, slice):
+        return last.step in (None, 1)
+    sliced = isinstance(last, ir.Var) and scan.typemap.get(last.name)
+    return isinstance(sliced, types.SliceType) and sliced.members == 2 and not is_int(scan, last)
+
+
 def _step_bytes(scan, access, dims, loop):
     """Bytes between the elements of ``loop``'s consecutive iterations, or
-    None where a dimension other than the contiguous one moves (a row or
-    more apart, not known at compile time)."""
+    None where a dimension other than the contiguous one moves, or the
+    contiguous one is not (`_last_axis_steps_one_element`): a row or more
+    apart, not known at compile time."""
     aryty = scan.typemap[access.array_var]
     inner = len(dims) - 1 if aryty.layout != "F" else 0
+    if aryty.layout == "A" and not _last_axis_steps_one_element(scan, access.array_var):
+        return None
     if any(loop in d.coeffs for k, d in enumerate(dims) if k != inner):
         return None
     return abs(dims[inner].coeffs.get(loop, 0)) * aryty.dtype.bitwidth // 8
@@ -116,25 +146,27 @@ def why_plain(scan, access):
     step = _step_bytes(scan, access, [analyzer.of(x) for x in access.index], innermost)
     if step is None or step > LINE_BYTES:
         return (f"a strided walk ({'rows' if step is None else f'{step} bytes'} apart per iteration of "
-                f"'{innermost.var}', wider than a {LINE_BYTES}-byte line)")
+                f"{innermost.described}, wider than a {LINE_BYTES}-byte line)")
     if _own_labels(scan, innermost)[1]:
-        return f"each iteration of '{innermost.var}' runs inner loops"
+        return f"each iteration of {innermost.described} runs inner loops"
     if _is_compute_bound(scan, innermost):
-        return f"the loop '{innermost.var}' is compute-bound (>= {COMPUTE_BOUND_OPS} operations per element loaded)"
+        return f"the loop {innermost.described} is compute-bound (>= {COMPUTE_BOUND_OPS} operations per element loaded)"
     return None
 
 
 def marker_of(scan, access, options, result):
     """How a load inside an aligned loop of streamed stores is lowered
     (`markers.load_marker`), or None for a plain load: streamed loads take
-    the profile's ``loads`` stage; prefetchable sources that are neither
-    streamed nor stored as streamed take its ``sources`` stage."""
+    the profile's ``loads`` stage; sources that are neither streamed nor
+    stored as streamed take its ``sources`` stage, where a prefetch pays
+    for them as for a streamed load (`why_plain`: vadv's ``u_pos[:, :, k]``,
+    a row apart per element, was prefetched 4 KiB ahead)."""
     if access.array in result.streamed_loads:
         if why_plain(scan, access):
             return None
         stage = options.loads
     elif options.sources.prefetches() and not _stored_as_streamed(scan, access, result) \
-            and not why_not_prefetched(scan, access):
+            and not why_plain(scan, access):
         return load_marker(options.sources)
     else:
         return None
