@@ -52,6 +52,17 @@ def _rewrites_what_it_read(scan, store):
                and [_atom_key(scan, a) for a in load.index] == key for load in scan.loads(store.array))
 
 
+def _stores_an_in_place_result(scan, store):
+    """Whether a row or slice store stores what an in-place operator made
+    (``A[i, 1:-1] += expr``, which Python runs as ``v = A[i, 1:-1]; v +=
+    expr; A[i, 1:-1] = v``) where `array_stores.py` kept Numba's own store
+    (seidel_2d: its operands overlap)."""
+    found = scan.defs.get(store.stmt.value.name, []) if isinstance(store.stmt, ir.SetItem) else []
+    # (the statement itself: `scan.definition` follows an array's in-place result back to the view)
+    return store.kind in ("row", "slice") and len(found) == 1 and isinstance(found[0][1].value, ir.Expr) \
+        and found[0][1].value.op == "inplace_binop"
+
+
 def _one_constant_element(scan, store):
     """``u[0] = 0``, ``u[-1] = v``: a boundary value, a plain store whatever the options."""
     def constant(atom):
@@ -65,7 +76,8 @@ def _only_in_place(scan, name, origin):
     values aside)."""
     stores = [a for a in scan.stores(name) if not _one_constant_element(scan, a)]
     return bool(stores) and all(a.kind == "inplace" or origin.get(id(a.stmt), (None, None))[1] == "inplace"
-                                or _rewrites_what_it_read(scan, a) for a in stores)
+                                or _rewrites_what_it_read(scan, a) or _stores_an_in_place_result(scan, a)
+                                for a in stores)
 
 
 # Why threshold="auto" leaves them plain even when named.
