@@ -32,7 +32,8 @@ def test_variants_decorate_every_function_of_the_module():
 
 # crc16 leaves out an argument with a default; seidel_2d (A only updated in place, its slice update
 # Numba's own store) raised a legality error under stream_stores=True
-@pytest.mark.parametrize("name", ["jacobi_1d", "crc16", "seidel_2d"])
+@pytest.mark.parametrize("name", ["jacobi_1d", "crc16", pytest.param("seidel_2d", marks=pytest.mark.filterwarnings(
+    "ignore:its right-hand side reads other elements of 'A'"))])   # (as warned: the operands overlap)
 def test_every_variant_gives_njits_results(name):
     row = npbench.run_kernel(name, preset="S", rounds=1)
     assert row["size"] == "S" and row["valid"] == dict.fromkeys(npbench.VARIANTS, True)
