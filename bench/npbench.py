@@ -21,7 +21,8 @@ Sizes: `SIZES` gives each kernel an NPBench preset and the parameters changed
 from it, so that its arrays total about 250 MiB-1 GiB or one njit call takes
 0.05-3 s; the table names what ran.
 
-Run: python bench/npbench.py [--kernels a,b] [--preset S] [--scale 0.5] [--rounds 7]
+Run: python bench/npbench.py [--kernels a,b] [--preset S] [--scale 0.5] [--rounds 7] [--json F]
+     python bench/npbench.py --compare BEFORE.json AFTER.json
 (``--preset`` runs NPBench's preset instead of `SIZES`; ``--scale``
 multiplies the parameters `SIZES` changes, for a shorter run)
 """
@@ -240,6 +241,27 @@ def summary(rows):
     return "\n".join(lines)
 
 
+def compare(before_rows, after_rows):
+    """A table of two runs' ratios (``--json`` files), kernel by kernel."""
+    before = {r["kernel"]: r for r in before_rows}
+    lines = ["| kernel | size | stream | never streamed | stream+loads | stream / never | streams | results equal |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def cell(row, *pair):
+        return f"{ratio(row, *pair):.2f}x" if row and "error" not in row else "failed" if row else "not run"
+
+    for row in after_rows:
+        old = before.get(row["kernel"])
+        size = row.get("size", "") if not old or old.get("size") == row.get("size") \
+            else f"{old.get('size', '')} → {row.get('size', '')}"
+        cells = [f"{cell(old, *pair)} → {cell(row, *pair)}"
+                 for pair in (("stream",), ("never",), ("loads",), ("stream", "never"))]
+        streams = "yes" if "error" not in row and row["streamed"] and row["above_threshold"] else "no"
+        bad = ", ".join(v for v, ok in row.get("valid", {}).items() if not ok) or ("yes" if "valid" in row else "")
+        lines.append("| " + " | ".join([row["kernel"], size, *cells, streams, bad]) + " |")
+    return "\n".join(lines)
+
+
 def run_in_process(name, args, timeout):
     """`run_kernel` in a fresh Python process (no kernel warms another's
     caches or compiles its helpers); its row, or one saying why not."""
@@ -262,8 +284,14 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per kernel process")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="print two runs' --json files side by side (runs nothing)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one kernel, its row as JSON
     args = parser.parse_args(argv)
+    if args.compare:
+        before, after = (json.loads(Path(f).read_text()) for f in args.compare)
+        print(compare(before, after) + "\n\nafter: " + summary(after).replace("\n", "\nafter: "))
+        return
     if args.one:
         print(json.dumps(run_kernel(args.one, args.preset, args.scale, args.rounds)))
         return
