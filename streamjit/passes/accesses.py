@@ -27,7 +27,8 @@ FRESH_NOTE = ("allocated by the kernel: not streamed under stream_stores=True (i
 
 
 # Why ``stream_stores=True`` leaves arrays only updated in place plain
-# (``C *= beta``, ``A[1:] += B[:-1]``, ``a[i] = a[i] * b`` in a loop): each
+# (``C *= beta``, ``A[1:] += B[:-1]``, ``a[i] = a[i] * b`` in a loop, doitgen's
+# ``tmp = A[r, q, :] @ C4; A[r, q, :] = tmp``): each
 # element is read just before it is written, so its line is in cache and a
 # streamed store saves no read-for-ownership; it measured slower
 # (bench/array_expressions.py).
@@ -75,7 +76,7 @@ def _only_in_place(scan, name, origin):
     """Whether every store to ``name`` updates in place (its boundary
     values aside)."""
     stores = [a for a in scan.stores(name) if not _one_constant_element(scan, a)]
-    return bool(stores) and all(a.kind == "inplace" or origin.get(id(a.stmt), (None, None))[1] == "inplace"
+    return bool(stores) and all(a.kind == "inplace" or origin.get(id(a.stmt), (None, None))[1] in ("inplace", "update")
                                 or _rewrites_what_it_read(scan, a) or _stores_an_in_place_result(scan, a)
                                 for a in stores)
 

@@ -45,7 +45,7 @@ from numba.np.numpy_support import as_dtype
 from ..errors import warn_in_kernel
 from .. import codegen
 from .accesses import streamed_store_names
-from .indices import index_atoms, is_element_index, is_slice
+from .indices import index_atoms, is_element_index, is_slice, subscript_key
 from .scan import is_array_expression, scan_kernel
 from .ir_build import Emitter, loop_nest, new_block
 from .retype import retype
@@ -58,7 +58,8 @@ _NUMPY_ERRORS = {operator.truediv, operator.floordiv, operator.mod, operator.pow
 _INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
             operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
             operator.ipow: operator.pow}
-_HOW = {"inplace": "an in-place operator", "row": "a row store", "slice": "a slice assignment",
+_HOW = {"inplace": "an in-place operator", "update": "an update of what the block read before it",
+        "row": "a row store", "slice": "a slice assignment",
         "view": "a slice assignment through a view"}
 
 
@@ -247,22 +248,16 @@ def _place(state, stmt):
     return block, next(k for k, s in enumerate(block.body) if s is stmt)
 
 
-def _subscript_key(scan, node):
-    """A subscript's index, comparable between two statements: per
-    dimension its constant, the arguments of the ``slice`` built there, or
-    the variable holding it (None where the index is not visible)."""
-    def atom_key(atom):
-        if not isinstance(atom, ir.Var):
-            return repr(atom)
-        value = scan.definition(atom.name)
-        if isinstance(value, ir.Const):
-            return repr(value.value)
-        if isinstance(value, ir.Expr) and value.op == "call" and isinstance(scan.typemap[atom.name], types.SliceType):
-            return ("slice",) + tuple(atom_key(a) for a in value.args)
-        return scan.canonical(atom.name)
-
-    atoms = index_atoms(scan, node)
-    return None if atoms is None else tuple(atom_key(a) for a in atoms)
+def _reads_its_destination_first(scan, block, at, stmt):
+    """Whether the block reads the row or slice ``stmt`` stores to before
+    it, through the same subscript (NPBench's doitgen: ``tmp = A[r, q, :]
+    @ C4; A[r, q, :] = tmp``): an update in place through a temporary, its
+    lines in cache when they are written."""
+    written, array = subscript_key(scan, stmt), scan.canonical(stmt.target.name)
+    return written is not None and any(
+        isinstance(s, ir.Assign) and isinstance(s.value, ir.Expr) and s.value.op in ("getitem", "static_getitem")
+        and scan.canonical(s.value.value.name) == array and subscript_key(scan, s.value) == written
+        for s in block.body[:at])
 
 
 def _overlaps_itself(state, scan, access, arrays):
@@ -274,12 +269,12 @@ def _overlaps_itself(state, scan, access, arrays):
     stmt = access.stmt
     if not isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
         return False
-    views, written = [], _subscript_key(scan, stmt)
+    views, written = [], subscript_key(scan, stmt)
     for leaf in arrays:
         view = scan.definition(leaf)
         if isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem") \
                 and scan.canonical(view.value.name) == scan.canonical(stmt.target.name):
-            read = _subscript_key(scan, view)
+            read = subscript_key(scan, view)
             if None not in (read, written) and read != written:
                 views.append(view)
     if not views:
@@ -305,7 +300,8 @@ def _rewrite_store(state, scan, access, uses):
     elif not (isinstance(stmt, ir.StaticSetItem) and stmt.index_var is None):
         inplace, done = _inplace_on_view(scan, block, at, stmt, uses), ()
         view = inplace.value.lhs if inplace is not None else None
-        how = "inplace" if inplace is not None else how
+        how = "inplace" if inplace is not None else "update" if _reads_its_destination_first(scan, block, at, stmt) \
+            else how
     else:
         return False
     if inplace is not None:

@@ -65,3 +65,21 @@ def is_element_index(typemap, stmt, ndim):
     ty = typemap[index.name]
     parts = list(ty) if isinstance(ty, types.BaseTuple) else [ty]
     return len(parts) == ndim and all(isinstance(p, types.Integer) for p in parts)
+
+
+def subscript_key(scan, node):
+    """A subscript's index, comparable between two statements: per
+    dimension its constant, the arguments of the ``slice`` built there, or
+    the variable holding it (None where the index is not visible)."""
+    def atom_key(atom):
+        if not isinstance(atom, ir.Var):
+            return repr(atom)
+        value = scan.definition(atom.name)
+        if isinstance(value, ir.Const):
+            return repr(value.value)
+        if isinstance(value, ir.Expr) and value.op == "call" and isinstance(scan.typemap[atom.name], types.SliceType):
+            return ("slice",) + tuple(atom_key(a) for a in value.args)
+        return scan.canonical(atom.name)
+
+    atoms = index_atoms(scan, node)
+    return None if atoms is None else tuple(atom_key(a) for a in atoms)
