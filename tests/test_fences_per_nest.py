@@ -159,3 +159,19 @@ def test_seidel_rows_build_no_fused_loop_and_equal_njit(monkeypatch):
     assert np.array_equal(A, expected)
     asm = kernel.inspect_asm(kernel.signatures[0])
     assert "sfence" not in asm and "movnt" not in asm
+
+
+def whole_array_update(A):
+    A[:] = np.sort(A) * 0.5 + A           # cholesky2's A[:] = np.linalg.cholesky(A) + np.triu(A, k=1)
+
+
+def test_a_whole_array_handed_to_a_function_then_stored_is_an_update_in_place():
+    """NPBench's cholesky2 streamed ``A[:] = ...`` of a 31 MiB A that
+    ``np.linalg.cholesky(A)`` had just read: 0.92x never streamed."""
+    A = np.random.rand(1000)
+    expected = A.copy()
+    numba.njit(whole_array_update)(expected)
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(whole_array_update)
+    kernel(A)
+    assert np.array_equal(A, expected) and kernel.stream_result().streamed_stores == frozenset()
+    assert any("only updated in place" in n for n in kernel.stream_report().arrays["A"].notes)
