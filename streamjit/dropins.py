@@ -9,8 +9,7 @@ buffer, in the direction that reads each element before it is
 overwritten); from `PARALLEL_BYTES` (where glibc's memcpy streams too) on
 as many threads as Numba's, in blocks taken as threads come free, or, with
 one thread, NumPy's copy again. Everything
-else goes to `numpy.copyto`, and so do a process's first copies, while the
-streamed kernel loads on a thread of its own (`copy_kernel_ready`).
+else goes to `numpy.copyto`.
 """
 
 import functools
@@ -45,9 +44,10 @@ def _starts_inside(dst, src):
 
 # Always streamed (threshold=None): `copyto` has already decided by size.
 # Every copy moves bytes (`stream_copy` views its arrays as uint8), so this
-# one signature serves all dtypes, loaded from Numba's disk cache (compiled
-# once per machine), so that no large copy pays a compilation (compiling
-# float32's on the second call stalled it for 400 ms, issue 27).
+# one signature serves all dtypes: compiled on the first copyto call
+# (`copy_bands`), or loaded from Numba's disk cache, so that no large copy
+# pays a compilation (compiling float32's on the second call stalled it
+# for 400 ms, issue 27).
 COPY_SIGNATURE = "void(u1[::1], u1[::1])"
 
 
@@ -111,38 +111,15 @@ PARALLEL_BYTES = float("inf")
 
 def copy_bands():
     """``(STREAM_BYTES, PARALLEL_BYTES)``, read from the environment, the
-    calibration or the cache size the first time they are needed (which
-    starts loading the copy kernel, `copy_kernel_ready`)."""
+    calibration or the cache size the first time they are needed."""
     global STREAM_BYTES, PARALLEL_BYTES
     if STREAM_BYTES < 0 and jit_disabled():  # nothing is compiled: every copy is NumPy's
         STREAM_BYTES = float("inf")
     if STREAM_BYTES < 0:
         parallel = parallel_copy_bytes()[0]
         STREAM_BYTES, PARALLEL_BYTES = copy_threshold()[0], float("inf") if parallel is None else parallel
-        copy_kernel_ready()
+        _copy_elements.compile(COPY_SIGNATURE)
     return STREAM_BYTES, PARALLEL_BYTES
-
-
-# The first Numba kernel a process loads, even from the disk cache, pays
-# Numba's own start (its target's registries, which import SciPy's BLAS
-# where SciPy is installed): 0.4-0.8 s on the Intel Xeon VM, 20-40 times a
-# 256 MiB np.copyto (issue 27). So the kernel loads on a thread of its own
-# while copies keep running as np.copyto (which releases the GIL: the load
-# takes the other core), and they stream once it is ready: no copy waits for it.
-_kernel_load = None
-
-
-def copy_kernel_ready(wait=False):
-    """Whether the streamed copy kernel is loaded, its load started if it
-    was not; ``wait``: wait for it. A failed load raises here."""
-    global _kernel_load
-    if _kernel_load is None:
-        _kernel_load = ThreadPoolExecutor(1, thread_name_prefix="streamjit-load").submit(
-            _copy_elements.compile, COPY_SIGNATURE)
-    if wait or _kernel_load.done():
-        _kernel_load.result()
-        return True
-    return False
 
 
 # Even in blocks, threads that share their cores with other processes may
@@ -220,9 +197,7 @@ def copyto(dst, src, casting="same_kind", where=True):
     ``memcpy`` streams by itself) copies run on as many threads as Numba's,
     in blocks each thread takes as it comes free (so a busy core slows the
     copy down only by its own share), or, with one thread, are
-    `numpy.copyto` again. A process's first copies are `numpy.copyto`'s
-    while the streamed kernel loads in the background (Numba's start,
-    under a second). Overlapping arrays are copied
+    `numpy.copyto` again. Overlapping arrays are copied
     as `numpy.copyto` copies them (as if through a buffer). The variables
     are read on the first call; a bad value raises there, naming itself.
 
@@ -250,7 +225,7 @@ def copyto(dst, src, casting="same_kind", where=True):
             if ((dst.nbytes < PARALLEL_BYTES or numba.get_num_threads() > 1)
                     and dst.shape == src.shape
                     and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
-                    and src.flags.c_contiguous and copy_kernel_ready()):
+                    and src.flags.c_contiguous):
                 return stream_copy(dst.reshape(-1), src.reshape(-1))
         return _numpy_copyto(dst, src, casting)
     np.copyto(dst, src, casting=casting, where=where)

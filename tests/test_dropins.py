@@ -13,13 +13,6 @@ from streamjit import dropins
 from test_correctness import random_array
 
 
-@pytest.fixture(autouse=True, scope="module")
-def copy_kernel_loaded():
-    """The streamed kernel loaded: until then copies are np.copyto's
-    (`test_first_copies_run_while_the_kernel_loads` checks that path)."""
-    dropins.copy_kernel_ready(wait=True)
-
-
 @pytest.fixture(params=["auto", "always"])
 def copy_kernel(request, monkeypatch):
     """Run each test with the drop-in's own threshold (these small arrays
@@ -307,43 +300,3 @@ def test_large_copies_take_the_way_last_measured_faster(monkeypatch):
     for _ in range(2 * every):
         dropins._large_copy(a, a, 2)
     assert ways == ["np.copyto"] * (every - 1) + ["threads"] * every + ["np.copyto"]
-
-def test_first_copies_run_while_the_kernel_loads(monkeypatch, streamed_calls):
-    """Issue 27: a fresh process's first large copy waited 0.4-0.8 s for
-    Numba's start. Copies run as np.copyto while the kernel loads on a
-    thread of its own, and stream once it is ready; a failed load raises."""
-    import threading
-
-    release, real = threading.Event(), dropins._copy_elements
-
-    class Loading:  # the kernel, its load held until `release`
-        def compile(self, signature):
-            release.wait(30)
-            return real.compile(signature)
-
-        def __call__(self, dst, src):
-            real(dst, src)
-
-    monkeypatch.setattr(dropins, "_copy_elements", Loading())
-    monkeypatch.setattr(dropins, "_kernel_load", None)
-    monkeypatch.setattr(dropins, "STREAM_BYTES", 1024)
-    src = random_array(np.random.default_rng(9), 5000, np.float32)
-    dst = np.zeros(5001, np.float32)[1:]
-    sj.copyto(dst, src)                                  # loading: NumPy's copy
-    np.testing.assert_array_equal(dst, src)
-    assert streamed_calls == [] and not dropins.copy_kernel_ready()
-    release.set()
-    assert dropins.copy_kernel_ready(wait=True)
-    dst[:] = 0
-    sj.copyto(dst, src)
-    np.testing.assert_array_equal(dst, src)
-    assert streamed_calls == [20000]
-
-    class Broken:
-        def compile(self, signature):
-            raise RuntimeError("no kernel")
-
-    monkeypatch.setattr(dropins, "_copy_elements", Broken())
-    monkeypatch.setattr(dropins, "_kernel_load", None)
-    with pytest.raises(RuntimeError, match="no kernel"):
-        dropins.copy_kernel_ready(wait=True)
