@@ -12,10 +12,10 @@ near plain ``numba.njit``).
   streamed (``stream_loads``) with how it is lowered (prefetch hint and
   distance, non-temporal or not: the machine profile's choice), for
   ``post_o3/nontemporal.py`` and ``post_o3/prefetch.py``.
-- ``stream_store`` / ``direct_load`` / ``direct_store`` / ``direct_stream_load``:
-  array element access *without* Python's
+- ``stream_store`` / ``direct_load`` / ``direct_stream_load``: array element
+  access *without* Python's
   negative-index wraparound. The stream pass only calls them inside the
-  aligned loop and its tail, whose index range it has checked to lie inside the array, so
+  aligned loop, whose index range it has checked to lie inside the array, so
   dropping wraparound is exact; it is also what lets LLVM see consecutive
   addresses and vectorize. ``stream_store`` writes through the aligned
   pointer and tags the store for ``post_o3/nontemporal.py``.
@@ -46,13 +46,13 @@ data) falls back to Numba's own indexing or to "no aligned loop", never to a
 guessed alignment.
 """
 
-from .access import (aligned_pointer, direct_load, direct_store, direct_stream_load, load_at, not_a_load, stream_load,
+from .access import (aligned_pointer, direct_load, direct_stream_load, load_at, not_a_load, stream_load,
                      stream_store, unwrapped_load, unwrapped_store)
 from .checks import aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned, same_alignment
 from .control import CALL_PATHS, keep_scalar, opaque, record_call, store_fence
 from .fusion import copies_elementwise, same_shape, with_numpy_errors
 
-__all__ = ["aligned_pointer", "direct_load", "direct_store", "direct_stream_load", "load_at", "not_a_load", "stream_load",
+__all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
            "inner_contiguous", "is_stream_aligned", "same_alignment", "CALL_PATHS", "keep_scalar", "opaque",
            "record_call", "store_fence", "copies_elementwise", "same_shape", "with_numpy_errors"]

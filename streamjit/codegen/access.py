@@ -42,44 +42,20 @@ def unwrapped_load(typingctx, arr, index):
     return typed_load(typingctx, arr, index, codegen)
 
 
-def _storable(typingctx, arr, index, value):
-    return is_element_access(arr, index) and arr.mutable and typingctx.can_convert(value, arr.dtype) is not None
-
-
-def _store_element(context, builder, aryty, ptr, value, valty):
-    data = context.data_model_manager[aryty.dtype].as_data(builder, context.cast(builder, value, valty, aryty.dtype))
-    builder.store(data, ptr, align=None if aryty.aligned else 1)
-
-
 @intrinsic
 def unwrapped_store(typingctx, arr, index, value):
     """``arr[index] = value`` for an index proven never negative, as
     `unwrapped_load` loads."""
-    if not _storable(typingctx, arr, index, value):
+    if not (is_element_access(arr, index) and arr.mutable and typingctx.can_convert(value, arr.dtype) is not None):
         return None
 
     def codegen(context, builder, sig, args):
         aryty, idxty, valty = sig.args
         inds = index_values(context, builder, idxty, args[1])
         ptr = item_pointer(context, builder, aryty, args[0], inds, boundscheck=context.enable_boundscheck)
-        _store_element(context, builder, aryty, ptr, args[2], valty)
-        return context.get_dummy_value()
-
-    return types.none(arr, index, value), codegen
-
-
-@intrinsic
-def direct_store(typingctx, arr, index, value):
-    """``arr[index] = value`` as `direct_load` loads: an index proven in
-    range (no wraparound, no bounds check), a row checked contiguous (the
-    plain stores of an aligned loop's tail)."""
-    if not _storable(typingctx, arr, index, value):
-        return None
-
-    def codegen(context, builder, sig, args):
-        aryty, idxty, valty = sig.args
-        ptr = contiguous_row_pointer(context, builder, aryty, args[0], idxty, args[1])
-        _store_element(context, builder, aryty, ptr, args[2], valty)
+        data = context.data_model_manager[aryty.dtype].as_data(builder, context.cast(builder, args[2], valty,
+                                                                                      aryty.dtype))
+        builder.store(data, ptr, align=None if aryty.aligned else 1)
         return context.get_dummy_value()
 
     return types.none(arr, index, value), codegen

@@ -8,12 +8,10 @@ in the IR (names shortened):
 
     sv = aligned_start(out, idx(lo), lo, hi,   # hi if no aligned loop
                        in_bounds(...) & ...)   # every rewritten access, at lo and hi-1
-    ev = aligned_end(out, idx(hi), sv, hi, ...)  # the last line boundary; sv if none
     for j in range(lo, sv): BODY           # head: the original blocks, Python semantics
-    if ev > sv:
+    if hi > sv:
         p = aligned_pointer(out, idx(sv))  # alignment proven above, handed to LLVM
-        for j in range(sv, ev): BODY'      # a copy of the loop's blocks
-    for j in range(ev, hi): BODY"          # tail: plain stores, less than a line
+        for j in range(sv, hi): BODY'      # a copy of the loop's blocks
 
 The head is the original loop, its iterator re-made over ``range(lo, sv)``;
 the aligned loop is a copy of its blocks with new labels (loop versioning,
@@ -21,14 +19,7 @@ as Numba's ``MixedContainerUnroller`` clones loop bodies). In ``BODY'``
 stores to streamed arrays are ``stream_store`` (addressed as ``p[j - sv]``,
 so every vector store derives from the aligned pointer) and affine loads are
 ``direct_load``: both skip negative-index wraparound, which the bounds check
-made exact, so LLVM sees consecutive addresses and vectorizes. The aligned loop
-stores whole cache lines only: the tail, a third copy kept scalar, stores
-the part of the last line the loop writes with plain stores, in range as
-proven above (``direct_store``). A streamed store to part of a line, with
-plain stores to the rest of it just after (the next row's head), is a
-partial write-combining flush and a read-for-ownership: NPBench's doitgen
-rows of 33.75 lines streamed at 0.70-0.87x, rows of whole lines at
-1.16-1.29x. When streamed
+made exact, so LLVM sees consecutive addresses and vectorizes. When streamed
 loads (``stream_loads``) read unit-stride streams of their own, a second
 copy, taken when those sources are aligned at ``sv`` too, reads them
 through aligned pointers (non-temporal vector loads), where the machine
@@ -253,11 +244,9 @@ def _position(blocks, access):
 
 
 def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result):
-    """Turn the planned accesses of one loop copy into intrinsic calls:
-    streamed stores through ``pointers``, or plain stores and loads where
-    ``pointers`` is None (the tail)."""
+    """Turn the planned accesses of one loop copy into intrinsic calls."""
     edits = {}  # (new label, position) -> replacement statements builder
-    for (access, _), pointer in zip(plan.stores, pointers or [None] * len(plan.stores)):
+    for (access, _), pointer in zip(plan.stores, pointers):
         edits[_position(blocks, access)] = ("store", access, pointer)
     for access, _ in plan.loads:
         edits[_position(blocks, access)] = ("load", access, source_pointers.get(access))
@@ -276,9 +265,6 @@ def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_point
             emit = Emitter(block.scope, stmt.loc, body)
             arr = ir.Var(block.scope, access.array_var, stmt.loc)
             index = _access_index(emit, access, stmt)
-            if kind == "store" and pointers is None:
-                emit.call(codegen.direct_store, arr, index, stmt.value)
-                continue
             if kind == "store":
                 value = stmt.value
                 loaded = scan.definition(value.name)
@@ -287,7 +273,7 @@ def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_point
                 emit.call(codegen.stream_store, arr, index, value, pointer, offset_of(emit),
                                emit.const(access.array))
                 continue
-            marker = marker_of(scan, access, options, result) if pointers is not None else None
+            marker = marker_of(scan, access, options, result)
             if pointer is not None:
                 emit.call(codegen.load_at, pointer, offset_of(emit), emit.const(marker), target=stmt.target)
             elif marker is None:
@@ -379,19 +365,10 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     plan.checked, plan.span = ok.name, (first, hi)  # (what `call_record.py` counts a fallback by)
     if gate:
         ok = pre.binop(operator.and_, ir.Var(scope, SIZE_GATE, loc), ok)
-    # the aligned loop runs over [start, end) forwards, or [end, start) downwards, after the head; the
-    # tail loop over what is left, [end, hi) or [first, end), less than a line: a streamed store to
-    # part of a line, next to plain stores to the rest of it (the next row's head), cost doitgen's
-    # 2160-byte rows 0.70-0.87x where rows of whole lines ran 1.16-1.29x (bench/fences_per_nest.py)
-    anchor_var = ir.Var(scope, anchor.array_var, loc)
-    if reverse:
-        start = pre.call(codegen.aligned_end, anchor_var, _index_at(scan, pre, anchor_dims, loop, hi), first, hi, ok)
-        end = pre.call(codegen.aligned_start, anchor_var, _index_at(scan, pre, anchor_dims, loop, first), first,
-                       start, ok)
-    else:
-        start = pre.call(codegen.aligned_start, anchor_var, _index_at(scan, pre, anchor_dims, loop, first), first,
-                         hi, ok)
-        end = pre.call(codegen.aligned_end, anchor_var, _index_at(scan, pre, anchor_dims, loop, hi), start, hi, ok)
+    # the aligned loop runs over [start, hi) forwards, or [first, start) downwards, after the head
+    boundary, at = (codegen.aligned_end, hi) if reverse else (codegen.aligned_start, first)
+    start = pre.call(boundary, ir.Var(scope, anchor.array_var, loc), _index_at(scan, pre, anchor_dims, loop, at),
+                     first, hi, ok)
     drop_definition(blocks, scan.defs[loop.iterator][0])
     pre.range_iterator(range, [loop.start, pre.sub(start, 1), -1] if reverse else [first, start],
                        target=loop.iterator)
@@ -408,25 +385,11 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
             source_pointers[access] = emit.call(codegen.aligned_pointer, ir.Var(scope, access.array_var, loc),
                                                 _index_at(scan, emit, dims, loop, start))
         iterator = emit.temp("aligned_iter").name
-        emit.range_iterator(range, [emit.sub(start, 1), emit.sub(end, 1), -1] if reverse else [start, end],
-                            target=iterator)
+        emit.range_iterator(range, [emit.sub(start, 1), loop.stop, -1] if reverse else [start, hi], target=iterator)
         head, mapping = _clone_loop(state, loop, iterator)
         _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
-        retarget(blocks[mapping[loop.for_block]], {exit_label: tail})
         emit.stmts.append(ir.Jump(head, loc))
         return new_block(blocks, scope, loc, emit.stmts)
-
-    # the tail: a copy with plain stores and loads, proven in range as the aligned loop's (it runs
-    # only after the aligned loop), kept scalar (it runs less than a line)
-    tail_emit = Emitter(scope, loc)
-    iterator = tail_emit.temp("tail_iter").name
-    tail_emit.range_iterator(range, [tail_emit.sub(end, 1), loop.stop, -1] if reverse else [end, hi],
-                             target=iterator)
-    tail_head, mapping = _clone_loop(state, loop, iterator)
-    _rewrite_copy(scan, blocks, mapping, plan, None, None, {}, options, result)
-    _keep_scalar(blocks[mapping[header_branch.truebr]], scope, loc)
-    tail_emit.stmts.append(ir.Jump(tail_head, loc))
-    tail = new_block(blocks, scope, loc, tail_emit.stmts)
 
     if plan.sources:
         unaligned = aligned_copy(Emitter(scope, loc), {})
@@ -440,23 +403,19 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     else:
         entry = aligned_copy(Emitter(scope, loc), {})
     after = Emitter(scope, loc)
-    runs = (start, end) if reverse else (end, start)
+    runs = (start, first) if reverse else (hi, start)
     more = after.binop(operator.gt, *runs)
-    plan.start, plan.runs = end.name, runs
-    after.stmts.append(ir.Branch(more, entry, tail, loc))
+    plan.start, plan.runs = start.name, runs
+    after.stmts.append(ir.Branch(more, entry, exit_label, loc))
     retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
     plan.added = set(blocks) - existing
     if not scalar_head:
         _unwrap_head(scan, blocks, plan, result.streamed_loads)
     if scalar_head:
-        _keep_scalar(blocks[header_branch.truebr], scope, loc)
-
-
-def _keep_scalar(body_entry, scope, loc):
-    """Keep the loop whose body starts at ``body_entry`` out of the vectorizer."""
-    keep = Emitter(scope, loc)
-    keep.call(codegen.keep_scalar)
-    body_entry.body[0:0] = keep.stmts
+        body_entry = blocks[header_branch.truebr]
+        keep = Emitter(scope, loc)
+        keep.call(codegen.keep_scalar)
+        body_entry.body[0:0] = keep.stmts
 
 
 def run_pass(state):
