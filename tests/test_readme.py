@@ -6,7 +6,10 @@ the saved file's; counts that depend on the CPU (the table's numbers, the
 machine code's stores) and the machine profile's loads line are compared by
 form only, so the test holds on any x86 or AArch64 CI machine while the
 text, the arrays, the fences, the peeled loops and the notes cannot drift
-from what the code prints."""
+from what the code prints. Which side of the threshold a call falls on
+depends on the machine's cache (the tour's jacobi is under it on our Intel
+VM, over it on an AMD EPYC with 16 MiB of L3), so the calls line's counts
+are compared by form too."""
 
 import os
 import re
@@ -34,11 +37,14 @@ def tour_blocks():
 
 def expected_pattern(output):
     """A regex of the expected output: counts in table rows and the machine
-    code's store counts as any number, the loads line as any text."""
+    code's store counts and the calls line's counts as any number, the
+    loads line as any text."""
     lines = []
     for line in output.rstrip("\n").splitlines():
         if line.startswith("loads: "):
             lines.append(r"loads: .*")
+        elif line.startswith("calls: "):
+            lines.append(re.sub(r"\d+", r"\\d+", re.escape(line)))
         elif re.fullmatch(r"\s*\w+(\s+\d+){6}", line):                       # a table row
             name = line.split()[0]
             lines.append(r"\s*" + re.escape(name) + r"(\s+\d+){6}")
