@@ -35,3 +35,8 @@ __all__ = [
     "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "stencil",
     "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
 ]
+
+# Last, with the package whole: `copyto`'s kernel loads in a thread, so that
+# no large copy waits for Numba's first use of its CPU target (dropins.py).
+from .dropins import load_copy_kernel_in_background  # noqa: E402
+load_copy_kernel_in_background()

@@ -14,6 +14,8 @@ else goes to `numpy.copyto`.
 
 import functools
 import itertools
+import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -44,10 +46,10 @@ def _starts_inside(dst, src):
 
 # Always streamed (threshold=None): `copyto` has already decided by size.
 # Every copy moves bytes (`stream_copy` views its arrays as uint8), so this
-# one signature serves all dtypes: compiled on the first copyto call
-# (`copy_bands`), or loaded from Numba's disk cache, so that no large copy
-# pays a compilation (compiling float32's on the second call stalled it
-# for 400 ms, issue 27).
+# one signature serves all dtypes, loaded from Numba's disk cache (compiled
+# the first time) by `load_copy_kernel`, so that no large copy pays a
+# compilation (compiling float32's on the second call stalled it for
+# 400 ms, issue 27).
 COPY_SIGNATURE = "void(u1[::1], u1[::1])"
 
 
@@ -75,6 +77,35 @@ PARALLEL_BLOCK_BYTES = 8 << 20
 @functools.lru_cache(maxsize=1)
 def _helper_pool():
     return ThreadPoolExecutor(max(1, numba.config.NUMBA_NUM_THREADS - 1), thread_name_prefix="streamjit-copy")
+
+
+# Loading the kernel is Numba's first use of its CPU target in most
+# programs: it imports Numba's NumPy registries (and SciPy, for BLAS, where
+# installed), 0.3-0.56 s on an AMD EPYC Zen 2 VM, which the first large copy
+# paid (issue 27: no call over 2x the steady time). So it loads in a thread
+# started at import, and copies run np.copyto until it is there, never
+# waiting for it. A fork waits for the load: a child forked while the
+# thread held Numba's compiler lock would hold it forever.
+_kernel_loaded = threading.Event()
+
+
+def load_copy_kernel():
+    """Load (or compile) the copy kernel's one signature; returns once it
+    is there, or its loading failed (the next call then raises the error)."""
+    try:
+        _copy_elements.compile(COPY_SIGNATURE)
+    finally:
+        _kernel_loaded.set()
+
+
+def load_copy_kernel_in_background():
+    """Start `load_copy_kernel` in a thread (`import streamjit` does, once
+    the package is whole)."""
+    if jit_disabled():  # nothing is compiled: every copy is NumPy's
+        _kernel_loaded.set()
+        return
+    threading.Thread(target=load_copy_kernel, name="streamjit-copy-kernel", daemon=True).start()
+    os.register_at_fork(before=_kernel_loaded.wait)
 
 
 def copy_in_blocks(dst, src, threads):
@@ -118,7 +149,6 @@ def copy_bands():
     if STREAM_BYTES < 0:
         parallel = parallel_copy_bytes()[0]
         STREAM_BYTES, PARALLEL_BYTES = copy_threshold()[0], float("inf") if parallel is None else parallel
-        _copy_elements.compile(COPY_SIGNATURE)
     return STREAM_BYTES, PARALLEL_BYTES
 
 
@@ -158,7 +188,10 @@ def _large_copy(dst, src, threads):
 
 def stream_copy(dst, src):
     """Streamed copy of 1-D C-contiguous ``src`` into ``dst`` (same length and
-    dtype, any size): what `copyto` runs above its threshold."""
+    dtype, any size): what `copyto` runs above its threshold (np.copyto's
+    copy while the kernel is still loading, see `_kernel_loaded`)."""
+    if not _kernel_loaded.is_set():
+        return _numpy_copyto(dst, src)
     # bytes, as np.copyto moves them (a bool buffer holding bytes other than
     # 0 and 1 copies them as they are), through the kernel's one signature
     dst, src = dst.view(np.uint8), src.view(np.uint8)
@@ -268,3 +301,4 @@ def memcpy(dst, src):
         raise ValueError("memcpy: dst is read-only")
     copyto(dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8))
     return dst
+

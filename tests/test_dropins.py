@@ -196,6 +196,7 @@ def test_below_the_threshold_runs_numpys_own_function():
 
 
 def test_streamed_path_is_the_streamed_kernel():
+    dropins.load_copy_kernel()
     src = random_array(np.random.default_rng(3), 4096, np.float32)
     dst = np.zeros(4097, np.float32)[1:]
     dropins.stream_copy(dst, src)
@@ -207,8 +208,8 @@ def test_streamed_path_is_the_streamed_kernel():
 def test_one_kernel_signature_for_every_dtype():
     """Issue 27: the second large copy of a process stalled 400 ms compiling
     its dtype's kernel. Every dtype now copies through the one uint8
-    signature that the first call compiles or loads from the disk cache."""
-    dropins.copy_bands()
+    signature, loaded from the disk cache (or compiled) as streamjit is imported."""
+    dropins.load_copy_kernel()
     (only,) = dropins._copy_elements.signatures
     assert only == dropins._copy_elements.nopython_signatures[0].args
     for dtype in (np.float32, np.float64, np.complex128, np.bool_, np.int16):
@@ -218,6 +219,52 @@ def test_one_kernel_signature_for_every_dtype():
         np.testing.assert_array_equal(dst, src)
     assert dropins._copy_elements.signatures == [only]
     assert dropins._copy_elements._cache.__class__.__name__ == "StreamFunctionCache"   # cache=True
+
+
+def test_copies_before_the_kernel_is_loaded_are_numpys(monkeypatch):
+    """Issue 27: the first large copy of a process took 0.3-0.86 s, loading
+    the kernel (Numba's first use of its CPU target). It loads in a thread
+    from import on; a copy that comes first runs np.copyto, never waits."""
+    monkeypatch.setattr(dropins, "_kernel_loaded", __import__("threading").Event())   # still loading
+    monkeypatch.setattr(dropins, "STREAM_BYTES", 0)
+    called = []
+    monkeypatch.setattr(dropins, "_copy_elements", lambda d, s: called.append(d))
+    src = random_array(np.random.default_rng(4), 5000, np.float64)
+    dst = np.zeros(5001)[1:]
+    sj.copyto(dst, src)
+    np.testing.assert_array_equal(dst, src)
+    assert called == []
+
+
+def run_fresh(script):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+
+
+def test_the_kernel_loads_by_itself_after_import():
+    done = run_fresh("from streamjit import dropins\n"
+                     "assert dropins._kernel_loaded.wait(240)\n"
+                     "print(dropins._copy_elements.signatures)\n")
+    assert done.returncode == 0, done.stderr
+    assert "uint8" in done.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_fork_right_after_import_can_compile():
+    """A child forked while the loading thread held Numba's compiler lock
+    would hold it forever: the fork waits for the load."""
+    done = run_fresh("import os, numpy as np, streamjit as sj\n"
+                     "def copy(d, s):\n"
+                     "    for i in range(d.shape[0]):\n"
+                     "        d[i] = s[i]\n"
+                     "pid = os.fork()\n"
+                     "if pid == 0:\n"
+                     "    d = np.zeros(3)\n"
+                     "    sj.stream_kernel(copy, stream_stores=['d'])(d, np.ones(3))\n"
+                     "    os._exit(0 if d.sum() == 3 else 1)\n"
+                     "assert os.waitpid(pid, 0)[1] == 0\n")
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("env_var", ["STREAMJIT_PARALLEL_BYTES", "STREAMJIT_COPY_THRESHOLD", "STREAMJIT_THRESHOLD"])
