@@ -31,6 +31,30 @@ def clean_env(monkeypatch, tmp_path):
     return tmp_path
 
 
+def trisolv_rows(L, x, b):
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+def test_a_large_streamed_load_does_not_make_a_small_output_stream():
+    """Issue 27 (NPBench trisolv, 0.94x with stream_loads): the threshold
+    added L's bytes, so x's few KB streamed and were read back from memory
+    by the next row. It counts the arrays whose stores stream; the
+    streamed loads only where no store streams."""
+    kernel = sj.stream_kernel(stream_stores=["x"], stream_loads=["L"], threshold=64 << 10)(trisolv_rows)
+    rng = np.random.default_rng(5)
+    L, b = np.tril(rng.random((300, 300))) + 300 * np.eye(300), rng.random(300)   # L: 720 KB, x: 2.4 KB
+    x = np.zeros(300)
+    kernel(L, x, b)
+    np.testing.assert_allclose(x, np.linalg.solve(L, b))
+    assert not kernel.above_threshold(L, x, b)
+    assert kernel.stream_calls()["below_threshold"] == 1
+    loads_only = sj.stream_kernel(stream_loads=["src"], threshold=4096)(copy_source)
+    src = rng.random(1000)
+    loads_only(np.empty_like(src), src)
+    assert loads_only.above_threshold(np.empty_like(src), src)
+
+
 @pytest.mark.parametrize("n", [0, 1, 511, 512, 513, 100_003])   # 512 float64 = 4096 bytes
 def test_both_sides_of_the_threshold_are_correct(n):
     src = np.random.default_rng(n).standard_normal(n)

@@ -4,8 +4,9 @@ With a ``threshold``, streaming must only happen when the kernel's streamed
 arrays are larger than the threshold (in bytes); smaller data stays in cache
 and is faster with plain stores. Rather than compiling a second, plain
 variant and choosing in Python on every call, the kernel itself computes, at
-entry, whether its streamed arrays exceed the threshold (all its array
-parameters, when it streams an array it allocates), and every aligned
+entry, whether the arrays whose stores stream exceed the threshold (the
+streamed loads' where no store streams; all its array parameters, when it
+streams an array it allocates), and every aligned
 loop tests that flag (`align_peel.SIZE_GATE`) with its other run-time
 checks. Below the threshold the plain head loop runs the whole range,
 exactly the code `numba.njit` would run; no dispatch cost is added, and the
@@ -29,9 +30,14 @@ def run_pass(state):
     # streamed array, every array parameter counts (a fresh output is
     # usually shaped like the inputs)
     fresh = sorted(result.fresh_arrays & result.streamed_stores)
+    # Otherwise the arrays whose stores stream: the threshold is where a
+    # streamed store starts to pay (measured on stores alone), and a large
+    # streamed load must not make a small output's stores stream (trisolv,
+    # issue 27: L's 275 MiB made x's 48 KB stream, then read back from
+    # memory, 0.94x). The streamed loads count only where no store streams.
     # (a ping-pong variable's own name is not an array: the arrays it may hold are streamed too)
-    result.size_arrays = tuple(a for a in (scan.arrays if fresh else result.streamed_arrays())
-                               if a in scan.arrays and a not in scan.fresh)
+    counted = scan.arrays if fresh else sorted(result.streamed_stores or result.streamed_loads)
+    result.size_arrays = tuple(a for a in counted if a in scan.arrays and a not in scan.fresh)
     if not state.stream_peels:
         return False
     if fresh:
