@@ -31,8 +31,13 @@ PRANGE_NAMES = ("prange", "internal_prange")
 # (``return a * x + y``): Python's own key for a function's return annotation,
 # never a variable's name.
 RETURN_NAME = "return"
+# NumPy calls whose array result is new memory: arrays the kernel makes.
+# ``np.where(c, x, y)`` and ``np.copy`` too, so that a fused loop reading
+# their results (NPBench hdiff's ``flx_field[1:] - flx_field[:-1]``) reads
+# known arrays, proven in bounds and contiguous, and vectorizes (unknown,
+# they kept Python's wraparound and a run-time stride: a scalar loop).
 ALLOCATORS = {(name, "numpy") for name in ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
-                                           "full_like")}
+                                           "full_like", "where", "copy")}
 
 
 @dataclass(eq=False)
