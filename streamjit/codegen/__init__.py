@@ -29,6 +29,8 @@ near plain ``numba.njit``).
   aligned loop starts, and the pointer its stores use, with the proof of
   its alignment handed to LLVM; ``is_stream_aligned`` / ``load_at``: the
   same for streamed sources that happen to be aligned too.
+- ``no_trailing_alias``: that a source does not trail the streamed store by
+  1-192 bytes modulo a page (4K aliasing with stores in flight).
 - ``exceeds``: whether the streamed arrays are above the size threshold.
 - ``copies_elementwise`` / ``same_shape``: whether a whole-array
   store or an array expression can run as an element loop
@@ -48,11 +50,12 @@ guessed alignment.
 
 from .access import (aligned_pointer, direct_load, direct_stream_load, load_at, not_a_load, stream_load,
                      stream_store, unwrapped_load, unwrapped_store)
-from .checks import aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned, same_alignment
+from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
+                     no_trailing_alias, same_alignment)
 from .control import CALL_PATHS, keep_scalar, opaque, record_call, store_fence
 from .fusion import copies_elementwise, same_shape, with_numpy_errors
 
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
-           "inner_contiguous", "is_stream_aligned", "same_alignment", "CALL_PATHS", "keep_scalar", "opaque",
-           "record_call", "store_fence", "copies_elementwise", "same_shape", "with_numpy_errors"]
+           "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "same_alignment", "CALL_PATHS", "keep_scalar",
+           "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape", "with_numpy_errors"]

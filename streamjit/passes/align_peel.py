@@ -357,6 +357,17 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         checks.append(pre.call(codegen.same_alignment, ir.Var(scope, access.array_var, loc),
                                _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
                                _index_at(scan, pre, anchor_dims, loop, first)))
+    # no source 1-191 bytes behind the streamed store modulo a page, where the
+    # loop reads two streams or more (`codegen.no_trailing_alias`)
+    stored = {access.array_var for access, _ in plan.stores}
+    sources = {(access.array_var, tuple(d.key() for d in dims), tuple(d.const for d in dims)): (access, dims)
+               for access, dims in plan.loads if access.array_var not in stored}
+    if len(sources) > 1:
+        anchor_first = _index_at(scan, pre, anchor_dims, loop, first)
+        for access, dims in sources.values():
+            checks.append(pre.call(codegen.no_trailing_alias, ir.Var(scope, access.array_var, loc),
+                                   _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
+                                   anchor_first))
     # loads of the aligned loop address rows as contiguous (`direct_load`)
     for name in sorted({a.array_var for a, _ in plan.loads if scan.typemap[a.array_var].layout != "C"}):
         checks.append(pre.call(codegen.inner_contiguous, ir.Var(scope, name, loc)))
