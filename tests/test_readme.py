@@ -70,7 +70,7 @@ def test_the_tour_runs_as_written_and_prints_what_the_readme_shows(index, tmp_pa
     path.write_text(source)
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMJIT_")}
     env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(README))), env.get("PYTHONPATH", "")]))
+        [os.path.dirname(os.path.dirname(os.path.abspath(README)))] + [p for p in [env.get("PYTHONPATH")] if p]))
     done = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
