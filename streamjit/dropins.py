@@ -301,4 +301,3 @@ def memcpy(dst, src):
         raise ValueError("memcpy: dst is read-only")
     copyto(dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8))
     return dst
-

@@ -66,6 +66,3 @@ class StreamResult:
         """The names the marks of streamed stores to ``array`` may carry: its
         own, and those of ping-pong variables that may hold it."""
         return [array] + sorted(n for n, roots in self.ping_pong.items() if array in roots and n != array)
-
-    def streamed_arrays(self):
-        return sorted(self.streamed_stores | self.streamed_loads)
