@@ -32,8 +32,9 @@ from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataC
 from .errors import StreamWarning
 from .plan import METADATA_KEY
 
-# Part of every entry's key: entries written in another layout are never read.
-ENTRY_FORMAT = 2
+# Part of every entry's key: entries written in another layout are never read
+# (3: the call record counts failed run-time checks after its paths).
+ENTRY_FORMAT = 3
 
 _DIGEST_BYTES = hashlib.sha256().digest_size
 

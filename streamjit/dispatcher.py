@@ -26,7 +26,7 @@ from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
-from .codegen import CALL_PATHS
+from .codegen import CALL_PATHS, FALLBACK_CHECKS
 
 
 class StreamDispatcher(CPUDispatcher):
@@ -103,7 +103,7 @@ class StreamDispatcher(CPUDispatcher):
         """
         sig = self._signature_of(signature)
         result = self.overloads[sig].metadata.get(METADATA_KEY) or StreamResult()
-        result.calls = self.stream_calls(sig)
+        result.calls, result.fallbacks = self.stream_calls(sig), self.stream_fallbacks(sig)
         return result
 
     def stream_calls(self, signature=None):
@@ -117,16 +117,54 @@ class StreamDispatcher(CPUDispatcher):
             "plain": n}``: an aligned loop ran; the streamed arrays were
             below ``threshold``; a run-time check (alignment, bounds,
             overlapping operands, a non-contiguous view) sent every loop to
-            its plain version; no aligned loop was reached (empty or short
-            loops, or none could be aligned: ``stream_report`` says why).
-            None for a kernel that streams no store, or with ``parallel=True``.
+            its plain version (`stream_fallbacks` says which); no aligned
+            loop was reached (empty or short loops, or none could be
+            aligned: ``stream_report`` says why). None for a kernel that
+            streams no store, or with ``parallel=True``.
         """
+        counters = self._call_counters(signature)
+        return None if counters is None else dict(zip(CALL_PATHS, counters))
+
+    def stream_fallbacks(self, signature=None):
+        """Of the calls `stream_calls` counts ``after_check``, how many
+        each run-time check sent to the plain code (a call may fail more
+        than one).
+
+        Returns
+        -------
+        dict or None
+            ``{"bounds": n, "alignment": n, "contiguous": n, "page_alias":
+            n, "operands": n}``: an index outside its array; streamed
+            stores of different alignments; a row that is not contiguous;
+            a source 1-192 bytes behind a streamed store modulo 4 KiB (its
+            loads would wait for the stores in flight); a whole-array
+            operand that overlaps the destination or has another shape.
+            None where `stream_calls` is None.
+
+        Examples
+        --------
+        >>> import numpy as np, streamjit as sj
+        >>> @sj.stream_kernel(stream_stores=["a", "b"], threshold=None)
+        ... def fill(a, b):
+        ...     for i in range(a.shape[0]):
+        ...         a[i] = 1.0
+        ...         b[i] = 2.0
+        >>> buffer = np.zeros(2001)  # b starts 8 bytes further into a vector than a
+        >>> fill(buffer[:1000], buffer[1001:])
+        >>> fill.stream_calls()["after_check"], fill.stream_fallbacks()["alignment"]
+        (1, 1)
+        """
+        counters = self._call_counters(signature)
+        return None if counters is None else dict(zip(FALLBACK_CHECKS, counters[len(CALL_PATHS):]))
+
+    def _call_counters(self, signature):
+        """The compiled code's call counters (`passes/call_record.py`), or None."""
         sig = self._signature_of(signature)
         result = self.overloads[sig].metadata.get(METADATA_KEY)
         if result is None or result.call_counter is None:
             return None
         address = self.targetctx.codegen()._engine.get_global_value_address(result.call_counter)
-        return dict(zip(CALL_PATHS, (ctypes.c_int64 * len(CALL_PATHS)).from_address(address)))
+        return list((ctypes.c_int64 * (len(CALL_PATHS) + len(FALLBACK_CHECKS))).from_address(address))
 
     def above_threshold(self, *args, **kwargs):
         """Whether a call with these arguments would stream.

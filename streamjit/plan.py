@@ -56,6 +56,7 @@ class StreamResult:
     ping_pong: dict = field(default_factory=dict)
     call_counter: str = None  # the module global counting calls per path (`passes/call_record.py`)
     calls: dict = None  # its counts when `StreamDispatcher.stream_result` was called
+    fallbacks: dict = None  # and its after_check calls per failed check (`StreamDispatcher.stream_fallbacks`)
     # array -> what in its aligned loops keeps LLVM from vectorizing them (`align_peel.vector_hints`)
     vector_hints: dict = field(default_factory=dict)
 

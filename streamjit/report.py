@@ -56,6 +56,7 @@ class StreamReport:
     exit_fences: int = 0  # returns fenced because an exception raised in a streamed nest leads there
     loads: str = ""  # how loads were lowered: the machine profile used (calibrated or default) and its choices
     calls: dict = None  # calls so far per path (`StreamDispatcher.stream_calls`), None where not counted
+    fallbacks: dict = None  # of the after_check calls, per failed check (`StreamDispatcher.stream_fallbacks`)
 
     def _title(self):
         return f"stream report for ({', '.join(map(str, self.signature))})"
@@ -90,7 +91,7 @@ class StreamReport:
         if self.loads:
             lines.append(f"loads: {self.loads}")
         if self.calls is not None:
-            lines.append(calls_line(self.calls))
+            lines.append(calls_line(self.calls, self.fallbacks))
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
         return lines
@@ -117,11 +118,23 @@ class StreamReport:
                 f"<pre>{html.escape(text)}</pre></div>")
 
 
-def calls_line(calls):
-    """What ran: the calls so far, per path (`passes/call_record.py`)."""
+# What each run-time check that sent a call to the plain code found (`codegen.FALLBACK_CHECKS`).
+FALLBACK_WORDS = {"bounds": "an index outside its array", "alignment": "streamed stores of different alignments",
+                  "contiguous": "a row that is not contiguous",
+                  "page_alias": "a source 1-192 bytes behind a streamed store modulo 4 KiB",
+                  "operands": "an operand overlapping its destination, or of another shape"}
+
+
+def calls_line(calls, fallbacks=None):
+    """What ran: the calls so far, per path (`passes/call_record.py`), and
+    which run-time checks sent calls to the plain code."""
     words = {"streamed": "streamed", "below_threshold": "plain below the threshold",
              "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"}
-    return "calls: " + ", ".join(f"{calls[path]} {words[path]}" for path in words)
+    parts = [f"{calls[path]} {words[path]}" for path in words]
+    failed = [f"{n}: {FALLBACK_WORDS[check]}" for check, n in (fallbacks or {}).items() if n]
+    if failed:
+        parts[2] += f" ({'; '.join(failed)})"
+    return "calls: " + ", ".join(parts)
 
 
 def _asm_function(asm_text, name):
@@ -231,4 +244,4 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
                         unfenced_stores=sum(unfenced_returns(f)[0] for f in functions),
                         exit_fences=sum(EXIT_FENCE_MARK in i.text for f in functions for _, _, i in f.instructions()),
                         loads=_loads_line(dispatcher.stream_options) if dispatcher.stream_options else "",
-                        calls=dispatcher.stream_calls(sig))
+                        calls=dispatcher.stream_calls(sig), fallbacks=dispatcher.stream_fallbacks(sig))

@@ -281,7 +281,8 @@ class StreamStencil(ReduceMixin):
         # what build_report reads of a dispatcher, for this one compile
         # (no per-call record: the stencil's nest is called from a wrapper of its own)
         compiled = SimpleNamespace(overloads={sig: nest.cres}, py_func=nest.py_func, stream_result=lambda _: result,
-                                   stream_options=self._pipeline.stream_options, stream_calls=lambda _: None)
+                                   stream_options=self._pipeline.stream_options, stream_calls=lambda _: None,
+                                   stream_fallbacks=lambda _: None)
         return build_report(compiled, sig, self.inspect_llvm(sig), nest.cres.library.get_asm_str())
 
 

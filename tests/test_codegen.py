@@ -244,6 +244,8 @@ def test_sources_just_behind_the_stores_modulo_a_page_run_plain(shift, streamed)
     np.testing.assert_array_equal(out, expected)
     assert kernel.stream_calls() == {"streamed": int(streamed), "below_threshold": 0, "after_check": int(not streamed),
                                      "plain": 0}
+    assert kernel.stream_fallbacks()["page_alias"] == int(not streamed)
+    assert sum(kernel.stream_fallbacks().values()) == int(not streamed)
     copy = sj.stream_kernel(stream_stores=["dst"], threshold=None)(K.copy.py_func)
     copy(out, a)
     assert copy.stream_calls()["streamed"] == 1

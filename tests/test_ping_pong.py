@@ -181,8 +181,32 @@ def test_stream_calls_count_each_path():
     assert kernel.stream_calls(kernel.signatures[-1]) == \
         {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0}
     assert kernel.stream_result(kernel.signatures[-1]).calls["after_check"] == 1
-    assert "calls: 0 streamed, 0 plain below the threshold, 1 plain after a run-time check" in \
-        str(kernel.stream_report(kernel.signatures[-1]))
+    assert kernel.stream_fallbacks(kernel.signatures[-1]) == \
+        {"bounds": 0, "alignment": 0, "contiguous": 1, "page_alias": 0, "operands": 0}
+    assert "calls: 0 streamed, 0 plain below the threshold, 1 plain after a run-time check " \
+        "(1: a row that is not contiguous)" in str(kernel.stream_report(kernel.signatures[-1]))
+    assert set(kernel.stream_fallbacks(kernel.signatures[0]).values()) == {0}
+
+
+def shift_right(dst, src, first):
+    for i in range(first, dst.shape[0]):
+        dst[i] = src[i - 1]
+
+
+def test_stream_fallbacks_say_an_index_wrapped():
+    """From ``first = 0``, ``src[-1]`` wraps (Python's meaning, which Numba
+    keeps): the bounds check sends the call to Numba's loop, and the report
+    says so; from ``first = 1`` the same code streams."""
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=None)(shift_right)
+    src = np.random.rand(1001)
+    dst = np.empty_like(src)
+    kernel(dst, src, 0)
+    np.testing.assert_array_equal(dst, np.roll(src, 1))
+    assert kernel.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0}
+    assert kernel.stream_fallbacks() == {"bounds": 1, "alignment": 0, "contiguous": 0, "page_alias": 0, "operands": 0}
+    assert "(1: an index outside its array)" in str(kernel.stream_report())
+    kernel(dst, src, 1)
+    assert kernel.stream_calls()["streamed"] == 1 and kernel.stream_fallbacks()["bounds"] == 1
 
 
 def test_stream_calls_count_overlapping_operands_and_short_loops():
@@ -193,6 +217,8 @@ def test_stream_calls_count_overlapping_operands_and_short_loops():
     x = np.random.rand(1000)
     kernel(x, x)                                 # out and x are one array: Numba's own store
     assert kernel.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0}
+    assert kernel.stream_fallbacks()["operands"] == 1
+    assert "(1: an operand overlapping its destination, or of another shape)" in str(kernel.stream_report())
     kernel(np.empty(1000), x)
     assert kernel.stream_calls()["streamed"] == 1
     kernel(np.empty(1), np.empty(1))             # nothing to store: no aligned loop reached

@@ -52,10 +52,11 @@ from .access import (aligned_pointer, direct_load, direct_stream_load, load_at, 
                      stream_store, unwrapped_load, unwrapped_store)
 from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
                      no_trailing_alias, same_alignment)
-from .control import CALL_PATHS, keep_scalar, opaque, record_call, store_fence
+from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, record_call, store_fence
 from .fusion import copies_elementwise, same_shape, with_numpy_errors
 
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
-           "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "same_alignment", "CALL_PATHS", "keep_scalar",
-           "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape", "with_numpy_errors"]
+           "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "same_alignment", "CALL_PATHS",
+           "FALLBACK_CHECKS", "keep_scalar", "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape",
+           "with_numpy_errors"]

@@ -60,7 +60,8 @@ class PeelPlan:
     loads: list  # [(Access, dims)]
     sources: list = field(default_factory=list)  # streamed loads read through aligned pointers
     added: set = field(default_factory=set)  # labels of the blocks the peel added (the aligned loops)
-    checked: str = None  # the variable holding the run-time checks' result (the size test aside)
+    # {FALLBACK_CHECKS name: the variable holding that run-time check's result} (the size test aside)
+    checks: dict = field(default_factory=dict)
     span: tuple = None  # (first, end): the loop's iterations run over [first, end)
     start: str = None  # the variable holding where the aligned loop(s) start (or end, running down)
     runs: tuple = None  # (a, b): the aligned loop(s) run where a > b
@@ -357,9 +358,10 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         hi = pre.assign(loop.stop, hint="hi")
     last = pre.sub(hi, 1)
     anchor, anchor_dims = plan.stores[0]
-    checks = _bounds_checks(scan, pre, plan, first, last)
+    checks = {"bounds": _bounds_checks(scan, pre, plan, first, last), "alignment": [], "page_alias": [],
+              "contiguous": []}
     for access, dims in plan.stores[1:]:
-        checks.append(pre.call(codegen.same_alignment, ir.Var(scope, access.array_var, loc),
+        checks["alignment"].append(pre.call(codegen.same_alignment, ir.Var(scope, access.array_var, loc),
                                _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
                                _index_at(scan, pre, anchor_dims, loop, first)))
     # no source 1-192 bytes behind the streamed store modulo a page, where the
@@ -376,15 +378,18 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         scalar_head = False
         anchor_first = _index_at(scan, pre, anchor_dims, loop, first)
         for access, dims in sources.values():
-            checks.append(pre.call(codegen.no_trailing_alias, ir.Var(scope, access.array_var, loc),
+            checks["page_alias"].append(pre.call(codegen.no_trailing_alias, ir.Var(scope, access.array_var, loc),
                                    _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
                                    anchor_first))
     # loads of the aligned loop address rows as contiguous (`direct_load`)
     for name in sorted({a.array_var for a, _ in plan.loads if scan.typemap[a.array_var].layout != "C"}):
-        checks.append(pre.call(codegen.inner_contiguous, ir.Var(scope, name, loc)))
+        checks["contiguous"].append(pre.call(codegen.inner_contiguous, ir.Var(scope, name, loc)))
     # `&`, not `and`: no short-circuit branches to lower and optimize
-    ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), checks)
-    plan.checked, plan.span = ok.name, (first, hi)  # (what `call_record.py` counts a fallback by)
+    plan.checks = {name: functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), group).name
+                   for name, group in checks.items() if group}
+    ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b),
+                          [ir.Var(scope, name, loc) for name in plan.checks.values()])
+    plan.span = (first, hi)  # (with plan.checks, what `call_record.py` counts a fallback by)
     if gate:
         ok = pre.binop(operator.and_, ir.Var(scope, SIZE_GATE, loc), ok)
     # the aligned loop runs over [start, hi) forwards, or [first, start) downwards, after the head

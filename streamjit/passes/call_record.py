@@ -1,19 +1,26 @@
 """Count, per call, which path a kernel took: streamed, plain below the
 size threshold, or plain after a run-time check sent its loops to their
-plain versions.
+plain versions (and which checks failed).
 
 The report says what was compiled; what ran depends on each call's data
 (its size, its alignment, whether operands overlap). Numba keeps its own
 per-dispatcher ``stats``; this pass gives the kernel counters of its own,
-at no measurable cost: a module global of four integers (zero when the
-code is loaded, read by ``StreamDispatcher.stream_calls``), two boolean
-locals set where the paths part, and one increment before each return:
+at no measurable cost: a module global of integers (zero when the code
+is loaded, read by ``StreamDispatcher.stream_calls`` and
+``stream_fallbacks``), two locals set where the paths part, and the
+counters' increments before each return:
 
-    ran = opaque(False); fell = opaque(False)    # at entry
-    fell = fell | not (checked | end <= first)   # after each aligned loop's run-time checks
-    ran = ran | opaque(end > start)              # where the aligned loop's start is computed
-    fell = fell | not ok                         # after a fused loop's check (`array_stores.py`)
-    record_call(name, ran, large, fell)          # before each return
+    ran = opaque(False); fell = opaque(0)             # at entry
+    fell = fell | (not (check | end <= first)) * bit  # after each of an aligned loop's run-time checks
+    ran = ran | opaque(end > start)                   # where the aligned loop's start is computed
+    fell = fell | (not ok) * bit                      # after a fused loop's check (`array_stores.py`)
+    record_call(name, ran, large, fell)               # before each return
+
+``fell`` holds one bit per kind of check (``codegen.FALLBACK_CHECKS``:
+bounds, alignment of several streamed stores, contiguous rows, a source a
+few bytes behind a store modulo a page, a fused loop's operands), so that
+the report can say which check sent a call to the plain code, not only
+that one did.
 
 ``large`` is the size test (`size_check.py`; True without a threshold).
 Kernels with ``parallel=True`` are not counted (their loops run on
@@ -50,8 +57,10 @@ def _or(emit, flag, value):
     emit.assign(ir.Expr.binop(operator.or_, ir.Var(emit.scope, flag, emit.loc), value, emit.loc), target=flag)
 
 
-def _failed(emit, passed):
-    return emit.assign(ir.Expr.unary("not", passed, emit.loc), hint="failed")
+def _failed_bit(emit, passed, check):
+    """``codegen.FALLBACK_CHECKS``'s bit of ``check`` where ``passed`` is False, else 0."""
+    failed = emit.assign(ir.Expr.unary("not", passed, emit.loc), hint="failed")
+    return emit.binop(operator.mul, failed, emit.const(1 << codegen.FALLBACK_CHECKS.index(check)))
 
 
 def run_pass(state):
@@ -62,8 +71,8 @@ def run_pass(state):
     entry = blocks[min(blocks)]
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     start = Emitter(entry.scope, entry.loc)
-    for flag in (RAN, FELL):  # (False, hidden: on a path with no loop LLVM would fold it and duplicate the fence)
-        start.call(codegen.opaque, start.const(False), target=flag)
+    for flag, zero in ((RAN, False), (FELL, 0)):  # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
+        start.call(codegen.opaque, start.const(zero), target=flag)
     entry.body[at:at] = start.stmts
     # (values or'ed in where they are computed, not constants set in the
     # blocks a test leads to, and the loop's test hidden (`codegen.opaque`):
@@ -71,11 +80,12 @@ def run_pass(state):
     for plan in state.stream_peels:
         _after(blocks, plan.start, lambda emit, _, plan=plan: _or(
             emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs))))
-        # (an empty loop's checks fail too: not a fallback)
-        _after(blocks, plan.checked, lambda emit, checked, plan=plan: _or(emit, FELL, _failed(
-            emit, emit.binop(operator.or_, checked, emit.binop(operator.le, plan.span[1], plan.span[0])))))
+        for check, variable in plan.checks.items():
+            # (an empty loop's checks fail too: not a fallback)
+            _after(blocks, variable, lambda emit, passed, plan=plan, check=check: _or(emit, FELL, _failed_bit(
+                emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0])), check)))
     for ok in state.stream_fallbacks:
-        _after(blocks, ok, lambda emit, ok: _or(emit, FELL, _failed(emit, ok)))
+        _after(blocks, ok, lambda emit, ok: _or(emit, FELL, _failed_bit(emit, ok, "operands")))
     # one name per compile, the same in every process that compiles the
     # kernel in the same order (Numba's unique name counts functions)
     key = f"{state.func_id.unique_name}{state.args}".encode()
