@@ -17,7 +17,7 @@ check_numba()  # before anything compiles: outside the tested range, say so
 
 from .api import stream_kernel
 from .dispatcher import StreamDispatcher
-from .dropins import copyto, memcpy
+from .dropins import copyto, empty_like, memcpy
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
 from .stencil import stencil
@@ -32,8 +32,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "stencil",
-    "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
+    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "empty_like",
+    "stencil", "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
 ]
 
 # Last, with the package whole: `copyto`'s kernel loads in a thread, so that

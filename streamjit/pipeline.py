@@ -34,14 +34,16 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
 8. ``stream_loads``: the remaining loads of streamed sources are tagged;
 9. ``call_record``: counters of which path each call took (streamed,
    below the threshold, after a run-time check), read by ``stream_calls``;
-10. ``retype``: Numba's type inference over the inserted statements.
+10. ``fresh_placement``: streamed arrays the kernel allocates uninitialized
+    are placed apart from its array arguments modulo a page;
+11. ``retype``: Numba's type inference over the inserted statements.
 
 Numba then lowers and optimizes as usual; ``lowering/library.py`` runs the
 post-O3 stages of ``post_o3/stages.py`` on the optimized LLVM module
 (non-temporal tags, prefetches, AArch64 pairs, fences on the returns
 exceptions take out of a streamed nest). After Numba's lowering:
 
-11. ``nothing_streamed``: a warning for each array named in
+12. ``nothing_streamed``: a warning for each array named in
     ``stream_stores`` none of whose stores reached the machine code as
     non-temporal stores, with the reasons.
 
@@ -66,11 +68,11 @@ from .dump import DUMP_ENV, dump_after
 from .errors import StreamWarning
 from .post_o3.stages import STAGE_NAMES
 from .passes import (accesses, align_peel, array_stores, call_record, canonical_loops, fence_placement, fills,
-                     legality, nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
+                     fresh_placement, legality, nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
 
 UNTYPED_PASSES = (canonical_loops,)
 TYPED_PASSES = (fills, array_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check,
-                stream_loads, call_record, retype)
+                stream_loads, call_record, fresh_placement, retype)
 LOWERED_PASSES = (nothing_streamed,)
 
 

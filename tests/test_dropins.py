@@ -347,3 +347,34 @@ def test_large_copies_take_the_way_last_measured_faster(monkeypatch):
     for _ in range(2 * every):
         dropins._large_copy(a, a, 2)
     assert ways == ["np.copyto"] * (every - 1) + ["threads"] * every + ["np.copyto"]
+
+def sweep(A, B):
+    B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+
+
+@pytest.mark.parametrize("shift", [0, 1, 7, 255])
+def test_empty_like_places_a_second_buffer_where_a_sweep_streams(shift):
+    """A second buffer at the same offset in its page as ``A`` (as
+    ``A.copy()`` makes large ones) makes the sweep's loads of ``A[i, j - 1]``
+    trail its stores by 8 bytes modulo 4 KiB: the call runs plain, counted
+    ``page_alias``. `sj.empty_like` places it apart, and the sweep streams."""
+    rng = np.random.default_rng(shift)
+    n = 128 * 129
+    A = rng.random(n + 256)[shift:shift + n].reshape(128, 129)
+    other = rng.random(n + 512)
+    skip = (A.ctypes.data - other.ctypes.data) % 4096 // 8
+    alike = other[skip:skip + n].reshape(128, 129)   # (at A's offset in its page)
+    expected = A.copy()
+    numba.njit(sweep)(A, expected)
+    B = sj.empty_like(A)
+    assert B.shape == A.shape and B.dtype == A.dtype and B.flags.c_contiguous
+    B[...] = A
+    kernel = sj.stream_kernel(stream_stores=["B"], threshold=None)(sweep)
+    kernel(A, B)
+    np.testing.assert_array_equal(B, expected)
+    assert kernel.stream_calls()["streamed"] == 1 and kernel.stream_fallbacks()["page_alias"] == 0
+    alike[...] = A
+    kernel(A, alike)
+    np.testing.assert_array_equal(alike, expected)
+    assert kernel.stream_calls()["after_check"] == 1 and kernel.stream_fallbacks()["page_alias"] == 1
+    assert "allocate the output with streamjit.empty_like" in str(kernel.stream_report())

@@ -64,6 +64,44 @@ def test_named_fresh_outputs_stream_with_vector_nt_stores():
     assert FRESH_2D.stream_report().arrays["out"].nt_vector_stores > 0
 
 
+def smooth_fresh(u):
+    out = np.empty_like(u)
+    out[0], out[-1] = u[0], u[-1]
+    for i in range(1, u.shape[0] - 1):
+        out[i] = u[i - 1] + u[i] + u[i + 1]
+    return out
+
+
+def smooth_result(u):
+    return u[:-2] + 2.0 * u[1:-1] + u[2:]
+
+
+SMOOTH = sj.stream_kernel(stream_stores=["out"], threshold=None)(smooth_fresh)
+SMOOTH_RESULT = sj.stream_kernel(stream_stores=["return"], threshold=None)(smooth_result)
+
+
+def page_distance(a, b):
+    ahead = (a.ctypes.data - b.ctypes.data) % 4096
+    return min(ahead, 4096 - ahead)
+
+
+@pytest.mark.parametrize("kernel", [SMOOTH, SMOOTH_RESULT], ids=["loop", "array-expression"])
+def test_fresh_outputs_are_placed_apart_from_the_arguments_and_stream(kernel):
+    """Issue 27, AMD EPYC Zen 2: Numba allocated a large fresh output 48
+    bytes past NumPy's arrays modulo 4 KiB, so a stencil's streamed store
+    trailed its loads by a few bytes (4K aliasing) and every call ran the
+    plain loop (``page_alias``). Wherever the argument starts within its
+    page, the output now lies apart, and the call streams."""
+    rng = np.random.default_rng(7)
+    buffer = rng.standard_normal(65536 + 512)
+    for shift in range(0, 512, 8):  # (the argument at 64 offsets within its page, 8 bytes apart)
+        u = buffer[shift:shift + 65536]
+        out = kernel(u)
+        np.testing.assert_array_equal(out, numba.njit(kernel.py_func)(u))
+        assert page_distance(out, u) >= 512, (shift, out.ctypes.data % 4096, u.ctypes.data % 4096)
+    assert kernel.stream_calls() == {"streamed": 64, "below_threshold": 0, "after_check": 0, "plain": 0}
+
+
 def test_fresh_outputs_stay_plain_under_true_and_the_report_says_why():
     rng = np.random.default_rng(4)
     FRESH(rng.standard_normal(1001), rng.standard_normal(1001))

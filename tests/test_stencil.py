@@ -95,6 +95,25 @@ def test_decorator_forms_and_streaming():
     assert out.nt_vector_stores == 0 and report.machine_nt_vector_stores == 0 and report.fences == 0
 
 
+def page_distance(a, b):
+    """How far apart, modulo 4 KiB and either way round, two arrays' data start."""
+    ahead = (a.ctypes.data - b.ctypes.data) % 4096
+    return min(ahead, 4096 - ahead)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 5])
+def test_allocated_output_lies_apart_from_the_input_modulo_a_page(offset):
+    """Issue 27, AMD EPYC Zen 2: an output allocated as its input is (both
+    mmap'd, at one offset in their pages) lies 4 bytes past the input's
+    left neighbour modulo 4 KiB, where streamed loads wait for the stores in
+    flight and the aligned loop's check sends every call to the plain loop.
+    The drop-in allocates its outputs apart (`codegen/placement.py`)."""
+    big = random_array(rng, (130, 512 + offset), np.float32)[:, offset:]
+    got = sj.stencil(S.jacobi_f32)(big)
+    np.testing.assert_array_equal(got, numba.stencil(S.jacobi_f32)(big))
+    assert got.flags.c_contiguous and page_distance(got, big) >= 512
+
+
 def test_plain_loop_nest_loads_contiguous_vectors():
     # numba.stencil's loop bounds, range(-min(0, lo), n - max(0, hi)), left as
     # calls, kept the negative-index wraparound in every access: gathers and

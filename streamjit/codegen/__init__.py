@@ -37,6 +37,10 @@ near plain ``numba.njit``).
   (``passes/array_stores.py``);
   ``with_numpy_errors``: one element of an array expression, computed as
   Numba's array expressions compute it.
+- ``placed_apart``: a streamed array the kernel allocates, moved apart
+  from its array arguments modulo a page (`placement.py`: a jitted
+  function, not an intrinsic, also called from Python by the stencil
+  drop-in).
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 - ``record_call``: counts, at a return, which path the call took
@@ -54,9 +58,10 @@ from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_conti
                      no_trailing_alias, same_alignment)
 from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, record_call, store_fence
 from .fusion import copies_elementwise, same_shape, with_numpy_errors
+from .placement import placed_apart
 
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
            "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "same_alignment", "CALL_PATHS",
            "FALLBACK_CHECKS", "keep_scalar", "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape",
-           "with_numpy_errors"]
+           "with_numpy_errors", "placed_apart"]
