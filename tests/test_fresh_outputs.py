@@ -94,10 +94,11 @@ def test_fresh_outputs_are_placed_apart_from_the_arguments_and_stream(kernel):
     page, the output now lies apart, and the call streams."""
     rng = np.random.default_rng(7)
     buffer = rng.standard_normal(65536 + 512)
+    plain = numba.njit(kernel.py_func)
     for shift in range(0, 512, 8):  # (the argument at 64 offsets within its page, 8 bytes apart)
         u = buffer[shift:shift + 65536]
         out = kernel(u)
-        np.testing.assert_array_equal(out, numba.njit(kernel.py_func)(u))
+        np.testing.assert_array_equal(out, plain(u))
         assert page_distance(out, u) >= 512, (shift, out.ctypes.data % 4096, u.ctypes.data % 4096)
     assert kernel.stream_calls() == {"streamed": 64, "below_threshold": 0, "after_check": 0, "plain": 0}
 
