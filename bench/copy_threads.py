@@ -5,11 +5,13 @@ Numba's, taking blocks as they come free) and the split it made before
 (a `prange`: each thread's half fixed in advance), in one process,
 interleaved rounds, medians with their spread.
 
-Run: python bench/copy_threads.py [MiB] [--busy] [--first-calls]
+Run: python bench/copy_threads.py [MiB] [--busy] [--first-calls] [--at-import]
 (default 256 MiB, float32, destination misaligned by one element; --busy
 keeps one core busy with another process, `python -c "while 1: pass"`,
 while it runs; --first-calls times each of the first `streamjit.copyto`
-calls of this fresh process instead, against np.copyto's median)
+calls of this fresh process instead, against np.copyto's median;
+--at-import times the copies a fresh process makes at once after `import
+streamjit`, its arrays made before, while the copy kernel still loads)
 """
 
 import subprocess
@@ -80,9 +82,42 @@ def first_calls(mib=256, calls=12, rounds=7):
           f"slowest call {max(times) / steady:.2f}x the steady time ({steady * 1e3:.1f} ms)")
 
 
+AT_IMPORT = """
+import sys, time
+import numpy as np
+n = (int(sys.argv[1]) << 20) // 4
+src = np.random.default_rng(0).random(n + 1, dtype=np.float32)[1:]
+dst = np.full(n + 1, -1.0, np.float32)[:-1]
+numpy = []
+for _ in range(5):
+    start = time.perf_counter(); np.copyto(dst, src); numpy.append(time.perf_counter() - start)
+start = time.perf_counter()
+import streamjit as sj
+imported = time.perf_counter()
+times = []
+while time.perf_counter() - imported < 1.0:
+    t = time.perf_counter(); sj.copyto(dst, src); times.append(time.perf_counter() - t)
+assert np.array_equal(dst, src)
+print(f"import {(imported - start) * 1e3:.0f} ms; np.copyto before it {np.median(numpy) * 1e3:.1f} ms; "
+      "copies in the next second (ms): " + ", ".join(f"{t * 1e3:.1f}" for t in times))
+"""
+
+
+def at_import(mib=256, runs=3):
+    """Copies made at once after `import streamjit` in fresh processes (the
+    copy kernel still loading on its thread), against np.copyto's time in
+    the same process before the import."""
+    for _ in range(runs):
+        print(subprocess.run([sys.executable, "-c", AT_IMPORT, str(mib)], capture_output=True, text=True,
+                             check=True).stdout.strip())
+
+
 if __name__ == "__main__":
     mib = [int(a) for a in sys.argv[1:2] if a.isdigit()]
     if "--first-calls" in sys.argv:
         first_calls(*mib)
+    elif "--at-import" in sys.argv:
+        print(bench.host_description())
+        at_import(*mib)
     else:
         main(*mib, busy="--busy" in sys.argv)
