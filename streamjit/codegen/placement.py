@@ -11,7 +11,8 @@ check (`checks.no_trailing_alias`) then sends every call to the plain loop,
 and a named fresh output of a stencil never streamed (issue 27, AMD EPYC
 Zen 2 VM: every call counted ``page_alias``).
 
-``placed_apart(fresh, inputs)`` follows such an ``np.empty`` /
+``placed_apart(fresh, inputs)`` (``inputs``: a tuple of arrays of one
+type in jitted code, any tuple of arrays from Python) follows such an ``np.empty`` /
 ``np.empty_like`` (inserted by ``passes/fresh_placement.py``): where
 ``fresh`` starts near an input's row modulo a page (its first row, and the
 rows before and after it, which a stencil reads beside its store), it
@@ -22,12 +23,11 @@ same rule (`apart_offset`).
 """
 
 import numpy as np
-from numba import literal_unroll
 from numba.extending import register_jitable
 
+from ..passes.stream_loads import LINE_BYTES
 from .checks import PAGE_BYTES
 
-LINE_BYTES = 64
 # Smaller arrays are left where the allocator put them: they live in the
 # allocator's heap at no fixed offset, and a second allocation costs more
 # than the streamed loop saves there.
@@ -38,15 +38,22 @@ NEAR_BYTES = 512
 
 
 @register_jitable
+def _nearest(position, offsets):
+    """How close, either way round the page, ``position`` comes to an offset."""
+    distance = PAGE_BYTES
+    for offset in offsets:
+        ahead = (position - offset) % PAGE_BYTES
+        distance = min(distance, ahead, PAGE_BYTES - ahead)
+    return distance
+
+
+@register_jitable
 def apart_offset(offsets):
-    """The offset within a page, on a cache line, farthest (both ways round
-    the page) from every offset in ``offsets`` (an int64 array)."""
+    """The offset within a page, on a cache line, farthest from every
+    offset in ``offsets`` (an int64 array)."""
     best, best_distance = 0, -1
     for candidate in range(0, PAGE_BYTES, LINE_BYTES):
-        distance = PAGE_BYTES
-        for offset in offsets:
-            ahead = (candidate - offset) % PAGE_BYTES
-            distance = min(distance, ahead, PAGE_BYTES - ahead)
+        distance = _nearest(candidate, offsets)
         if distance > best_distance:
             best, best_distance = candidate, distance
     return best
@@ -58,11 +65,11 @@ def _input_offsets(inputs):
     (or plane) before and after it in each outer dimension (what a
     stencil's neighbours ``u[i - 1, j]``, ``u[i + 1, j]`` read)."""
     capacity = 0
-    for array in literal_unroll(inputs):
+    for array in inputs:
         capacity += 2 * array.ndim + 1
     offsets = np.empty(capacity, np.int64)
     count = 0
-    for array in literal_unroll(inputs):
+    for array in inputs:
         if array.size:
             start = array.ctypes.data % PAGE_BYTES
             offsets[count] = start
@@ -83,13 +90,9 @@ def placed_apart(fresh, inputs):
     if nbytes < PLACED_FROM_BYTES:
         return fresh
     offsets = _input_offsets(inputs)
-    start = fresh.ctypes.data % PAGE_BYTES
-    near = False
-    for offset in offsets:
-        ahead = (start - offset) % PAGE_BYTES
-        near = near or min(ahead, PAGE_BYTES - ahead) < NEAR_BYTES
-    if not near:
+    if LINE_BYTES % fresh.itemsize or _nearest(fresh.ctypes.data % PAGE_BYTES, offsets) >= NEAR_BYTES:
         return fresh
-    buffer = np.empty(nbytes + PAGE_BYTES, np.uint8)
-    skip = (apart_offset(offsets) - buffer.ctypes.data) % PAGE_BYTES
-    return buffer[skip:skip + nbytes].view(fresh.dtype).reshape(fresh.shape)
+    # (a buffer of fresh's own dtype, sliced: no byte view to compile)
+    buffer = np.empty(fresh.size + PAGE_BYTES // fresh.itemsize, fresh.dtype)
+    skip = (apart_offset(offsets) - buffer.ctypes.data) % PAGE_BYTES // fresh.itemsize
+    return buffer[skip:skip + fresh.size].reshape(fresh.shape)

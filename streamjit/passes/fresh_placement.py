@@ -19,7 +19,7 @@ an array expression's result), this pass rewrites
 into
 
     $allocated = np.empty_like(u)
-    out = placed_apart($allocated, (u, v, ...))   # the array parameters
+    out = placed_apart($allocated, (u, v, ...))   # the array parameters of out's type
 
 (`codegen/placement.py`: a second allocation, placed apart, only where
 the first lies near a parameter and is large). Allocations that set their
@@ -50,18 +50,21 @@ def run_pass(state):
     placed = [scan.arrays[name] for name in sorted(result.fresh_arrays & result.streamed_stores)
               if name in scan.arrays and isinstance(state.typemap[scan.arrays[name]], types.Array)
               and state.typemap[scan.arrays[name]].ndim >= 1]
-    if not parameters or not placed:
-        return False
     func_ir = state.func_ir
     func_ir._definitions = build_definitions(func_ir.blocks)  # (the calls array_stores.py inserted)
     changed = False
     for var in placed:
-        for block, stmt in _allocations(func_ir, state.typemap, var):
+        # the parameters of the fresh array's own type: one tuple type, looped
+        # over without literal_unroll (which cost 0.9 s of first-call compile);
+        # sources of another item size drift away from the store anyway
+        # (`align_peel.py` checks only those of the store's)
+        alike = [p for p in parameters if state.typemap[p] == state.typemap[var]]
+        for block, stmt in _allocations(func_ir, state.typemap, var) if alike else ():
             emit = Emitter(block.scope, stmt.loc)
             allocated = emit.temp("allocated")
             state.typemap[allocated.name] = state.typemap[var]
             stmt.target = allocated  # (the typed allocation keeps its call type; only what follows is new)
-            inputs = emit.tuple_([ir.Var(block.scope, p, stmt.loc) for p in parameters])
+            inputs = emit.tuple_([ir.Var(block.scope, p, stmt.loc) for p in alike])
             emit.call(codegen.placed_apart, allocated, inputs, target=var)
             at = next(k for k, s in enumerate(block.body) if s is stmt)
             block.body[at + 1:at + 1] = emit.stmts
