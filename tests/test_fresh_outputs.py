@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
+from streamjit.codegen.placement import apart_offset, placed_apart, row_starts
 
 
 def fill_fresh(x, y):
@@ -249,3 +250,49 @@ def test_a_result_after_a_rewritten_store_in_the_same_block():
     np.testing.assert_array_equal(out, x * 2.0)
     report = kernel.stream_report()
     assert report.arrays["out"].nt_vector_stores > 0 and report.arrays["r"].nt_vector_stores > 0
+
+
+@numba.njit
+def _placed_in_a_kernel(fresh, inputs):
+    return placed_apart(fresh, inputs)
+
+
+@pytest.mark.parametrize("shape, order, input_shapes", [
+    ((70000,), "C", [(70000,)]),
+    ((300, 257), "C", [(300, 257), (300, 257)]),
+    ((300, 257), "F", [(300, 257)]),
+    ((40, 30, 29), "C", [(40, 30, 29), (40, 30, 29)]),
+], ids=["1d", "2d-two-inputs", "2d-fortran", "3d"])
+def test_placement_in_a_kernel_follows_the_rule_numpy_runs(shape, order, input_shapes):
+    """The kernel's placement (emitted inline) and the drop-ins' (NumPy)
+    are one rule: wherever ``fresh`` and the inputs start within their
+    pages, both keep ``fresh`` or both move it to the same page offset,
+    with its shape, strides and no element lost."""
+    rng = np.random.default_rng(11)
+    size = int(np.prod(shape))
+    backing = np.empty(size + 1024)  # (addresses only: never read)
+    moved = kept = 0
+    inputs = tuple(view_at(rng.standard_normal(s), rng.integers(0, 512) * 8) for s in input_shapes)
+    for at in range(0, 4096, 56):  # (fresh at 74 offsets, all round the page)
+        fresh = backing[at // 8:at // 8 + size].reshape(shape, order=order)
+        in_kernel, in_python = _placed_in_a_kernel(fresh, inputs), placed_apart(fresh, inputs)
+        assert in_kernel.shape == in_python.shape == fresh.shape and in_kernel.strides == fresh.strides
+        if in_python.ctypes.data == fresh.ctypes.data:
+            assert in_kernel.ctypes.data == fresh.ctypes.data
+            kept += 1
+        else:
+            assert in_kernel.ctypes.data % 4096 == in_python.ctypes.data % 4096 == apart_offset(row_starts(inputs))
+            in_kernel[...] = 1.5  # (every element of the moved view lies in its own buffer)
+            assert np.all(in_kernel == 1.5)
+            moved += 1
+    # (with three row starts or fewer, at least a quarter of the page lies apart)
+    assert moved and (kept or len(row_starts(inputs)) > 3)
+
+
+def view_at(array, offset_bytes):
+    """A copy of ``array`` whose data starts ``offset_bytes`` past a page boundary."""
+    raw = np.empty(array.nbytes + 8192, np.uint8)
+    start = (-raw.ctypes.data) % 4096 + offset_bytes
+    placed = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    placed[...] = array
+    return placed

@@ -38,9 +38,8 @@ near plain ``numba.njit``).
   ``with_numpy_errors``: one element of an array expression, computed as
   Numba's array expressions compute it.
 - ``placed_apart``: a streamed array the kernel allocates, moved apart
-  from its array arguments modulo a page (`placement.py`: a jitted
-  function, not an intrinsic, also called from Python by the stencil
-  drop-in).
+  from its array arguments modulo a page (`placement.py`; from Python,
+  the drop-ins ``empty_like`` and ``stencil`` run the same rule in NumPy).
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 - ``record_call``: counts, at a return, which path the call took

@@ -11,22 +11,35 @@ check (`checks.no_trailing_alias`) then sends every call to the plain loop,
 and a named fresh output of a stencil never streamed (issue 27, AMD EPYC
 Zen 2 VM: every call counted ``page_alias``).
 
-``placed_apart(fresh, inputs)`` (``inputs``: a tuple of arrays of one
-type in jitted code, any tuple of arrays from Python) follows such an ``np.empty`` /
+``placed_apart(fresh, inputs)`` follows such an ``np.empty`` /
 ``np.empty_like`` (inserted by ``passes/fresh_placement.py``): where
 ``fresh`` starts near an input's row modulo a page (its first row, and the
 rows before and after it, which a stencil reads beside its store), it
 allocates again, one page larger, and returns a view starting on a cache
-line as far as possible from all of them. The first allocation is released untouched (none of its pages
-was faulted in). The stencil drop-in places the outputs it allocates by the
-same rule (`apart_offset`).
+line as far as possible from all of them. The first allocation is released
+untouched (none of its pages was faulted in).
+
+In a kernel it is emitted inline (an intrinsic: the rule is a few integer
+operations and one allocation). As a jitted function it cost 0.7-1.1 s of
+first-call compile per array type (AMD EPYC Zen 2 VM, session 33): four
+helpers, each through Numba's whole pipeline, and a ``reshape``. From
+Python (the drop-ins ``empty_like`` and ``stencil``) the same rule runs in
+NumPy.
 """
 
 import numpy as np
-from numba.extending import register_jitable
+from numba import types
+from numba.core import cgutils
+# (_empty_nd_impl: Numba's own allocation of a new array while lowering, as
+# np.empty lowers; private, with no public equivalent; tested on Numba
+# 0.66-0.68, the range pyproject.toml declares)
+from numba.np.arrayobj import _empty_nd_impl, make_array, populate_array
+from numba.np.numpy_support import as_dtype
 
 from ..passes.stream_loads import LINE_BYTES
+from .arrays import array_field
 from .checks import PAGE_BYTES
+from .registration import intrinsic
 
 # Smaller arrays are left where the allocator put them: they live in the
 # allocator's heap at no fixed offset, and a second allocation costs more
@@ -35,64 +48,126 @@ PLACED_FROM_BYTES = 16 * PAGE_BYTES
 # How close, modulo a page, a fresh array's start may come to an input row's:
 # the aliasing window (192 bytes) plus a stencil's reach of a few elements.
 NEAR_BYTES = 512
+CANDIDATES = np.arange(0, PAGE_BYTES, LINE_BYTES)  # where a placed array may start within its page
 
 
-@register_jitable
-def _nearest(position, offsets):
-    """How close, either way round the page, ``position`` comes to an offset."""
-    distance = PAGE_BYTES
-    for offset in offsets:
-        ahead = (position - offset) % PAGE_BYTES
-        distance = min(distance, ahead, PAGE_BYTES - ahead)
+def row_starts(arrays):
+    """Where, modulo a page, each array's rows start: its data, and one row
+    (or plane) before and after it in each outer dimension (what a
+    stencil's neighbours ``u[i - 1, j]``, ``u[i + 1, j]`` read)."""
+    starts = []
+    for array in arrays:
+        start = array.ctypes.data
+        starts.append(start)
+        for stride in array.strides[:-1]:
+            starts += [start + stride, start - stride]
+    return np.array(starts, np.int64) % PAGE_BYTES
+
+
+def nearest(positions, starts):
+    """How close, either way round the page, each of ``positions`` comes to
+    one of ``starts``."""
+    ahead = (np.asarray(positions)[..., None] - starts) % PAGE_BYTES
+    return np.minimum(ahead, PAGE_BYTES - ahead).min(axis=-1, initial=PAGE_BYTES)
+
+
+def apart_offset(starts):
+    """The offset within a page, on a cache line, farthest from every one
+    of ``starts`` (the first such, counting up from 0)."""
+    return int(CANDIDATES[np.argmax(nearest(CANDIDATES, starts))])
+
+
+def _placed_apart_in_python(fresh, inputs):
+    nbytes = fresh.size * fresh.itemsize
+    if nbytes < PLACED_FROM_BYTES or LINE_BYTES % fresh.itemsize:
+        return fresh
+    starts = row_starts(inputs)
+    if nearest(fresh.ctypes.data % PAGE_BYTES, starts) >= NEAR_BYTES:
+        return fresh
+    buffer = np.empty(fresh.size + PAGE_BYTES // fresh.itemsize, fresh.dtype)
+    skip = (apart_offset(starts) - buffer.ctypes.data) % PAGE_BYTES
+    return np.ndarray(fresh.shape, fresh.dtype, buffer, skip, fresh.strides)  # (fresh's layout, as in a kernel)
+
+
+@intrinsic(python=_placed_apart_in_python)
+def placed_apart(typingctx, fresh, inputs):
+    """``fresh``, or where it starts within `NEAR_BYTES` of where an
+    input's rows start modulo a page, an uninitialized array like it placed
+    by `apart_offset` (``inputs``: a tuple of arrays)."""
+    if not (isinstance(fresh, types.Array) and isinstance(inputs, types.BaseTuple)
+            and all(isinstance(t, types.Array) for t in inputs)):
+        return None
+    itemsize = as_dtype(fresh.dtype).itemsize
+    # (only C or F arrays, whose strides describe one block from data on)
+    movable = fresh.layout in "CF" and fresh.ndim >= 1 and LINE_BYTES % itemsize == 0
+
+    def codegen(context, builder, sig, args):
+        result = cgutils.alloca_once_value(builder, args[0])
+        if not movable:
+            context.nrt.incref(builder, fresh, args[0])
+            return builder.load(result)
+        intp = context.get_value_type(types.intp)
+        starts = _row_starts_ir(context, builder, inputs, args[1])
+        allocated = make_array(fresh)(context, builder, args[0])
+        nbytes = builder.mul(allocated.nitems, allocated.itemsize)
+        near = builder.icmp_signed("<", _nearest_ir(builder, _page_offset(builder, allocated.data, intp), starts),
+                                   intp(NEAR_BYTES))
+        move = builder.and_(builder.icmp_signed(">=", nbytes, intp(PLACED_FROM_BYTES)), near)
+        with builder.if_else(move, likely=False) as (moved, kept):
+            with moved:
+                buffer = _empty_nd_impl(context, builder, types.Array(fresh.dtype, 1, "C"),
+                                        [builder.add(allocated.nitems, intp(PAGE_BYTES // itemsize))])
+                skip = builder.and_(builder.sub(_apart_offset_ir(builder, starts, intp),
+                                                _page_offset(builder, buffer.data, intp)), intp(PAGE_BYTES - 1))
+                placed = make_array(fresh)(context, builder)
+                populate_array(placed, data=builder.gep(buffer.data, [builder.udiv(skip, intp(itemsize))]),
+                               shape=allocated.shape, strides=allocated.strides, itemsize=allocated.itemsize,
+                               meminfo=buffer.meminfo)  # (the new buffer's one reference moves into the view)
+                builder.store(placed._getvalue(), result)
+            with kept:
+                context.nrt.incref(builder, fresh, args[0])
+        return builder.load(result)
+
+    return fresh(fresh, inputs), codegen
+
+
+def _page_offset(builder, pointer, intp):
+    return builder.and_(builder.ptrtoint(pointer, intp), intp(PAGE_BYTES - 1))
+
+
+def _row_starts_ir(context, builder, inputs, value):
+    """`row_starts`, as LLVM values (one per row start: the inputs' types fix how many)."""
+    intp = context.get_value_type(types.intp)
+    starts = []
+    for k, aryty in enumerate(inputs):
+        array = builder.extract_value(value, k)
+        start = builder.ptrtoint(array_field(context, builder, aryty, array, "data"), intp)
+        starts.append(start)
+        strides = cgutils.unpack_tuple(builder, array_field(context, builder, aryty, array, "strides"), aryty.ndim)
+        for stride in strides[:-1]:
+            starts += [builder.add(start, stride), builder.sub(start, stride)]
+    return [builder.and_(s, intp(PAGE_BYTES - 1)) for s in starts]
+
+
+def _nearest_ir(builder, position, starts):
+    """`nearest` for one position, as LLVM values."""
+    distance = position.type(PAGE_BYTES)
+    for start in starts:
+        ahead = builder.and_(builder.sub(position, start), position.type(PAGE_BYTES - 1))
+        behind = builder.sub(position.type(PAGE_BYTES), ahead)
+        for d in (ahead, behind):
+            distance = builder.select(builder.icmp_signed("<", d, distance), d, distance)
     return distance
 
 
-@register_jitable
-def apart_offset(offsets):
-    """The offset within a page, on a cache line, farthest from every
-    offset in ``offsets`` (an int64 array)."""
-    best, best_distance = 0, -1
-    for candidate in range(0, PAGE_BYTES, LINE_BYTES):
-        distance = _nearest(candidate, offsets)
-        if distance > best_distance:
-            best, best_distance = candidate, distance
-    return best
-
-
-@register_jitable
-def _input_offsets(inputs):
-    """Where, modulo a page, each input's rows start: its data, and one row
-    (or plane) before and after it in each outer dimension (what a
-    stencil's neighbours ``u[i - 1, j]``, ``u[i + 1, j]`` read)."""
-    capacity = 0
-    for array in inputs:
-        capacity += 2 * array.ndim + 1
-    offsets = np.empty(capacity, np.int64)
-    count = 0
-    for array in inputs:
-        if array.size:
-            start = array.ctypes.data % PAGE_BYTES
-            offsets[count] = start
-            count += 1
-            for dim in range(array.ndim - 1):
-                offsets[count] = (start + array.strides[dim]) % PAGE_BYTES
-                offsets[count + 1] = (start - array.strides[dim]) % PAGE_BYTES
-                count += 2
-    return offsets[:count]
-
-
-@register_jitable
-def placed_apart(fresh, inputs):
-    """``fresh``, or where it starts within `NEAR_BYTES` of where an
-    input's rows start modulo a page, an uninitialized array like it placed
-    by `apart_offset`."""
-    nbytes = fresh.size * fresh.itemsize
-    if nbytes < PLACED_FROM_BYTES:
-        return fresh
-    offsets = _input_offsets(inputs)
-    if LINE_BYTES % fresh.itemsize or _nearest(fresh.ctypes.data % PAGE_BYTES, offsets) >= NEAR_BYTES:
-        return fresh
-    # (a buffer of fresh's own dtype, sliced: no byte view to compile)
-    buffer = np.empty(fresh.size + PAGE_BYTES // fresh.itemsize, fresh.dtype)
-    skip = (apart_offset(offsets) - buffer.ctypes.data) % PAGE_BYTES // fresh.itemsize
-    return buffer[skip:skip + fresh.size].reshape(fresh.shape)
+def _apart_offset_ir(builder, starts, intp):
+    """`apart_offset`, as a loop over the candidate lines."""
+    best = cgutils.alloca_once_value(builder, intp(0))
+    best_distance = cgutils.alloca_once_value(builder, intp(-1))
+    with cgutils.for_range(builder, intp(len(CANDIDATES))) as loop:
+        candidate = builder.mul(loop.index, intp(LINE_BYTES))
+        distance = _nearest_ir(builder, candidate, starts)
+        farther = builder.icmp_signed(">", distance, builder.load(best_distance))
+        builder.store(builder.select(farther, candidate, builder.load(best)), best)
+        builder.store(builder.select(farther, distance, builder.load(best_distance)), best_distance)
+    return builder.load(best)

@@ -13,14 +13,17 @@ from numba.core.imputils import lower_builtin
 from numba.core.typing.templates import AbstractTemplate, infer_global
 
 
-def intrinsic(typer=None, *, prefer_literal=False):
-    """Decorator: ``typer`` becomes a function callable from jitted code."""
+def intrinsic(typer=None, *, prefer_literal=False, python=None):
+    """Decorator: ``typer`` becomes a function callable from jitted code
+    (and from Python, where ``python`` says what the call does there)."""
     if typer is None:
-        return lambda typer: intrinsic(typer, prefer_literal=prefer_literal)
+        return lambda typer: intrinsic(typer, prefer_literal=prefer_literal, python=python)
     codegens = {}  # signature arguments -> codegen
 
     def stub(*args):
-        raise NotImplementedError(f"{typer.__name__} can only be called from compiled code")
+        if python is None:
+            raise NotImplementedError(f"{typer.__name__} can only be called from compiled code")
+        return python(*args)
 
     stub.__name__ = stub.__qualname__ = typer.__name__
     stub.__doc__ = typer.__doc__
