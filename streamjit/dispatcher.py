@@ -120,7 +120,7 @@ class StreamDispatcher(CPUDispatcher):
             its plain version (`stream_fallbacks` says which); no aligned
             loop was reached (empty or short loops, or none could be
             aligned: ``stream_report`` says why). None for a kernel that
-            streams no store, or with ``parallel=True``.
+            streams no store.
         """
         counters = self._call_counters(signature)
         return None if counters is None else dict(zip(CALL_PATHS, counters))

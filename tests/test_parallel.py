@@ -156,3 +156,29 @@ def test_inner_prange_in_a_row_loop_streams():
     kernel(dst, src)
     np.testing.assert_array_equal(dst, expected)
     assert kernel.stream_report().arrays["dst"].nt_vector_stores > 0
+
+
+def parallel_copy(dst, src):
+    for i in sj.prange(dst.shape[0]):
+        dst[i] = src[i]
+
+
+def test_parallel_calls_are_counted_once_per_call():
+    """The call record's counts are sums, which parfors carry out of their
+    workers: a call whose loop runs as several blocks on two threads counts
+    once, on the path it took, as a serial call does."""
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=4096, parallel=True)(parallel_copy)
+    large, small = np.random.rand(3 * BLOCK + 5), np.random.rand(10)
+    for src in (large, small, small):
+        dst = np.empty_like(src)
+        kernel(dst, src)
+        np.testing.assert_array_equal(dst, src)
+    assert kernel.stream_calls() == {"streamed": 1, "below_threshold": 2, "after_check": 0, "plain": 0}
+    strided = np.random.rand(3 * BLOCK + 5, 2)[:, 0]  # (a non-contiguous source: every block's check fails)
+    kernel(np.empty_like(strided), strided)
+    assert kernel.stream_calls(kernel.signatures[-1]) == \
+        {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0}
+    assert kernel.stream_fallbacks(kernel.signatures[-1]) == \
+        {"bounds": 0, "alignment": 0, "contiguous": 1, "page_alias": 0, "operands": 0}
+    assert "1 plain after a run-time check (1: a row that is not contiguous)" in \
+        str(kernel.stream_report(kernel.signatures[-1]))

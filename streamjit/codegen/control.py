@@ -2,8 +2,11 @@
 per-target store fence, a flag LLVM cannot see through, and the per-call
 record of which path ran (`passes/call_record.py`)."""
 
+import functools
+
 import llvmlite.ir as llir
 from numba import types
+from numba.core import cgutils
 from numba.core.typing import signature
 
 from ..lowering.keep_scalar import emit_keep_scalar
@@ -64,12 +67,15 @@ FALLBACK_CHECKS = ("bounds", "alignment", "contiguous", "page_alias", "operands"
 def record_call(typingctx, name, streamed, large, fell):
     """Add one to counter ``CALL_PATHS.index(path)`` of the module global
     ``name`` (an ``[n x i64]``, zero at load, read by the dispatcher):
-    ``streamed`` (an aligned loop ran), else ``below_threshold`` (not
-    ``large``), else ``after_check`` (``fell``, a mask of FALLBACK_CHECKS
-    bits, is not zero: a run-time check sent a loop to its plain version),
-    else ``plain``. An ``after_check`` call also adds one to the counter of
-    each check that failed, after the paths' counters."""
-    if not isinstance(name, types.StringLiteral) or not isinstance(fell, types.Integer):
+    ``streamed`` (a count of aligned loops that ran) is not zero, else
+    ``below_threshold`` (not ``large``), else ``after_check`` (``fell``,
+    how often each of FALLBACK_CHECKS failed, is not all zero: a run-time
+    check sent a loop to its plain version), else ``plain``. An
+    ``after_check`` call also adds one to the counter of each check that
+    failed, after the paths' counters."""
+    if not (isinstance(name, types.StringLiteral) and isinstance(streamed, types.Integer)
+            and isinstance(fell, types.BaseTuple) and len(fell) == len(FALLBACK_CHECKS)
+            and all(isinstance(t, types.Integer) for t in fell)):
         return None
 
     def codegen(context, builder, sig, args):
@@ -81,10 +87,11 @@ def record_call(typingctx, name, streamed, large, fell):
             counters.initializer = ty(None)
             counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
         _, ran, large_value, fell_value = args
-        fell_value = builder.zext(fell_value, i64) if fell_value.type.width < 64 else fell_value
-        fell_any = builder.icmp_unsigned("!=", fell_value, i64(0))
-        path = builder.select(ran, i64(0), builder.select(large_value, builder.select(fell_any, i64(2), i64(3)),
-                                                          i64(1)))
+        failed = [builder.zext(builder.icmp_unsigned("!=", count, count.type(0)), i64)
+                  for count in cgutils.unpack_tuple(builder, fell_value, len(FALLBACK_CHECKS))]
+        fell_any = builder.icmp_unsigned("!=", functools.reduce(builder.or_, failed), i64(0))
+        path = builder.select(builder.icmp_unsigned("!=", ran, ran.type(0)), i64(0),
+                              builder.select(large_value, builder.select(fell_any, i64(2), i64(3)), i64(1)))
 
         def add(index, amount):
             slot = builder.gep(counters, [i32(0), index])
@@ -92,9 +99,9 @@ def record_call(typingctx, name, streamed, large, fell):
 
         add(path, i64(1))
         # (no branches: which checks failed, added only on the after_check path)
-        counted = builder.select(builder.icmp_unsigned("==", path, i64(2)), fell_value, i64(0))
-        for bit in range(len(FALLBACK_CHECKS)):
-            add(i64(len(CALL_PATHS) + bit), builder.and_(builder.lshr(counted, i64(bit)), i64(1)))
+        counted = builder.icmp_unsigned("==", path, i64(2))
+        for k, check_failed in enumerate(failed):
+            add(i64(len(CALL_PATHS) + k), builder.select(counted, check_failed, i64(0)))
         return context.get_dummy_value()
 
-    return signature(types.none, name, types.boolean, types.boolean, fell), codegen
+    return signature(types.none, name, streamed, types.boolean, fell), codegen

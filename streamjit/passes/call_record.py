@@ -7,26 +7,27 @@ The report says what was compiled; what ran depends on each call's data
 per-dispatcher ``stats``; this pass gives the kernel counters of its own,
 at no measurable cost: a module global of integers (zero when the code
 is loaded, read by ``StreamDispatcher.stream_calls`` and
-``stream_fallbacks``), two locals set where the paths part, and the
+``stream_fallbacks``), counts kept in locals where the paths part, and the
 counters' increments before each return:
 
-    ran = opaque(False); fell = opaque(0)             # at entry
-    fell = fell | (not (check | end <= first)) * bit  # after each of an aligned loop's run-time checks
-    ran = ran | opaque(end > start)                   # where the aligned loop's start is computed
-    fell = fell | (not ok) * bit                      # after a fused loop's check (`array_stores.py`)
-    record_call(name, ran, large, fell)               # before each return
+    ran = opaque(0); fell_bounds = opaque(0); ...     # at entry
+    fell_bounds = fell_bounds + (not (ok | end <= first))  # after each of an aligned loop's run-time checks
+    ran = ran + opaque(end > start)                   # where the aligned loop's start is computed
+    fell_operands = fell_operands + (not ok)          # after a fused loop's check (`array_stores.py`)
+    record_call(name, ran, large, (fell_bounds, ...)) # before each return
 
-``fell`` holds one bit per kind of check (``codegen.FALLBACK_CHECKS``:
-bounds, alignment of several streamed stores, contiguous rows, a source a
-few bytes behind a store modulo a page, a fused loop's operands), so that
-the report can say which check sent a call to the plain code, not only
-that one did.
+One count per kind of check (``codegen.FALLBACK_CHECKS``: bounds,
+alignment of several streamed stores, contiguous rows, a source a few bytes
+behind a store modulo a page, a fused loop's operands), so that the report
+can say which check sent a call to the plain code, not only that one did.
+They are sums, not flags or'ed together, because with ``parallel=True``
+the aligned loops run inside `prange` workers (`parallel_blocks.py`), and
+``+`` is a reduction Numba's parfors carry out of a worker (``|`` is not):
+so parallel calls are counted as serial ones are.
 
 ``large`` is the size test (`size_check.py`; True without a threshold).
-Kernels with ``parallel=True`` are not counted (their loops run on
-workers, where these locals are not shared), nor kernels that stream
-nothing. Where no loop could be aligned every call counts as ``plain``, and
-the report says why.
+Kernels that stream nothing are not counted. Where no loop could be
+aligned every call counts as ``plain``, and the report says why.
 """
 
 import hashlib
@@ -39,7 +40,8 @@ from .. import codegen
 from .align_peel import SIZE_GATE
 from .ir_build import Emitter
 
-RAN, FELL = "$streamjit_ran", "$streamjit_fell"
+RAN = "$streamjit_ran"
+FELL = {check: f"$streamjit_fell_{check}" for check in codegen.FALLBACK_CHECKS}
 
 
 def _after(blocks, name, update):
@@ -53,39 +55,38 @@ def _after(blocks, name, update):
                 return
 
 
-def _or(emit, flag, value):
-    emit.assign(ir.Expr.binop(operator.or_, ir.Var(emit.scope, flag, emit.loc), value, emit.loc), target=flag)
+def _count(emit, counter, value):
+    """``counter = counter + value``: a sum, a reduction a parfor can carry."""
+    emit.assign(ir.Expr.binop(operator.add, ir.Var(emit.scope, counter, emit.loc), value, emit.loc), target=counter)
 
 
-def _failed_bit(emit, passed, check):
-    """``codegen.FALLBACK_CHECKS``'s bit of ``check`` where ``passed`` is False, else 0."""
-    failed = emit.assign(ir.Expr.unary("not", passed, emit.loc), hint="failed")
-    return emit.binop(operator.mul, failed, emit.const(1 << codegen.FALLBACK_CHECKS.index(check)))
+def _failed(emit, passed):
+    return emit.assign(ir.Expr.unary("not", passed, emit.loc), hint="failed")
 
 
 def run_pass(state):
     options, result = state.stream_options, state.metadata[METADATA_KEY]
-    if options.parallel or not result.streamed_stores:
+    if not result.streamed_stores:
         return False
     blocks = state.func_ir.blocks
     entry = blocks[min(blocks)]
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     start = Emitter(entry.scope, entry.loc)
-    for flag, zero in ((RAN, False), (FELL, 0)):  # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
-        start.call(codegen.opaque, start.const(zero), target=flag)
+    for counter in (RAN, *FELL.values()):  # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
+        start.call(codegen.opaque, start.const(0), target=counter)
     entry.body[at:at] = start.stmts
     # (values or'ed in where they are computed, not constants set in the
     # blocks a test leads to, and the loop's test hidden (`codegen.opaque`):
     # else LLVM duplicates the blocks after the test, the fence among them)
     for plan in state.stream_peels:
-        _after(blocks, plan.start, lambda emit, _, plan=plan: _or(
+        _after(blocks, plan.start, lambda emit, _, plan=plan: _count(
             emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs))))
         for check, variable in plan.checks.items():
             # (an empty loop's checks fail too: not a fallback)
-            _after(blocks, variable, lambda emit, passed, plan=plan, check=check: _or(emit, FELL, _failed_bit(
-                emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0])), check)))
+            _after(blocks, variable, lambda emit, passed, plan=plan, check=check: _count(emit, FELL[check], _failed(
+                emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0])))))
     for ok in state.stream_fallbacks:
-        _after(blocks, ok, lambda emit, ok: _or(emit, FELL, _failed_bit(emit, ok, "operands")))
+        _after(blocks, ok, lambda emit, ok: _count(emit, FELL["operands"], _failed(emit, ok)))
     # one name per compile, the same in every process that compiles the
     # kernel in the same order (Numba's unique name counts functions)
     key = f"{state.func_id.unique_name}{state.args}".encode()
@@ -96,7 +97,8 @@ def run_pass(state):
             # (`size_check.py` tests the size only where a loop was aligned)
             large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and state.stream_peels \
                 else emit.const(True)
+            fell = emit.tuple_([ir.Var(block.scope, counter, emit.loc) for counter in FELL.values()])
             emit.call(codegen.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),
-                      large, ir.Var(block.scope, FELL, emit.loc))
+                      large, fell)
             block.body[-1:-1] = emit.stmts
     return True
