@@ -14,10 +14,18 @@ calls of this fresh process instead, against np.copyto's median;
 streamjit`, its arrays made before, while the copy kernel still loads)
 """
 
+import os
 import subprocess
 import sys
 
-import numba
+# The prange runner's OpenMP workers spin after each parallel region
+# (libgomp's default wait policy), on the core the next runners' threads
+# need: with one core busy, streamjit.copyto measured 0.34x np.copyto
+# beside it and 1.27x with passive workers (16 MiB, AMD EPYC Zen 2 VM,
+# session 33). Passive, so each runner is timed alone.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba  # noqa: E402  (after the wait policy, which OpenMP reads when Numba starts it)
 import numpy as np
 
 import streamjit as sj

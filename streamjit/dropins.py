@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
+import numba.np.ufunc.parallel as numba_parallel
 import numpy as np
 
 from .disabled import jit_disabled
@@ -76,6 +77,19 @@ def _copy_elements(dst, src):
 PARALLEL_BLOCK_BYTES = 8 << 20
 
 
+def copy_threads():
+    """``numba.get_num_threads()``, without launching Numba's thread pool to
+    read it: until it is launched no ``numba.set_num_threads`` has run, so
+    the count is ``NUMBA_NUM_THREADS``. Launching it (loading the threading
+    layer) took 26 ms, and up to 70 ms in a first large copy made while the
+    copy kernel loads (256 MiB, AMD EPYC Zen 2 VM, session 33), which needs
+    none of its threads. (``_is_initialized``: private, read only; Numba
+    0.66-0.68.)"""
+    if not numba_parallel._is_initialized:
+        return numba.config.NUMBA_NUM_THREADS
+    return numba.get_num_threads()
+
+
 @functools.lru_cache(maxsize=1)
 def _helper_pool():
     return ThreadPoolExecutor(max(1, numba.config.NUMBA_NUM_THREADS - 1), thread_name_prefix="streamjit-copy")
@@ -92,12 +106,27 @@ _kernel_loaded = threading.Event()
 
 
 def load_copy_kernel():
-    """Load (or compile) the copy kernel's one signature; returns once it
-    is there, or its loading failed (the next call then raises the error)."""
+    """Read the copy bands (`copy_bands`), then load (or compile) the copy
+    kernel's one signature; returns once it is there, or its loading failed
+    (the next call then raises the error)."""
     try:
+        _read_bands_ahead()
         _copy_elements.compile(COPY_SIGNATURE)
     finally:
         _kernel_loaded.set()
+
+
+def _read_bands_ahead():
+    """`copy_bands`, before the first call needs them: reading them opens
+    dozens of files (cache sizes, the profile) and runs glibc's loader, and
+    each wait hands the GIL to the thread loading the kernel for up to a
+    switch interval. In the first call, that made it 85-128 ms where
+    np.copyto took 21 (256 MiB, AMD EPYC Zen 2 VM, session 33). An error
+    is left for the first call, which reads them again and raises it."""
+    try:
+        copy_bands()
+    except Exception:  # noqa: BLE001  (raised again, naming itself, by the first call)
+        pass
 
 
 def load_copy_kernel_in_background():
@@ -197,8 +226,8 @@ def stream_copy(dst, src):
     # bytes, as np.copyto moves them (a bool buffer holding bytes other than
     # 0 and 1 copies them as they are), through the kernel's one signature
     dst, src = dst.view(np.uint8), src.view(np.uint8)
-    if dst.nbytes >= PARALLEL_BYTES and numba.get_num_threads() > 1 and not np.may_share_memory(dst, src):
-        _large_copy(dst, src, numba.get_num_threads())
+    if dst.nbytes >= PARALLEL_BYTES and copy_threads() > 1 and not np.may_share_memory(dst, src):
+        _large_copy(dst, src, copy_threads())
     else:
         _copy_elements(dst, src)
 
@@ -257,7 +286,7 @@ def copyto(dst, src, casting="same_kind", where=True):
             if STREAM_BYTES < 0:
                 copy_bands()
                 return copyto(dst, src, casting)
-            if ((dst.nbytes < PARALLEL_BYTES or numba.get_num_threads() > 1)
+            if ((dst.nbytes < PARALLEL_BYTES or copy_threads() > 1)
                     and dst.shape == src.shape
                     and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
                     and src.flags.c_contiguous):

@@ -19,7 +19,9 @@ host's whole cache: ours claims 480 MiB of L3 for 2 CPUs, yet the measured
 crossovers are 16-24 MiB (stencil) and 32-48 MiB (copy) per array.
 """
 
+import functools
 import os
+import subprocess
 
 from .machine import MAX_BYTES, cache_sizes, profile_file, read_profile_file, update_profile_file
 
@@ -116,18 +118,63 @@ def parallel_copy_bytes():
 
 def numpy_streaming_bytes():
     """``(bytes, where it came from)``: the size above which ``np.copyto``
-    streams by itself, as glibc's ``memcpy`` does (on our VM from 181.5 MiB
-    on, where one streamed thread of ours reaches only 0.9x of it): the
-    upper end of the band where the calibration measured streaming to win,
-    else glibc's own rule (releases 2.26-2.37): 3/4 of the last-level cache
-    per CPU, as the cache is reported, plausible or not. None: no limit."""
+    streams by itself, as glibc's ``memcpy`` does (where one streamed thread
+    of ours reaches only 0.9x of it): the upper end of the band where the
+    calibration measured streaming to win, else the threshold glibc reports
+    it uses (`glibc_streaming_bytes`), else glibc's rule of releases
+    2.26-2.37: 3/4 of the last-level cache per CPU, as the cache is
+    reported. None: no limit."""
     calibrated = _calibrated("copy_limit_bytes")
     if calibrated is not None:
         return calibrated, f"calibration in {calibration_file()}"
+    reported = glibc_streaming_bytes()
+    if reported is not None:
+        return reported, "glibc's x86_non_temporal_threshold (ld.so --list-tunables)"
     llc = last_level_cache_bytes()
     if llc is None:
         return None, "no limit: cache size unknown"
     return llc * 3 // 4 // max(1, os.cpu_count() or 1), "glibc's rule: 3/4 of the last-level cache per CPU"
+
+
+# The rule above is not what every glibc computes: on the AMD EPYC Zen 2 VM
+# (glibc 2.36, Debian 12, 16 MiB L3 reported) it gives 6 MiB, yet glibc
+# reports 192 MiB and np.copyto ran 16-17 GB/s (plain stores) at 16 and
+# 64 MiB, 28 GB/s (streamed) at 256 MiB (issue 27, session 33). Copies
+# between the two ran on threads where one streamed thread was 1.6-1.9x
+# np.copyto, and with the other core busy fell to 0.34-0.45x.
+GLIBC_TUNABLE = "glibc.cpu.x86_non_temporal_threshold"
+
+
+@functools.lru_cache(maxsize=1)
+def glibc_streaming_bytes():
+    """Bytes from which glibc's ``memcpy`` uses non-temporal stores, as
+    its dynamic loader reports (``ld.so --list-tunables``, glibc 2.33 on,
+    x86), or None where that cannot be read. About 1 ms, once."""
+    loader = _dynamic_loader()
+    if loader is None:
+        return None
+    try:
+        listing = subprocess.run([loader, "--list-tunables"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in listing.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == GLIBC_TUNABLE:
+            try:
+                return int(value.split()[0], 0) or None
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def _dynamic_loader():
+    """The path of the dynamic loader mapped into this process (Linux), or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/ld-linux" in line}
+    except OSError:
+        return None
+    return min(paths) if len(paths) == 1 else None
 
 
 def stored_thresholds():

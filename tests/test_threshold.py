@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import re
+import subprocess
 
 import numba
 import numpy as np
@@ -208,6 +209,7 @@ def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monke
 
 
 def test_where_numpy_streams_by_itself(clean_env, monkeypatch):
+    monkeypatch.setattr(th, "glibc_streaming_bytes", lambda: None)  # (a loader that does not say)
     monkeypatch.setattr(th.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(th, "last_level_cache_bytes", lambda: 480 << 20)
     assert th.numpy_streaming_bytes()[0] == 180 << 20         # glibc's rule, from the cache as reported
@@ -215,6 +217,41 @@ def test_where_numpy_streams_by_itself(clean_env, monkeypatch):
     assert th.numpy_streaming_bytes()[0] is None
     path = th.save_calibration({"copy": 5}, {}, copy_limit=4321)
     assert th.numpy_streaming_bytes() == (4321, f"calibration in {path}")
+
+
+LISTING = """glibc.cpu.x86_shared_cache_size: 0x10000000 (min: 0x0, max: 0xffffffffffffffff)
+glibc.cpu.x86_non_temporal_threshold: 0xc000000 (min: 0x4040, max: 0xfffffffffffffff)
+glibc.malloc.mxfast: 0x0 (min: 0x0, max: 0xffffffffffffffff)
+"""
+
+
+@pytest.mark.parametrize("listing, expected", [
+    (LISTING, 192 << 20), ("", None), ("glibc.cpu.x86_non_temporal_threshold: ?", None),
+], ids=["reported", "not listed", "unreadable"])
+def test_where_glibc_says_it_streams(clean_env, monkeypatch, listing, expected):
+    """Issue 27, AMD EPYC Zen 2 VM: glibc 2.36 streams from 192 MiB, where
+    the 3/4-of-the-cache rule said 6 MiB; what its loader reports wins over
+    the rule, and a listing without it leaves the rule."""
+    th.glibc_streaming_bytes.cache_clear()
+    monkeypatch.setattr(th, "_dynamic_loader", lambda: "/lib64/ld-linux-x86-64.so.2")
+    monkeypatch.setattr(th.subprocess, "run", lambda *args, **kwargs: subprocess.CompletedProcess(args, 0, listing, ""))
+    monkeypatch.setattr(th, "last_level_cache_bytes", lambda: 16 << 20)
+    monkeypatch.setattr(th.os, "cpu_count", lambda: 2)
+    try:
+        assert th.glibc_streaming_bytes() == expected
+        assert th.numpy_streaming_bytes()[0] == (expected or 6 << 20)
+    finally:
+        th.glibc_streaming_bytes.cache_clear()
+
+
+def test_this_machines_glibc_threshold_is_read_where_it_is_listed(clean_env):
+    loader = th._dynamic_loader()
+    listed = loader and th.GLIBC_TUNABLE in subprocess.run([loader, "--list-tunables"], capture_output=True,
+                                                           text=True).stdout
+    assert (th.glibc_streaming_bytes() is not None) == bool(listed)
+    if listed:
+        assert th.numpy_streaming_bytes() == (th.glibc_streaming_bytes(),
+                                              "glibc's x86_non_temporal_threshold (ld.so --list-tunables)")
 
 
 def test_calibrate_command(clean_env, capsys, monkeypatch):
