@@ -135,8 +135,12 @@ def load_copy_kernel_in_background():
     if jit_disabled():  # nothing is compiled: every copy is NumPy's
         _kernel_loaded.set()
         return
-    threading.Thread(target=load_copy_kernel, name="streamjit-copy-kernel", daemon=True).start()
-    os.register_at_fork(before=_kernel_loaded.wait)
+    loader = threading.Thread(target=load_copy_kernel, name="streamjit-copy-kernel", daemon=True)
+    loader.start()
+    # (not in the loader itself, which starts a process to ask glibc's
+    # loader for its threshold: CPython 3.11's subprocess runs no at-fork
+    # handler, but a fork there must never wait for its own load)
+    os.register_at_fork(before=lambda: threading.current_thread() is loader or _kernel_loaded.wait())
 
 
 def copy_in_blocks(dst, src, threads):
@@ -164,9 +168,10 @@ def copy_in_blocks(dst, src, threads):
 # ours only reaches 0.9x of it) they use as many threads as Numba
 # (`copy_in_blocks`); with one thread, copies
 # that large go back to np.copyto. STREAMJIT_PARALLEL_BYTES moves where the
-# threads start. Both are read on the first call (`copy_bands`), not at
-# import: a bad environment variable breaks copyto only, and names itself.
-# Until then STREAM_BYTES is -1, so that the first call of any size reads them.
+# threads start. Both are read by the thread loading the kernel, or else by
+# the first call (`copy_bands`), never by the import itself: a bad
+# environment variable breaks copyto only, and names itself in its first
+# call. Until then STREAM_BYTES is -1, so that the first call of any size reads them.
 STREAM_BYTES = -1
 PARALLEL_BYTES = float("inf")
 
@@ -263,7 +268,8 @@ def copyto(dst, src, casting="same_kind", where=True):
     copy down only by its own share), or, with one thread, are
     `numpy.copyto` again. Overlapping arrays are copied
     as `numpy.copyto` copies them (as if through a buffer). The variables
-    are read on the first call; a bad value raises there, naming itself.
+    are read by the thread that loads the kernel, or else by the first
+    call; a bad value raises in the first call, naming itself.
 
     Examples
     --------
