@@ -231,8 +231,9 @@ def stream_copy(dst, src):
     # bytes, as np.copyto moves them (a bool buffer holding bytes other than
     # 0 and 1 copies them as they are), through the kernel's one signature
     dst, src = dst.view(np.uint8), src.view(np.uint8)
-    if dst.nbytes >= PARALLEL_BYTES and copy_threads() > 1 and not np.may_share_memory(dst, src):
-        _large_copy(dst, src, copy_threads())
+    threads = copy_threads() if dst.nbytes >= PARALLEL_BYTES else 1
+    if threads > 1 and not np.may_share_memory(dst, src):
+        _large_copy(dst, src, threads)
     else:
         _copy_elements(dst, src)
 

@@ -102,10 +102,10 @@ def placed_apart(typingctx, fresh, inputs):
     movable = fresh.layout in "CF" and fresh.ndim >= 1 and LINE_BYTES % itemsize == 0
 
     def codegen(context, builder, sig, args):
-        result = cgutils.alloca_once_value(builder, args[0])
         if not movable:
             context.nrt.incref(builder, fresh, args[0])
-            return builder.load(result)
+            return args[0]
+        result = cgutils.alloca_once_value(builder, args[0])
         intp = context.get_value_type(types.intp)
         starts = _row_starts_ir(context, builder, inputs, args[1])
         allocated = make_array(fresh)(context, builder, args[0])

@@ -75,7 +75,7 @@ def run_pass(state):
     for counter in (RAN, *FELL.values()):  # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
         start.call(codegen.opaque, start.const(0), target=counter)
     entry.body[at:at] = start.stmts
-    # (values or'ed in where they are computed, not constants set in the
+    # (values added in where they are computed, not constants set in the
     # blocks a test leads to, and the loop's test hidden (`codegen.opaque`):
     # else LLVM duplicates the blocks after the test, the fence among them)
     for plan in state.stream_peels:

@@ -19,7 +19,7 @@ an array expression's result), this pass rewrites
 into
 
     $allocated = np.empty_like(u)
-    out = placed_apart($allocated, (u, v, ...))   # the array parameters of out's type
+    out = placed_apart($allocated, (u, v, ...))   # the array parameters of out's dtype
 
 (`codegen/placement.py`: a second allocation, placed apart, only where
 the first lies near a parameter and is large). Allocations that set their
@@ -54,11 +54,10 @@ def run_pass(state):
     func_ir._definitions = build_definitions(func_ir.blocks)  # (the calls array_stores.py inserted)
     changed = False
     for var in placed:
-        # the parameters of the fresh array's own type: one tuple type, looped
-        # over without literal_unroll (which cost 0.9 s of first-call compile);
-        # sources of another item size drift away from the store anyway
-        # (`align_peel.py` checks only those of the store's)
-        alike = [p for p in parameters if state.typemap[p] == state.typemap[var]]
+        # the parameters of the fresh array's dtype, of any layout: sources of
+        # another item size drift away from the store anyway (`align_peel.py`
+        # checks only those of the store's)
+        alike = [p for p in parameters if state.typemap[p].dtype == state.typemap[var].dtype]
         for block, stmt in _allocations(func_ir, state.typemap, var) if alike else ():
             emit = Emitter(block.scope, stmt.loc)
             allocated = emit.temp("allocated")
