@@ -25,9 +25,11 @@ import contextlib
 import hashlib
 import os
 import pickle
+import threading
 import warnings
 
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
+from numba.core.runtime import rtsys
 
 from .errors import StreamWarning
 from .plan import METADATA_KEY
@@ -76,6 +78,29 @@ class _InspectableCompileResults(CompileResultCacheImpl):
         return cres._replace(metadata={METADATA_KEY: inspection["result"]})
 
 
+# Numba's load_overload first refreshes its CPU target: it imports every
+# registry of implementations (and SciPy, for BLAS, where installed), 0.54 of
+# the 0.56 s that loading the copy drop-in's kernel took in a fresh process
+# (AMD EPYC Zen 2 VM, session 34). Loading compiled code needs none of it,
+# only the symbols of Numba's runtime, which `rtsys.initialize` installs (the
+# refresh installs them the same way); any later compile refreshes anyway
+# (Numba's CompilerBase does). Only for kernels whose code calls nothing an
+# extension's registry installs: in such code an unresolved symbol would
+# stop the process, so streamjit takes this way for its own copy kernel only.
+_loading_without_registries = threading.local()
+
+
+@contextlib.contextmanager
+def loading_without_registries():
+    """Within it, this thread's cache hits load without Numba's registry
+    refresh (see above); a miss compiles as always."""
+    _loading_without_registries.on = True
+    try:
+        yield
+    finally:
+        _loading_without_registries.on = False
+
+
 class StreamFunctionCache(FunctionCache):
     """Numba's function cache, keyed also by the stream plan, and checked."""
 
@@ -93,6 +118,13 @@ class StreamFunctionCache(FunctionCache):
 
     def load_overload(self, sig, target_context):
         try:
+            if getattr(_loading_without_registries, "on", False):
+                # (Numba's own load_overload minus its refresh; private, stable
+                # in the tested range, versions.py)
+                rtsys.initialize(target_context)
+                with self._guard_against_spurious_io_errors():
+                    return self._load_overload(sig, target_context)
+                return None  # (what the guard swallowed)
             return super().load_overload(sig, target_context)
         except Exception as exc:  # anything unreadable: recompile instead
             warnings.warn(f"ignoring an unreadable cache entry of {self._name} ({exc}); recompiling", StreamWarning)

@@ -250,6 +250,26 @@ def test_the_kernel_loads_by_itself_after_import():
     assert "uint8" in done.stdout
 
 
+def test_the_cached_kernel_loads_without_numbas_registries():
+    """Loading it through Numba's cache imported every registry of Numba's
+    CPU target (and SciPy): 0.56 s, which the first large copies of a
+    process paid (issue 27). It loads without them; what compiles later
+    in the process refreshes them as always."""
+    script = ("import sys, numpy as np, numba, streamjit as sj\n"
+              "from streamjit import dropins\n"
+              "assert dropins._kernel_loaded.wait(240)\n"
+              "print(sum(dropins._copy_elements.stats.cache_hits.values()), 'numba.np.linalg' in sys.modules)\n"
+              "src = np.random.default_rng(0).random(100_003)\n"
+              "dst = np.zeros_like(src)\n"
+              "dropins.stream_copy(dst, src)\n"
+              "assert np.array_equal(dst, src)\n"
+              "assert np.array_equal(numba.njit(lambda a: np.cumsum(np.sort(a)))(src), np.cumsum(np.sort(src)))\n")
+    run_fresh(script)  # (writes the cache entry where there was none)
+    done = run_fresh(script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "False"]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_a_fork_right_after_import_can_compile():
     """A child forked while the loading thread held Numba's compiler lock
