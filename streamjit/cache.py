@@ -13,6 +13,10 @@ LLVM IR and the assembly (for ``inspect_llvm``, ``inspect_asm`` and the
 report's counts), so a kernel loaded from the cache answers them as a
 fresh compile does.
 
+An entry loads without Numba's refresh of its CPU target (every registry
+of implementations imported, and SciPy) where every symbol its code
+declares resolves already (`declared_symbols_resolve`), after it otherwise.
+
 A cache file that cannot be trusted is never loaded: every data file carries
 a SHA-256 of its contents, checked before unpickling, and an entry or index
 that fails to read is ignored with a `StreamWarning` and recompiled (the
@@ -23,11 +27,12 @@ do not see each other's partial files.
 
 import contextlib
 import hashlib
+import itertools
 import os
 import pickle
-import threading
 import warnings
 
+import llvmlite.binding as llvm
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 from numba.core.runtime import rtsys
 
@@ -59,6 +64,33 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
         return pickle.loads(payload)
 
 
+# Numba's load_overload first refreshes its CPU target: it imports every
+# registry of implementations (and SciPy, for BLAS, where installed), 0.54 of
+# the 0.56 s that loading the copy drop-in's cached kernel took in a fresh
+# process (AMD EPYC Zen 2 VM, session 34). Loading compiled code needs only
+# the symbols it calls: Numba's runtime's, which `rtsys.initialize` installs
+# (as the refresh does), Numba's C helpers and the C library's, there from
+# the start. A symbol that an extension's registry installs would not be,
+# and code calling an unresolved symbol stops the process (LLVM aborts), so
+# an entry loads without the refresh where every symbol its code declares
+# resolves already, and after it otherwise (e.g. a parallel kernel's, whose
+# threading-layer symbols come with Numba's reload hooks). Any later
+# compile refreshes anyway (Numba's CompilerBase does).
+def declared_symbols_resolve(target_context, libdata):
+    """Whether every function and global variable that the cached library
+    ``libdata`` (Numba's `serialize_using_object_code`) declares without
+    defining resolves in this process already."""
+    _, kind, data = libdata
+    if kind != "object":
+        return False
+    # (the engine's defined symbols: private, stable in the tested range, versions.py)
+    engine = target_context.codegen()._engine
+    module = llvm.parse_bitcode(data[1])
+    return all(engine.is_symbol_defined(value.name) or llvm.address_of_symbol(value.name)
+               for value in itertools.chain(module.functions, module.global_variables)
+               if value.is_declaration and not value.name.startswith("llvm."))
+
+
 class _InspectableCompileResults(CompileResultCacheImpl):
     """Numba's compile results, with what introspection needs beside them."""
 
@@ -71,34 +103,14 @@ class _InspectableCompileResults(CompileResultCacheImpl):
 
     def rebuild(self, target_context, payload):
         payload, inspection = payload
+        rtsys.initialize(target_context)
+        if not declared_symbols_resolve(target_context, payload[0]):
+            target_context.refresh()
         cres = super().rebuild(target_context, payload)
         # (read by StreamDispatcher.inspect_llvm / inspect_asm)
         cres.library.streamed_llvm_ir = inspection["llvm_ir"]
         cres.library.cached_asm = inspection["asm"]
         return cres._replace(metadata={METADATA_KEY: inspection["result"]})
-
-
-# Numba's load_overload first refreshes its CPU target: it imports every
-# registry of implementations (and SciPy, for BLAS, where installed), 0.54 of
-# the 0.56 s that loading the copy drop-in's kernel took in a fresh process
-# (AMD EPYC Zen 2 VM, session 34). Loading compiled code needs none of it,
-# only the symbols of Numba's runtime, which `rtsys.initialize` installs (the
-# refresh installs them the same way); any later compile refreshes anyway
-# (Numba's CompilerBase does). Only for kernels whose code calls nothing an
-# extension's registry installs: in such code an unresolved symbol would
-# stop the process, so streamjit takes this way for its own copy kernel only.
-_loading_without_registries = threading.local()
-
-
-@contextlib.contextmanager
-def loading_without_registries():
-    """Within it, this thread's cache hits load without Numba's registry
-    refresh (see above); a miss compiles as always."""
-    _loading_without_registries.on = True
-    try:
-        yield
-    finally:
-        _loading_without_registries.on = False
 
 
 class StreamFunctionCache(FunctionCache):
@@ -118,14 +130,12 @@ class StreamFunctionCache(FunctionCache):
 
     def load_overload(self, sig, target_context):
         try:
-            if getattr(_loading_without_registries, "on", False):
-                # (Numba's own load_overload minus its refresh; private, stable
-                # in the tested range, versions.py)
-                rtsys.initialize(target_context)
-                with self._guard_against_spurious_io_errors():
-                    return self._load_overload(sig, target_context)
-                return None  # (what the guard swallowed)
-            return super().load_overload(sig, target_context)
+            # Numba's own load_overload without its refresh up front, which
+            # `rebuild` makes where the entry needs it (see above; private,
+            # stable in the tested range, versions.py)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+            return None  # (what the guard swallowed)
         except Exception as exc:  # anything unreadable: recompile instead
             warnings.warn(f"ignoring an unreadable cache entry of {self._name} ({exc}); recompiling", StreamWarning)
             return None

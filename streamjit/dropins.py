@@ -26,7 +26,6 @@ import numpy as np
 
 from .disabled import jit_disabled
 from .api import stream_kernel
-from .cache import loading_without_registries
 from .codegen.placement import placed_apart
 from .threshold import copy_threshold, parallel_copy_bytes
 
@@ -100,7 +99,7 @@ def _helper_pool():
 # programs: through Numba's cache it imported Numba's registries (and SciPy,
 # for BLAS, where installed), 0.3-0.56 s on an AMD EPYC Zen 2 VM, which the
 # first large copies paid (issue 27: no call over 2x the steady time). It
-# loads without them (`cache.loading_without_registries`: 25 ms), in a
+# loads without them (`cache.declared_symbols_resolve`: 25 ms), in a
 # thread started at import, and copies run np.copyto until it is there,
 # never waiting for it. A fork waits for the load: a child forked while the
 # thread held Numba's compiler lock would hold it forever.
@@ -113,8 +112,7 @@ def load_copy_kernel():
     (the next call then raises the error)."""
     try:
         _read_bands_ahead()
-        with loading_without_registries():
-            _copy_elements.compile(COPY_SIGNATURE)
+        _copy_elements.compile(COPY_SIGNATURE)
         # A kernel's first call types its arrays with Numba's typeof, which
         # asks for np.ma, imported lazily by NumPy 2: 11-24 ms that the first
         # large copy paid (20.7 ms where the next took 9.4; AMD EPYC Zen 2
