@@ -111,7 +111,8 @@ def _saved(save, measured):
 
 
 def calibrate(args):
-    from .calibration import load_note, measure_load_stages, previous_stages, save_load_stages
+    from .calibration import (load_note, measure_load_stages, measure_page_alias, previous_stages, save_load_stages,
+                              save_page_alias)
     from .machine import check_writable, profile_file
     from .threshold import save_calibration, stored_thresholds
 
@@ -127,6 +128,10 @@ def calibrate(args):
     stages = measure_load_stages(mib=args.profile_mib, rounds=args.rounds, previous=previous_stages(),
                                  loaded=bool(loaded))
     path = _saved(lambda: save_load_stages(*stages), dict(zip(("sources", "stream_loads"), stages)))
+    if path is None:
+        return 1
+    alias = measure_page_alias(mib=args.profile_mib, rounds=args.rounds)
+    path = _saved(lambda: save_page_alias(*alias), {"page_alias_bytes": alias[0]})
     if path is None:
         return 1
     print(f"profile saved to {path}\n")

@@ -39,7 +39,8 @@ import numpy as np
 from . import bench
 from .api import stream_kernel
 from .dispatcher import StreamDispatcher
-from .machine import LoadStage, cache_sizes, cpu_name, machine_profile, stage_record, update_profile_file, vector_isa
+from .machine import (STALLING_PAGE_ALIAS_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
+                      update_profile_file, vector_isa)
 from .options import validate_options
 
 NO_LOSS = 0.97
@@ -82,11 +83,13 @@ def workloads(mib, rng):
     return found
 
 
-def kernel_with_stages(function, output, stream_loads, loads, sources):
+def kernel_with_stages(function, output, stream_loads, loads, sources, **rows):
     """A kernel streaming stores to ``output`` (and its loads, if
-    ``stream_loads``) with its loads lowered as the two stages say."""
+    ``stream_loads``) with its loads lowered as the two stages say, and the
+    profile's other ``rows`` (``page_alias_bytes``) as given."""
     options, forwarded = validate_options(function, [output], stream_loads, None, None, None, {})
-    return StreamDispatcher(function, dataclasses.replace(options, loads=loads, sources=sources), forwarded, {})
+    return StreamDispatcher(function, dataclasses.replace(options, loads=loads, sources=sources, **rows),
+                            forwarded, {})
 
 
 def load_note():
@@ -189,6 +192,66 @@ def save_load_stages(sources, loads, reasons, rows):
                                             "reasons": reasons}}, {"profile": rows})
 
 
+def at_page_offset(shape, offset, rng):
+    """Random float32 data of ``shape`` starting ``offset`` bytes into a 4 KiB page."""
+    n = math.prod(shape)
+    buffer = np.empty(n + 2048, np.float32)
+    skip = (offset - buffer.ctypes.data) % 4096 // 4
+    array = buffer[skip:skip + n].reshape(shape)
+    array[...] = rng.random(shape, dtype=np.float32)
+    return array
+
+
+def page_alias_workloads(mib, rng):
+    """``{name: (function, arguments, streamed output)}`` whose sources trail
+    the streamed store by a few bytes modulo 4 KiB, as arrays allocated
+    alike do: triad with its destination 12 bytes past its sources, the
+    5-point stencil with its output at its input's offset (4 bytes past
+    the left neighbour it reads)."""
+    n = mib * bench.MIB // 4
+    b, c = at_page_offset((n,), 16, rng), at_page_offset((n,), 16, rng)
+    width = 4096
+    g = at_page_offset((n // width, width), 64, rng)
+    return {"triad, destination 12 bytes past its sources":
+            (bench.stream_triad, (at_page_offset((n,), 28, rng), b, c, np.float32(3)), "a"),
+            "5-point stencil, output at its input's offset": (jacobi5_f32, (at_page_offset(g.shape, 64, rng), g),
+                                                              "out")}
+
+
+def measure_page_alias(mib=64, rounds=5, report=print):
+    """Measure whether sources trailing a streamed store modulo 4 KiB stall
+    it here; return ``(page_alias_bytes, reason, table rows)``: 0 where
+    streaming them is at least `NO_LOSS` of the plain loop the check would
+    run on every workload, else `machine.STALLING_PAGE_ALIAS_BYTES`."""
+    stalling = STALLING_PAGE_ALIAS_BYTES
+    speeds = {}
+    for name, (function, args, output) in page_alias_workloads(mib, np.random.default_rng(0)).items():
+        none = LoadStage()
+        profile = machine_profile()
+        kernels = {checked: kernel_with_stages(function, output, False, none, profile.sources,
+                                               page_alias_bytes=stalling if checked else 0)
+                   for checked in (True, False)}
+        medians = bench.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
+        plain = kernels[True].stream_fallbacks().get("page_alias", 0)
+        streamed = kernels[False].stream_calls()["streamed"]
+        if not plain or not streamed:
+            raise RuntimeError(f"{name}: the checked build fell back on {plain} calls and the other streamed on "
+                               f"{streamed}: the workload does not measure the check")
+        speeds[name] = medians[True] / medians[False]
+    stalls = min(speeds.values()) < NO_LOSS
+    table = ", ".join(f"{w} {r:.2f}x" for w, r in speeds.items())
+    report(f"sources trailing a streamed store modulo 4 KiB ({mib} MiB float32), streamed against the plain loop "
+           f"the check runs: {table}: " + (f"stalls, check {stalling} bytes" if stalls else "no stall, no check"))
+    reason = (f"calibrated on {cpu_name()}: streamed against plain with sources a few bytes behind modulo 4 KiB: "
+              f"{table}")
+    return (stalling if stalls else 0), reason, [{"row": "page_alias_bytes", **speeds}]
+
+
+def save_page_alias(page_alias_bytes, reason, rows):
+    return update_profile_file({"profile": {"page_alias_bytes": page_alias_bytes,
+                                            "reasons": {"page_alias_bytes": reason}}}, {"page_alias": rows})
+
+
 _NT_STORE = re.compile(r"^\s*(v?movnt(?:ps|pd|dq)\s+%[xyz]mm|stnp\s+q|stnt1\w)", re.M)
 _REGISTER_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
 
@@ -251,6 +314,9 @@ def machine_info():
         "profile": profile.origin,
         "streamed loads": f"{profile.stream_loads.describe()} ({profile.reasons.get('stream_loads', '')})",
         "sources of stores": f"{profile.sources.describe()} ({profile.reasons.get('sources', '')})",
+        "4K aliasing check": (f"sources 1-{profile.page_alias_bytes} bytes behind a streamed store modulo 4 KiB run "
+                              "the plain loop" if profile.page_alias_bytes else "none")
+                             + f" ({profile.reasons.get('page_alias_bytes', '')})",
         "threshold (auto)": _threshold_line(*default_threshold()),
         "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "
                           + _parallel_line(*parallel_copy_bytes()),

@@ -136,8 +136,9 @@ class StreamDispatcher(CPUDispatcher):
             ``{"bounds": n, "alignment": n, "contiguous": n, "page_alias":
             n, "operands": n}``: an index outside its array; streamed
             stores of different alignments; a row that is not contiguous;
-            a source 1-192 bytes behind a streamed store modulo 4 KiB (its
-            loads would wait for the stores in flight); a whole-array
+            a source up to the machine profile's ``page_alias_bytes`` behind a
+            streamed store modulo 4 KiB (its loads would wait for the stores
+            in flight, on CPUs where they stall); a whole-array
             operand that overlaps the destination or has another shape.
             None where `stream_calls` is None.
 

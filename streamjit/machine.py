@@ -145,6 +145,8 @@ _STAGE = (_is_stage, f"a load stage {{\"hint\": one of {', '.join(map(repr, PREF
 _PROFILE_KEYS = {
     "stream_loads": _STAGE,
     "sources": _STAGE,
+    "page_alias_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v < 4096,
+                         "a number of bytes from 0 to 4095"),
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
 _warned = set()  # (path, file version, key): each damaged entry is reported once
@@ -205,13 +207,17 @@ def _locked(path):
 
 
 def update_profile_file(values, measurements=None):
-    """Merge ``values`` (and ``measurements``, merged per key) into the
-    profile file, under a lock, replacing it atomically; return its path.
+    """Merge ``values`` (and ``measurements``, merged per key; the rows of
+    ``values["profile"]`` and their reasons one by one) into the profile file, under a lock, replacing it atomically; return its path.
     Keys not given keep what an earlier calibration stored."""
     path = profile_file()
     with _locked(path):
         record = read_profile_file()
+        stored = record.get("profile", {})
         record.update(values)
+        if "profile" in values:  # rows merged one by one, as their reasons
+            reasons = {**stored.get("reasons", {}), **values["profile"].get("reasons", {})}
+            record["profile"] = {**stored, **values["profile"], "reasons": reasons}
         if measurements:
             record["measurements"] = {**record.get("measurements", {}), **measurements}
         fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".calibration-")
@@ -253,60 +259,107 @@ class LoadStage:
 
 @dataclass(frozen=True)
 class MachineProfile:
-    """The lowering choices in force on this machine. ``stream_loads``: the
-    loads the user streams; ``sources``: the unit-stride sources of a loop
-    whose stores stream, when their arrays are not streamed themselves.
-    ``origin`` says where the choices come from, ``reasons`` why (per field)."""
+    """The lowering choices in force on this machine, one row each.
+
+    - ``stream_loads``: how the loads the user streams are lowered;
+    - ``sources``: the unit-stride sources of a loop whose stores stream,
+      when their arrays are not streamed themselves;
+    - ``page_alias_bytes``: how far (in bytes, modulo 4 KiB) a source may
+      trail a streamed store before the store stalls the loop's loads (4K
+      aliasing: the core compares the low 12 address bits of a load with
+      those of the stores in flight, and a non-temporal store stays in
+      flight until it reaches memory). Where it is above 0, every call of
+      a loop reading two streams or more checks its addresses and runs the
+      plain loop when a source trails that closely; 0: no check.
+
+    ``origin`` says where the choices come from, ``reasons`` why (per row)."""
     stream_loads: LoadStage
     sources: LoadStage
     origin: str
     reasons: dict = field(default_factory=dict, compare=False)
+    page_alias_bytes: int = 0
 
 
-# Defaults for machines never calibrated, per vendor, from measurements
-# (bench/README.md, 256 MiB float32, ratios to the same kernel with
-# stream_stores alone). Unmeasured kinds of CPU get plain loads: a choice
-# never measured is never a default.
-_INTEL = (
-    LoadStage("t1", 4096),
-    LoadStage("t1", 4096),
-    "measured on an Intel Xeon VM (AVX-512, LLVM rocketlake), 64 MiB float32: prefetchnta capped the stream "
-    "(2 KiB ahead: copy 0.47x, triad 0.31x, stencil 0.68x), non-temporal loads cost up to 17%, prefetcht1 "
-    "4 KiB ahead of the sources of streamed stores: copy 1.14x, 5-point stencil 1.18x, triad 0.99x, gather "
-    "1.23x (8 MiB table), 0.97x (1 MiB table, in L2); as streamed loads no lowering gained over that",
-)
-_AMD_ZEN5 = (
-    LoadStage("nta", 2048),
-    LoadStage(),
-    "AMD EPYC Zen 5: prefetchnta 2 KiB ahead, copy 1.04x, triad 1.02x, gather 1.15x; "
-    "source prefetch for stores alone not measured there, so none",
-)
-# Zen 5's choice, measured on a Zen 2 (issue 27, bench/stream_loads.py):
-# copy 0.84x and triad 0.88x of the stores alone; no distance of
-# prefetchnta gained on both (256 bytes: 1.02x, 1.01x, gather 1.01x)
-_AMD_ZEN2 = (
-    LoadStage(),
-    LoadStage(),
-    "measured on an AMD EPYC Zen 2 VM (family 23 model 49, AVX2), 256 MiB float32: prefetchnta 2 KiB ahead "
-    "(Zen 5's choice) cost copy 0.84x and triad 0.88x of stream_stores alone, no distance gained on both "
-    "(256 bytes: 1.02x, 1.01x, gather 1.01x): plain loads",
-)
-_UNMEASURED = (LoadStage(), LoadStage(), "no measurement of this kind of CPU: plain loads")
+# The rows of every profile, with what a calibrated value must be.
+ROWS = ("stream_loads", "sources", "page_alias_bytes")
+# The page_alias_bytes of CPUs where trailing sources stall streamed stores
+# (measured on a Zen 2, below), and of CPUs nobody measured: a call that
+# would stall falls back to the plain loop, never much slower than njit.
+STALLING_PAGE_ALIAS_BYTES = 192
+
+# Defaults for machines never calibrated, per vendor and family, from
+# measurements (bench/README.md "Machine profile", the script named in each
+# reason): row -> (value, why). A choice never measured is never a default.
+_INTEL = {
+    "stream_loads": (LoadStage("t1", 4096),
+                     "measured on an Intel Xeon VM (AVX-512, LLVM rocketlake), 64 MiB float32: prefetchnta capped "
+                     "the stream (2 KiB ahead: copy 0.47x, triad 0.31x, stencil 0.68x), non-temporal loads cost up "
+                     "to 17%, prefetcht1 4 KiB ahead of the sources of streamed stores: copy 1.14x, 5-point stencil "
+                     "1.18x, triad 0.99x, gather 1.23x (8 MiB table), 0.97x (1 MiB table, in L2); as streamed loads "
+                     "no lowering gained over that"),
+    "page_alias_bytes": (0, "measured on an Intel Xeon VM (family 6 model 167, AVX-512, LLVM rocketlake), "
+                            "bench/machine_profile.py: with sources trailing the streamed store by 4-12 bytes modulo "
+                            "4 KiB, streaming still paid (triad 256 MiB float32 1.23x njit streamed, 0.83x checked "
+                            "and plain; NPBench heat_3d N=256 13.6x vs 7.1x, jacobi_2d N=4000 8.0x vs 6.3x): "
+                            "no check"),
+}
+_INTEL["sources"] = _INTEL["stream_loads"]
+_AMD_ZEN5 = {
+    "stream_loads": (LoadStage("nta", 2048), "AMD EPYC Zen 5: prefetchnta 2 KiB ahead, copy 1.04x, triad 1.02x, "
+                                             "gather 1.15x"),
+    "sources": (LoadStage(), "AMD EPYC Zen 5: source prefetch for stores alone not measured there, so none"),
+}
+_AMD_ZEN4 = {
+    "page_alias_bytes": (0, "measured on an AMD EPYC Zen 4 VM (family 25 model 17, AVX-512, LLVM znver4), "
+                            "arrays allocated alike, check compiled out against in: triad 256 MiB float32 1.34x "
+                            "vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 17.7x vs 5.8x: "
+                            "no check"),
+}
+# Zen 5's prefetchnta measured on a Zen 2 (bench/stream_loads.py): copy
+# 0.84x and triad 0.88x of the stores alone; no distance gained on both
+_ZEN2_LOADS = (LoadStage(), "measured on an AMD EPYC Zen 2 VM (family 23 model 49, AVX2), 256 MiB float32: "
+                            "prefetchnta 2 KiB ahead (Zen 5's choice) cost copy 0.84x and triad 0.88x of "
+                            "stream_stores alone, no distance gained on both (256 bytes: 1.02x, 1.01x, gather "
+                            "1.01x): plain loads")
+_AMD_ZEN2 = {
+    "stream_loads": _ZEN2_LOADS,
+    "sources": _ZEN2_LOADS,
+    "page_alias_bytes": (STALLING_PAGE_ALIAS_BYTES,
+                         "measured on an AMD EPYC Zen 2 VM (family 23 model 49), 256 MiB float32: the 5-point "
+                         "stencil streamed 0.54-0.66x njit with its output 4-128 bytes past its input modulo 4 KiB, "
+                         "1.06-1.34x at 192 bytes and more; triad 0.46x (4 bytes), 0.78x (64): sources 1-192 "
+                         "bytes behind send the call to the plain loop"),
+}
+_UNMEASURED = {
+    "stream_loads": (LoadStage(), "no measurement of this kind of CPU (the measured ones disagree: prefetchnta "
+                                  "gained on Zen 5, lost on Zen 2 and Intel): plain loads until `python -m "
+                                  "streamjit calibrate` measures it"),
+    "sources": (LoadStage(), "no measurement of this kind of CPU: no software prefetch"),
+    "page_alias_bytes": (STALLING_PAGE_ALIAS_BYTES,
+                         "no measurement of this kind of CPU: the check of the CPU where trailing sources stall "
+                         "streamed stores (Zen 2), whose fallback is the plain loop"),
+}
+
+
+def _cpu_kind(vendor, family):
+    if vendor == "GenuineIntel" and family == 6:
+        return _INTEL
+    if vendor == "AuthenticAMD" and family == 0x1A:  # Zen 5
+        return _AMD_ZEN5
+    if vendor == "AuthenticAMD" and family == 0x19:  # Zen 3 and 4 (measured: Zen 4)
+        return _AMD_ZEN4
+    if vendor == "AuthenticAMD" and family == 0x17:  # Zen, Zen+ and Zen 2
+        return _AMD_ZEN2
+    return {}
 
 
 def default_profile(vendor, family):
-    """The profile of an uncalibrated CPU of this vendor and family."""
-    if vendor == "GenuineIntel" and family == 6:
-        loads, sources, why = _INTEL
-    elif vendor == "AuthenticAMD" and family == 0x1A:  # Zen 5 (Zen 3 and 4, family 0x19: unmeasured)
-        loads, sources, why = _AMD_ZEN5
-    elif vendor == "AuthenticAMD" and family == 0x17:  # Zen, Zen+ and Zen 2
-        loads, sources, why = _AMD_ZEN2
-    else:
-        loads, sources, why = _UNMEASURED
+    """The profile of an uncalibrated CPU of this vendor and family: each
+    row its kind's measured value, else the unmeasured one."""
+    rows = {**_UNMEASURED, **_cpu_kind(vendor, family)}
     name = f"{vendor} family {family}" if family is not None else vendor
-    return MachineProfile(loads, sources, f"default for {name} (not calibrated)",
-                          {"stream_loads": why, "sources": why})
+    return MachineProfile(rows["stream_loads"][0], rows["sources"][0], f"default for {name} (not calibrated)",
+                          {row: why for row, (_, why) in rows.items()}, rows["page_alias_bytes"][0])
 
 
 def _stage(record):
@@ -333,17 +386,18 @@ def machine_profile():
     if key not in _cached:
         default = default_profile(*cpu_identity())
         record = read_profile_file().get("profile", {})
-        stages, reasons = {}, dict(default.reasons)
-        for name in ("stream_loads", "sources"):
+        rows, reasons = {}, dict(default.reasons)
+        for name in ROWS:
             if name in record:
-                stages[name] = _stage(record[name])
+                rows[name] = _stage(record[name]) if name in ("stream_loads", "sources") else record[name]
                 reasons[name] = record.get("reasons", {}).get(name, "calibrated")
             else:
-                stages[name] = getattr(default, name)
-        calibrated = [n for n in stages if stages[n] is not getattr(default, n)]
+                rows[name] = getattr(default, name)
+        calibrated = [n for n in ROWS if n in record]
         origin = f"calibrated in {path}" if calibrated else default.origin
-        if calibrated and len(calibrated) < len(stages):
+        if calibrated and len(calibrated) < len(ROWS):
             origin += f" ({', '.join(calibrated)} only; the rest: {default.origin})"
         _cached.clear()
-        _cached[key] = MachineProfile(stages["stream_loads"], stages["sources"], origin, reasons)
+        _cached[key] = MachineProfile(rows["stream_loads"], rows["sources"], origin, reasons,
+                                      rows["page_alias_bytes"])
     return _cached[key]

@@ -34,13 +34,16 @@ class StreamOptions:
     # threshold="auto": what measured slower streamed at every size (arrays
     # the kernel makes, updates in place) stays plain even when named
     measured: bool = False
+    # bytes within which a source trailing a streamed store modulo 4 KiB sends
+    # a call to the plain loop (the machine profile's row; 0: no check)
+    page_alias_bytes: int = 0
     # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
     profile: str = field(default="", compare=False)
 
     def cache_key(self):
         """What, besides the source, decides the compiled code."""
         return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.threshold,
-                self.measured)
+                self.measured, self.page_alias_bytes)
 
 
 @dataclass

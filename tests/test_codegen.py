@@ -10,6 +10,7 @@ import pytest
 
 import kernels as K
 import streamjit as sj
+from streamjit import machine, options
 
 features = llvm.get_host_cpu_features()
 X86_AVX = llvm.get_process_triple().startswith("x86_64") and features.get("avx", False)
@@ -249,3 +250,20 @@ def test_sources_just_behind_the_stores_modulo_a_page_run_plain(shift, streamed)
     copy = sj.stream_kernel(stream_stores=["dst"], threshold=None)(K.copy.py_func)
     copy(out, a)
     assert copy.stream_calls()["streamed"] == 1
+
+
+def test_no_page_alias_check_where_the_profile_measured_no_stall(monkeypatch):
+    """On CPUs whose profile row says trailing sources do not stall streamed
+    stores (Zen 4, Intel Xeon: ``page_alias_bytes`` 0), the kernel has no
+    check: a call with its output 4 bytes past its sources streams."""
+    monkeypatch.setattr(options, "machine_profile", lambda: machine.default_profile("GenuineIntel", 6))
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(_triad)
+    assert kernel.stream_options.page_alias_bytes == 0
+    rng = np.random.default_rng(4)
+    a = rng.random(20_000, dtype=np.float32)
+    b, out = placed_after(a, 0, rng), placed_after(a, 4, rng)
+    kernel(out, a, b)
+    expected = np.empty_like(out)
+    numba.njit(_triad)(expected, a, b)
+    np.testing.assert_array_equal(out, expected)
+    assert kernel.stream_calls()["streamed"] == 1 and kernel.stream_fallbacks()["page_alias"] == 0

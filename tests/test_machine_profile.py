@@ -37,6 +37,31 @@ def test_defaults_per_vendor_never_use_a_hint_measured_to_lose():
     assert not other.stream_loads.prefetches() and not other.sources.prefetches()
 
 
+def test_page_alias_row_per_cpu_kind():
+    # measured: no stall on Intel Xeon and Zen 4; a stall on Zen 2; unmeasured kinds keep Zen 2's check
+    for vendor, family, expected in (("GenuineIntel", 6, 0), ("AuthenticAMD", 25, 0), ("AuthenticAMD", 23, 192),
+                                     ("AuthenticAMD", 26, 192), ("aarch64", None, 192)):
+        profile = machine.default_profile(vendor, family)
+        assert profile.page_alias_bytes == expected, (vendor, family)
+        assert profile.reasons["page_alias_bytes"]
+    assert "Zen 4" in machine.default_profile("AuthenticAMD", 25).reasons["page_alias_bytes"]
+    assert "no measurement" in machine.default_profile("AuthenticAMD", 26).reasons["page_alias_bytes"]
+
+
+def test_calibrated_page_alias_row_is_read_kept_and_shown(profile_dir):
+    calibration.save_page_alias(64, "calibrated here: triad 0.5x", [{"row": "page_alias_bytes", "triad": 0.5}])
+    calibration.save_load_stages(LoadStage("t1", 512), LoadStage(), {"sources": "why"}, [])  # keeps the row
+    profile = machine.machine_profile()
+    assert profile.page_alias_bytes == 64 and profile.reasons["page_alias_bytes"] == "calibrated here: triad 0.5x"
+    assert profile.sources == LoadStage("t1", 512) and profile.reasons["sources"] == "why"
+    assert sj.stream_kernel(stream_stores=["a"])(bench.stream_copy).stream_options.page_alias_bytes == 64
+    assert calibration.machine_info()["4K aliasing check"].startswith("sources 1-64 bytes behind")
+    machine.update_profile_file({"profile": {"page_alias_bytes": 5000}})
+    with pytest.warns(sj.StreamWarning, match="profile.page_alias_bytes is 5000"):
+        assert machine.machine_profile().page_alias_bytes == machine.default_profile(
+            *machine.cpu_identity()).page_alias_bytes
+
+
 def test_uncalibrated_machine_gets_its_cpu_default(profile_dir):
     assert machine.machine_profile() == machine.default_profile(*machine.cpu_identity())
 

@@ -125,3 +125,44 @@ def test_loop_that_does_not_vectorize_streams_scalar_stores_on_x86_else_warns(fu
         assert not warned and kernel.stream_report().machine_nt_scalar_stores > 0
     else:
         assert warned and "did not vectorize" in str(warned[0].message)
+
+
+def prefix_sum(out, a):
+    for i in range(1, out.shape[0]):
+        out[i] = out[i - 1] + a[i]
+
+
+def row_prefix(out, a):
+    for i in range(1, out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = out[i - 1, j] * 0.5 + a[i, j]
+
+
+@pytest.mark.parametrize("function, shape", [(prefix_sum, (1001,)), (row_prefix, (9, 67))])
+def test_a_loop_reading_back_what_it_would_stream_stays_plain_or_warns(function, shape):
+    """Each load of an element the loop streamed a moment ago waits for it to
+    reach memory (bench/read_back.py: 0.48x njit): under True and "auto" the
+    array stays plain with the reason; named with threshold=None it streams
+    and warns at the kernel."""
+    rng = np.random.default_rng(1)
+    a, start = rng.random(shape), rng.random(shape)
+    expected = start.copy()
+    numba.njit(function)(expected, a)
+    line = function.__code__.co_firstlineno + 1 + len(shape)
+    for options in ({"stream_stores": True}, {"stream_stores": ["out"]}):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kernel = sj.stream_kernel(**options)(function)
+            out = start.copy()
+            kernel(out, a)
+        np.testing.assert_array_equal(out, expected)
+        report = kernel.stream_report()
+        assert report.arrays["out"].nt_vector_stores + report.arrays["out"].nt_scalar_stores == 0
+        assert any(f"line {line}: loaded back at another element" in n for n in report.arrays["out"].notes)
+        assert not any("waits for the streamed store" in str(w.message) for w in caught)
+    with pytest.warns(sj.StreamWarning, match=f"line {line} loads back at another element .* waits for the streamed"):
+        kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(function)
+        out = start.copy()
+        kernel(out, a)
+    np.testing.assert_array_equal(out, expected)
+    assert kernel.stream_calls()["streamed"] == 1

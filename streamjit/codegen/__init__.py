@@ -30,7 +30,8 @@ near plain ``numba.njit``).
   its alignment handed to LLVM; ``is_stream_aligned`` / ``load_at``: the
   same for streamed sources that happen to be aligned too.
 - ``no_trailing_alias``: that a source does not trail the streamed store by
-  1-192 bytes modulo a page (4K aliasing with stores in flight).
+  1 to the machine profile's ``page_alias_bytes`` modulo a page (4K
+  aliasing with stores in flight, on CPUs where it stalls them).
 - ``exceeds``: whether the streamed arrays are above the size threshold.
 - ``copies_elementwise`` / ``same_shape``: whether a whole-array
   store or an array expression can run as an element loop

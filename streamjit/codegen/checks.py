@@ -125,23 +125,19 @@ def same_alignment(typingctx, arr, index, anchor, anchor_index):
     return types.boolean(arr, index, anchor, anchor_index), codegen
 
 
-# A load stream whose address trails a streamed store's by 1 to this many
-# bytes modulo 4 KiB makes the loop's later loads look like reads of those
-# stores still in flight (4K aliasing: the core compares the low 12 address
-# bits), and a non-temporal store stays in flight until it reaches memory.
-# Measured on an AMD EPYC Zen 2 VM (issue 27, 256 MiB float32; plain stores
-# unaffected): the 5-point stencil streamed 0.54-0.66x njit with its output
-# 4-128 bytes past its input, 1.06-1.34x at 192 bytes and more; triad 0.46x
-# (4 bytes) and 0.78x (64); at 0 bytes (the store after its own load) and
-# for a copy (one stream) streaming paid at every offset.
-TRAILING_ALIAS_BYTES = 192
+# A load stream whose address trails a streamed store's by a few bytes modulo
+# 4 KiB makes the loop's later loads look like reads of those stores still in
+# flight (4K aliasing: the core compares the low 12 address bits), and a
+# non-temporal store stays in flight until it reaches memory. Whether that
+# stalls, and over how many bytes, is the machine profile's
+# ``page_alias_bytes`` row (machine.py: 192 on Zen 2, none on Zen 4 and Intel).
 PAGE_BYTES = 4096
 
 
 @intrinsic
-def no_trailing_alias(typingctx, arr, index, anchor, anchor_index):
-    """False when ``arr[index]``, a load, lies 1 to `TRAILING_ALIAS_BYTES`
-    bytes before the streamed store ``anchor[anchor_index]`` modulo a page."""
+def no_trailing_alias(typingctx, arr, index, anchor, anchor_index, distance):
+    """False when ``arr[index]``, a load, lies 1 to ``distance`` bytes before
+    the streamed store ``anchor[anchor_index]`` modulo a page."""
     supported = is_element_access(arr, index) and is_element_access(anchor, anchor_index)
 
     def codegen(context, builder, sig, args):
@@ -150,10 +146,11 @@ def no_trailing_alias(typingctx, arr, index, anchor, anchor_index):
         load = element_address(context, builder, sig.args[0], args[0], sig.args[1], args[1])
         store = element_address(context, builder, sig.args[2], args[2], sig.args[3], args[3])
         trail = builder.and_(builder.sub(store, load), load.type(PAGE_BYTES - 1))
-        near = builder.icmp_unsigned("<", builder.sub(trail, trail.type(1)), trail.type(TRAILING_ALIAS_BYTES))
+        near = builder.icmp_unsigned("<", builder.sub(trail, trail.type(1)),
+                                     context.cast(builder, args[4], sig.args[4], types.intp))
         return builder.not_(near)
 
-    return types.boolean(arr, index, anchor, anchor_index), codegen
+    return types.boolean(arr, index, anchor, anchor_index, distance), codegen
 
 
 @intrinsic

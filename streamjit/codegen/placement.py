@@ -46,7 +46,7 @@ from .registration import intrinsic
 # than the streamed loop saves there.
 PLACED_FROM_BYTES = 16 * PAGE_BYTES
 # How close, modulo a page, a fresh array's start may come to an input row's:
-# the aliasing window (192 bytes) plus a stencil's reach of a few elements.
+# the widest aliasing window measured (192 bytes, Zen 2: machine.py) plus a stencil's reach of a few elements.
 NEAR_BYTES = 512
 CANDIDATES = np.arange(0, PAGE_BYTES, LINE_BYTES)  # where a placed array may start within its page
 

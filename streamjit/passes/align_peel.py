@@ -364,23 +364,25 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
         checks["alignment"].append(pre.call(codegen.same_alignment, ir.Var(scope, access.array_var, loc),
                                _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
                                _index_at(scan, pre, anchor_dims, loop, first)))
-    # no source 1-192 bytes behind the streamed store modulo a page, where the
-    # loop reads two streams or more (`codegen.no_trailing_alias`); sources
-    # of another item size drift away from the store along the row
+    # no source 1 to `page_alias_bytes` behind the streamed store modulo a
+    # page, where the loop reads two streams or more and the machine profile
+    # says such sources stall streamed stores (`codegen.no_trailing_alias`);
+    # sources of another item size drift away from the store along the row
     stored = {access.array_var for access, _ in plan.stores}
     itemsize = _itemsize(scan, anchor.array_var)
     sources = {(access.array_var, tuple(d.key() for d in dims), tuple(d.const for d in dims)): (access, dims)
                for access, dims in plan.loads if access.array_var not in stored
                and _itemsize(scan, access.array_var) == itemsize}
-    if len(sources) > 1:
+    if len(sources) > 1 and options.page_alias_bytes:
         # (a call the check sends to the head loop runs it whole: vectorized,
         # not kept scalar as always-streamed kernels' heads are, 0.39x njit)
         scalar_head = False
         anchor_first = _index_at(scan, pre, anchor_dims, loop, first)
+        distance = pre.assign(ir.Const(options.page_alias_bytes, loc), hint="page_alias")
         for access, dims in sources.values():
             checks["page_alias"].append(pre.call(codegen.no_trailing_alias, ir.Var(scope, access.array_var, loc),
                                    _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
-                                   anchor_first))
+                                   anchor_first, distance))
     # loads of the aligned loop address rows as contiguous (`direct_load`)
     for name in sorted({a.array_var for a, _ in plan.loads if scan.typemap[a.array_var].layout != "C"}):
         checks["contiguous"].append(pre.call(codegen.inner_contiguous, ir.Var(scope, name, loc)))
