@@ -95,6 +95,12 @@ def _helper_pool():
     return ThreadPoolExecutor(max(1, numba.config.NUMBA_NUM_THREADS - 1), thread_name_prefix="streamjit-copy")
 
 
+# A child of fork() has only the forking thread: a pool inherited from its
+# parent counts idle workers that do not exist there, so it queues the
+# child's blocks for them and its copy waits forever. The child starts its own.
+os.register_at_fork(after_in_child=_helper_pool.cache_clear)
+
+
 # Loading the kernel is Numba's first use of its CPU target in most
 # programs: through Numba's cache it imported Numba's registries (and SciPy,
 # for BLAS, where installed), 0.3-0.56 s on an AMD EPYC Zen 2 VM, which the

@@ -287,6 +287,35 @@ def test_a_fork_right_after_import_can_compile():
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+@pytest.mark.parametrize("how", ["os.fork", "multiprocessing fork pool"])
+def test_a_forked_child_copies_on_threads_after_its_parent_did(how):
+    """A child inherits the parent's copy thread pool but not its threads:
+    its threaded copy waited forever for workers that do not exist there."""
+    import subprocess
+    import sys
+
+    child = {"os.fork": ("pid = os.fork()\n"
+                         "if pid == 0:\n"
+                         "    os._exit(0 if copied() else 3)\n"
+                         "assert os.waitpid(pid, 0)[1] == 0\n"),
+             "multiprocessing fork pool": ("import multiprocessing\n"
+                                           "with multiprocessing.get_context('fork').Pool(1) as pool:\n"
+                                           "    assert pool.apply_async(copied).get(60)\n")}[how]
+    script = ("import os, numpy as np, streamjit as sj\n"
+              "from streamjit import dropins\n"
+              "assert dropins._kernel_loaded.wait(240)\n"
+              "a = np.random.default_rng(0).random(3 << 20)\n"
+              "def copied():\n"
+              "    c = np.empty_like(a)\n"
+              "    sj.copyto(c, a)\n"
+              "    return bool(np.array_equal(a, c))\n"
+              "assert copied() and dropins.PARALLEL_BYTES == 1 << 20\n" + child)
+    env = dict(os.environ, STREAMJIT_COPY_THRESHOLD="0", STREAMJIT_PARALLEL_BYTES=str(1 << 20), NUMBA_NUM_THREADS="2")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("env_var", ["STREAMJIT_PARALLEL_BYTES", "STREAMJIT_COPY_THRESHOLD", "STREAMJIT_THRESHOLD"])
 def test_bad_environment_variables_never_break_the_import(env_var):
     """Issue 21, defect 6: `STREAMJIT_PARALLEL_BYTES=abc` made `import
