@@ -2,9 +2,10 @@
 
 Numba's function cache keys an entry by signature, CPU and the function's
 bytecode. A streamed kernel's machine code also depends on what the stream
-pass did with it, so the key here adds the streamjit version and the
-kernel's stream plan (streamed arrays, prefetch distance): changing an
-option or upgrading never reuses an old entry.
+pass did with it, so the key here adds the kernel's stream plan (streamed
+arrays, the machine profile's rows) and a digest of streamjit's sources
+and the Numba and llvmlite versions (`compiler_digest`): changing an
+option, editing or upgrading never reuses an old entry.
 
 Numba's entry keeps only object code, and no compile metadata. Each entry
 here also keeps what introspection reads: the `StreamResult` (for
@@ -26,28 +27,72 @@ do not see each other's partial files.
 """
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import os
 import pickle
 import warnings
 
+import llvmlite
 import llvmlite.binding as llvm
+import numba
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 from numba.core.runtime import rtsys
 
 from .errors import StreamWarning
 from .plan import METADATA_KEY
 
-# Part of every entry's key: entries written in another layout are never read
-# (3: the call record counts failed run-time checks after its paths).
-ENTRY_FORMAT = 3
-
 _DIGEST_BYTES = hashlib.sha256().digest_size
 
 
+def sources_digest(package):
+    """SHA-256 of the ``.py`` files under ``package``, with their paths."""
+    digest = hashlib.sha256()
+    for folder, subfolders, files in sorted(os.walk(package)):
+        subfolders.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, package).encode())
+            with open(path, "rb") as f:
+                digest.update(f.read())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_digest():
+    """What compiles a kernel besides its own source: streamjit's sources
+    (every module of the package) and the Numba and llvmlite versions. Part
+    of every entry's key, as Triton hashes its compiler into its cache keys:
+    an edited or upgraded streamjit never runs an entry another one wrote
+    (nor reads its call counters past their end)."""
+    return (numba.__version__, llvmlite.__version__, sources_digest(os.path.dirname(os.path.abspath(__file__))))
+
+
 class _ChecksummedCacheFile(IndexDataCacheFile):
-    """Numba's index/data cache files, with a checksum on each data file."""
+    """Numba's index/data cache files, with a checksum on each data file,
+    and each entry tied to its key.
+
+    Numba numbers data files by the count of entries in the index it read:
+    processes compiling different signatures at once each read the same
+    index, pick the same number and overwrite each other's file, and the
+    index then points a signature at another's code (float64 calls
+    returning int64 bit patterns, in every later process). Here a data file
+    is named by its key's digest, written before the index names it, and
+    holds its key: a load whose file holds another key is a miss."""
+
+    def save(self, key, data):
+        name = self._data_name(int(hashlib.sha256(pickle.dumps(key, protocol=4)).hexdigest()[:15], 16))
+        self._save_data(name, (key, data))
+        overloads = self._load_index()
+        overloads[key] = name
+        self._save_index(overloads)
+
+    def load(self, key):
+        stored = super().load(key)
+        if stored is None or stored[0] != key:
+            return None
+        return stored[1]
 
     def _save_data(self, name, data):
         payload = self._dump(data)
@@ -126,7 +171,7 @@ class StreamFunctionCache(FunctionCache):
             source_stamp=self._impl.locator.get_source_stamp())
 
     def _index_key(self, sig, codegen):
-        return super()._index_key(sig, codegen) + (self._stream_key, ENTRY_FORMAT)
+        return super()._index_key(sig, codegen) + (self._stream_key, compiler_digest())
 
     def load_overload(self, sig, target_context):
         try:

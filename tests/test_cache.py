@@ -182,3 +182,85 @@ def test_an_unresolved_declaration_is_seen():
     context = cpu_target.target_context
     assert declared_symbols_resolve(context, library_declaring("sqrt"))
     assert not declared_symbols_resolve(context, library_declaring("streamjit_no_such_symbol"))
+
+
+def test_an_entry_is_tied_to_its_key(tmp_path):
+    """Processes compiling different signatures at once each read the same
+    index: Numba numbers their data files alike, they overwrite each other,
+    and the index points one signature at another's code (float64 calls
+    returning int64 bit patterns, in every later process). Two saves that
+    read one index never share a data file here, and a file holding another
+    key is never loaded as this one's."""
+    from streamjit.cache import _ChecksummedCacheFile
+
+    def cache_file():
+        return _ChecksummedCacheFile(cache_path=str(tmp_path), filename_base="k", source_stamp=("stamp", 1))
+
+    first, second = cache_file(), cache_file()
+    index_read = first._load_index()                     # both processes see the empty index
+    second._load_index = lambda: dict(index_read)
+    first._load_index = lambda: dict(index_read)
+    first.save(("float64",), "float64 code")
+    second.save(("int64",), "int64 code")
+    reader = cache_file()
+    assert reader.load(("int64",)) == "int64 code"
+    assert reader.load(("float64",)) is None             # its index entry lost: a miss, never int64's code
+    # an index naming another key's file
+    index = reader._load_index()
+    index[("float64",)] = index[("int64",)]
+    reader._save_index(index)
+    assert cache_file().load(("float64",)) is None and cache_file().load(("int64",)) == "int64 code"
+
+
+SIGNATURES_MODULE = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import streamjit as sj
+
+    @sj.stream_kernel(stream_stores=["out"], threshold=None, cache=True)
+    def f(out, a):
+        for i in range(out.shape[0]):
+            out[i] = a[i] * 3.0 + 1.0
+
+    for name in sys.argv[1:]:
+        a = np.arange(1000, dtype=name)
+        out = np.zeros(1000, name)
+        f(out, a)
+        assert (out == (a * 3 + 1).astype(name)).all(), name
+    print(sum(f.stats.cache_hits.values()))
+""")
+
+
+def test_signatures_compiled_at_once_each_run_their_own_code(tmp_path):
+    (tmp_path / "signatures.py").write_text(SIGNATURES_MODULE)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    names = ["f8", "f4", "i8", "i4"]
+    for round_ in range(2):
+        env["NUMBA_CACHE_DIR"] = str(tmp_path / f"cache{round_}")
+        processes = [subprocess.Popen([sys.executable, "signatures.py", name], cwd=tmp_path, env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE) for name in names]
+        for process in processes:
+            assert process.wait(timeout=300) == 0, process.stderr.read()
+        later = subprocess.run([sys.executable, "signatures.py", *names], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=300)
+        assert later.returncode == 0, later.stderr
+
+
+def test_editing_any_stage_changes_every_key(tmp_path):
+    """Every entry's key holds `compiler_digest`: streamjit's sources and the
+    Numba and llvmlite versions. An edit of a post-O3 stage changes it, so
+    every cached kernel recompiles on its next call."""
+    import shutil
+
+    import streamjit
+    from streamjit.cache import compiler_digest, sources_digest
+
+    package = os.path.dirname(streamjit.__file__)
+    assert compiler_digest()[2] == sources_digest(package)
+    copy = tmp_path / "streamjit"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = sources_digest(str(copy))
+    assert before == sources_digest(package)
+    stage = copy / "post_o3" / "nontemporal.py"
+    stage.write_text(stage.read_text() + "\n# edited\n")
+    assert sources_digest(str(copy)) != before
