@@ -17,6 +17,10 @@ limits.c's own runs):
   modulo 4 KiB (as the drop-in places the outputs it allocates) and
   allocated alike (4 bytes past the input's left neighbour modulo 4 KiB,
   where 4K aliasing stalls streamed loops and streamjit runs plain);
+- the ``page_alias_bytes`` row: triad and the stencil with their sources a
+  few bytes behind the streamed store modulo 4 KiB, streamed with no
+  check, with the check (the plain loop), never streamed, njit and C NT;
+  it ends with the value ``calibrate`` would store for this CPU;
 - gathers `out[i] = lut[key[i]] * x[i]` from a table that stays in L2 and
   from one four times larger: `stream_loads` against `stream_stores` alone.
 
@@ -37,7 +41,7 @@ import numpy as np
 
 import streamjit as sj
 from streamjit import bench, calibration
-from streamjit.machine import LoadStage, cache_sizes, machine_profile
+from streamjit.machine import STALLING_PAGE_ALIAS_BYTES, LoadStage, cache_sizes, machine_profile
 from streamjit.codegen.placement import placed_apart
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -171,6 +175,8 @@ def main(mib, limits_path, rounds=9):
                 "C NT" if lib else "streamjit stores only", rounds)
         np.testing.assert_allclose(out[1:-1, 1:-1], drop_in(g)[1:-1, 1:-1], rtol=1e-6)
 
+    page_alias(mib, lib, rounds)
+
     l2 = cache_sizes().get("L2", 1 << 20)
     for label, table_bytes in (("in L2", l2 // 2), ("4x L2", 4 * l2)):
         lut = rng.random(table_bytes // 4, dtype=np.float32)
@@ -180,6 +186,35 @@ def main(mib, limits_path, rounds=9):
         compare(f"gather, {table_bytes >> 10} KiB table ({label}), {mib} MiB key and x", gathers, 3 * n * 4,
                 "streamjit stores only", rounds)
         np.testing.assert_array_equal(a, lut[key] * b)
+
+
+def page_alias(mib, lib, rounds):
+    """The ``page_alias_bytes`` row: sources a few bytes behind the streamed
+    store modulo 4 KiB (as arrays allocated alike lie), streamed with no
+    check against the check of the CPUs where they stall (the plain loop),
+    the kernel never streamed, njit and the C NT kernel; ends with the value
+    `calibration.measure_page_alias` would store."""
+    stalling = STALLING_PAGE_ALIAS_BYTES
+    cases = calibration.page_alias_workloads(mib, np.random.default_rng(1))
+    c_kernels = {"triad": lambda a, b, c, q: lib.triad_nt(ptr(a), ptr(b), ptr(c), float(q), a.size),
+                 "5-point": lambda out, g: lib.jac_nt(ptr(out), ptr(g), *g.shape)}
+    for name, (function, args, output) in cases.items():
+        builds = {"numba.njit": numba.njit(function)}
+        for label, alias, threshold in (("streamed, no check", 0, None), (f"check {stalling} bytes", stalling, None),
+                                        ("never streamed", 0, 1 << 62)):
+            builds[label] = calibration.kernel_with_stages(function, output, False, LoadStage(),
+                                                           machine_profile().sources, page_alias_bytes=alias,
+                                                           threshold=threshold)
+        impls = {label: (lambda k=k: k(*args)) for label, k in builds.items()}
+        if lib:
+            c_kernel = next(k for prefix, k in c_kernels.items() if name.startswith(prefix))
+            impls["C NT"] = lambda c_kernel=c_kernel: c_kernel(*args)
+        print(f"\n(outputs at {ptr(args[0]) % 4096}, sources at {ptr(args[1]) % 4096} bytes modulo 4 KiB)")
+        moved = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
+        compare(f"{name}, {mib} MiB float32", impls, moved, "numba.njit", rounds)
+        print("  calls:", {label: k.stream_calls() for label, k in builds.items() if hasattr(k, "stream_calls")})
+    value, reason, _ = calibration.measure_page_alias(mib, rounds, report=lambda line: None)
+    print(f"\nvalue to store: page_alias_bytes = {value} ({reason})")
 
 
 def jacobi5_f32_stencil(g):

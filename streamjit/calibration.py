@@ -86,7 +86,8 @@ def workloads(mib, rng):
 def kernel_with_stages(function, output, stream_loads, loads, sources, **rows):
     """A kernel streaming stores to ``output`` (and its loads, if
     ``stream_loads``) with its loads lowered as the two stages say, and the
-    profile's other ``rows`` (``page_alias_bytes``) as given."""
+    other `StreamOptions` fields in ``rows`` (``page_alias_bytes``,
+    ``threshold``) as given."""
     options, forwarded = validate_options(function, [output], stream_loads, None, None, None, {})
     return StreamDispatcher(function, dataclasses.replace(options, loads=loads, sources=sources, **rows),
                             forwarded, {})
