@@ -197,8 +197,21 @@ def run_kernel(name, preset=None, scale=1.0, rounds=7, variants=tuple(VARIANTS))
     times = bench.interleaved_times({v: (lambda k=kernels[v]: k(*work)) for v in variants}, rounds,
                                     warmups={v: restore for v in variants})
     medians = {v: statistics.median(t) for v, t in times.items()}
+    # the per-call record of the stream variant's kernel: which path each call took, and why
+    calls = kernels["stream"].stream_calls() if "stream" in kernels else None
+    fallbacks = kernels["stream"].stream_fallbacks() if calls else None
     return dict(kernel=name, size=label, mib=sum(a.nbytes for a in originals if isinstance(a, np.ndarray)) / 2**20,
-                seconds=medians, valid=valid, streamed=streams, above_threshold=above)
+                seconds=medians, valid=valid, streamed=streams, above_threshold=above, calls=calls,
+                fallbacks=fallbacks)
+
+
+def calls_cell(row):
+    """``streamed/all`` calls of the stream variant, with each fallback's check."""
+    calls = row.get("calls")
+    if not calls:
+        return "-"
+    why = ", ".join(f"{n} {k}" for k, n in (row.get("fallbacks") or {}).items() if n)
+    return f"{calls['streamed']}/{sum(calls.values())}" + (f" ({why})" if why else "")
 
 
 def ratio(row, variant, over="njit"):
@@ -217,12 +230,12 @@ def format_row(row):
     streams = "yes" if row["streamed"] and row["above_threshold"] else "no"
     cells = [row["kernel"], row["size"], f"{row['mib']:.0f}", f"{row['seconds']['njit'] * 1e3:.1f}",
              *(f"{ratio(row, v):.2f}x" for v in ("stream", "never", "loads")),
-             f"{ratio(row, 'stream', 'never'):.2f}x", streams, ", ".join(bad) or "yes"]
+             f"{ratio(row, 'stream', 'never'):.2f}x", streams, calls_cell(row), ", ".join(bad) or "yes"]
     return "| " + " | ".join(cells) + " |"
 
 
 TABLE_HEAD = ("| kernel | size | MiB | njit ms | stream | never streamed | stream+loads | stream / never | streams "
-              "| results equal |\n|---|---|---|---|---|---|---|---|---|---|")
+              "| calls streamed | results equal |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def summary(rows):
