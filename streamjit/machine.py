@@ -30,6 +30,7 @@ other's values.
 
 import contextlib
 import fcntl
+import functools
 import glob
 import json
 import os
@@ -113,6 +114,19 @@ def cache_sizes():
             continue
         sizes[f"L{level}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"] = value
     return sizes
+
+
+@functools.lru_cache(maxsize=1)
+def line_bytes():
+    """Bytes in a cache line of CPU 0 (sysfs ``coherency_line_size``; 64,
+    every x86 CPU's, where it is not reported): a walk whose step is wider
+    reads one line per element, prefetches go one per line, and placed
+    arrays start on one."""
+    try:
+        size = int(_read("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"))
+    except (OSError, ValueError):
+        return 64
+    return size if size > 0 and size & (size - 1) == 0 else 64
 
 
 # ---- the profile file ------------------------------------------------------

@@ -36,7 +36,7 @@ from numba.core import cgutils
 from numba.np.arrayobj import _empty_nd_impl, make_array, populate_array
 from numba.np.numpy_support import as_dtype
 
-from ..passes.stream_loads import LINE_BYTES
+from ..machine import line_bytes
 from .arrays import array_field
 from .checks import PAGE_BYTES
 from .registration import intrinsic
@@ -48,7 +48,6 @@ PLACED_FROM_BYTES = 16 * PAGE_BYTES
 # How close, modulo a page, a fresh array's start may come to an input row's:
 # the widest aliasing window measured (192 bytes, Zen 2: machine.py) plus a stencil's reach of a few elements.
 NEAR_BYTES = 512
-CANDIDATES = np.arange(0, PAGE_BYTES, LINE_BYTES)  # where a placed array may start within its page
 
 
 def row_starts(arrays):
@@ -74,12 +73,13 @@ def nearest(positions, starts):
 def apart_offset(starts):
     """The offset within a page, on a cache line, farthest from every one
     of ``starts`` (the first such, counting up from 0)."""
-    return int(CANDIDATES[np.argmax(nearest(CANDIDATES, starts))])
+    candidates = np.arange(0, PAGE_BYTES, line_bytes())  # where a placed array may start within its page
+    return int(candidates[np.argmax(nearest(candidates, starts))])
 
 
 def _placed_apart_in_python(fresh, inputs):
     nbytes = fresh.size * fresh.itemsize
-    if nbytes < PLACED_FROM_BYTES or LINE_BYTES % fresh.itemsize:
+    if nbytes < PLACED_FROM_BYTES or line_bytes() % fresh.itemsize:
         return fresh
     starts = row_starts(inputs)
     if nearest(fresh.ctypes.data % PAGE_BYTES, starts) >= NEAR_BYTES:
@@ -99,7 +99,7 @@ def placed_apart(typingctx, fresh, inputs):
         return None
     itemsize = as_dtype(fresh.dtype).itemsize
     # (only C or F arrays, whose strides describe one block from data on)
-    movable = fresh.layout in "CF" and fresh.ndim >= 1 and LINE_BYTES % itemsize == 0
+    movable = fresh.layout in "CF" and fresh.ndim >= 1 and line_bytes() % itemsize == 0
 
     def codegen(context, builder, sig, args):
         if not movable:
@@ -164,8 +164,8 @@ def _apart_offset_ir(builder, starts, intp):
     """`apart_offset`, as a loop over the candidate lines."""
     best = cgutils.alloca_once_value(builder, intp(0))
     best_distance = cgutils.alloca_once_value(builder, intp(-1))
-    with cgutils.for_range(builder, intp(len(CANDIDATES))) as loop:
-        candidate = builder.mul(loop.index, intp(LINE_BYTES))
+    with cgutils.for_range(builder, intp(PAGE_BYTES // line_bytes())) as loop:
+        candidate = builder.mul(loop.index, intp(line_bytes()))
         distance = _nearest_ir(builder, candidate, starts)
         farther = builder.icmp_signed(">", distance, builder.load(best_distance))
         builder.store(builder.select(farther, candidate, builder.load(best)), best)

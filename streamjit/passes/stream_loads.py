@@ -29,6 +29,7 @@ from numba.core import ir, types
 
 from .. import codegen
 from ..lowering.markers import load_marker
+from ..machine import line_bytes
 from ..plan import METADATA_KEY
 from .affine import AffineAnalyzer
 from .indices import index_atoms, is_int, without_ellipsis
@@ -62,8 +63,6 @@ def _stored_as_streamed(scan, access, result):
     return any(s.array == access.array and s.loops[-1:] == access.loops[-1:] for s in scan.stores())
 
 
-# Bytes in a cache line: a walk whose step is wider reads one line per element.
-LINE_BYTES = 64
 # Floating-point operations per loaded element from which a loop is taken
 # as compute-bound (a call to a function, np.exp or math.sqrt, counts as
 # that many by itself): a vectorized core does about 16 such operations
@@ -144,9 +143,9 @@ def why_plain(scan, access):
     innermost = access.loops[-1]
     analyzer = AffineAnalyzer(scan, access.loops[0])
     step = _step_bytes(scan, access, [analyzer.of(x) for x in access.index], innermost)
-    if step is None or step > LINE_BYTES:
+    if step is None or step > line_bytes():
         return (f"a strided walk ({'rows' if step is None else f'{step} bytes'} apart per iteration of "
-                f"{innermost.described}, wider than a {LINE_BYTES}-byte line)")
+                f"{innermost.described}, wider than a {line_bytes()}-byte line)")
     if _own_labels(scan, innermost)[1]:
         return f"each iteration of {innermost.described} runs inner loops"
     if _is_compute_bound(scan, innermost):

@@ -24,10 +24,9 @@ let every optimization round add another copy: four prefetches per line.)
 """
 
 from ..lowering.markers import STREAM_LOAD_SCOPE, parse_load_marker
-from ..machine import PREFETCH_HINTS
+from ..machine import PREFETCH_HINTS, line_bytes
 from .module import Inst
 
-_LINE_BYTES = 64
 PREFETCH = "llvm.prefetch.p0"
 # (`captures(none)`: how LLVM 21 and later spell `nocapture`)
 PREFETCH_DECLARATION = f"declare void @{PREFETCH}(ptr readonly captures(none), i32 immarg, i32 immarg, i32 immarg)"
@@ -41,7 +40,7 @@ def _prefetched_lines(function, block, prefetched, offsets):
         distance, locality = prefetched.get(inst.scope(), (0, None)) if inst.opcode == "load" else (0, None)
         if distance and inst.pointer is not None:
             base, offset = offsets.get(inst.pointer, (inst.pointer, 0))
-            line_key = (base, (offset + distance) // _LINE_BYTES, locality)
+            line_key = (base, (offset + distance) // line_bytes(), locality)
             if line_key not in seen:
                 seen.add(line_key)
                 name = function.new_name("prefetch")
