@@ -11,7 +11,8 @@ keeps one core busy with another process, `python -c "while 1: pass"`,
 while it runs; --first-calls times each of the first `streamjit.copyto`
 calls of this fresh process instead, against np.copyto's median;
 --at-import times the copies a fresh process makes at once after `import
-streamjit`, its arrays made before, while the copy kernel still loads)
+streamjit`, its arrays made before: the first starts loading the copy
+kernel on a thread, and copies run np.copyto until it is there)
 """
 
 import os
@@ -113,8 +114,8 @@ print(f"import {(imported - start) * 1e3:.0f} ms; np.copyto before it {np.median
 
 def at_import(mib=256, runs=3):
     """Copies made at once after `import streamjit` in fresh processes (the
-    copy kernel still loading on its thread), against np.copyto's time in
-    the same process before the import."""
+    first starts loading the copy kernel on a thread), against np.copyto's
+    time in the same process before the import."""
     for _ in range(runs):
         print(subprocess.run([sys.executable, "-c", AT_IMPORT, str(mib)], capture_output=True, text=True,
                              check=True).stdout.strip())

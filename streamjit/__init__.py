@@ -17,7 +17,7 @@ check_numba()  # before anything compiles: outside the tested range, say so
 
 from .api import stream_kernel
 from .dispatcher import StreamDispatcher
-from .dropins import copyto, empty_like, memcpy
+from .dropins import copyto, empty_like, memcpy, preload
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
 from .stencil import stencil
@@ -32,11 +32,6 @@ def __getattr__(name):
 
 
 __all__ = [
-    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "empty_like",
+    "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "empty_like", "preload",
     "stencil", "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
 ]
-
-# Last, with the package whole: `copyto`'s kernel loads in a thread, so that
-# no large copy waits for Numba's first use of its CPU target (dropins.py).
-from .dropins import load_copy_kernel_in_background  # noqa: E402
-load_copy_kernel_in_background()

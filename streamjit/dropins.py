@@ -13,6 +13,7 @@ one thread, NumPy's copy again. Everything
 else goes to `numpy.copyto`.
 """
 
+import atexit
 import functools
 import itertools
 import os
@@ -95,64 +96,109 @@ def _helper_pool():
     return ThreadPoolExecutor(max(1, numba.config.NUMBA_NUM_THREADS - 1), thread_name_prefix="streamjit-copy")
 
 
-# A child of fork() has only the forking thread: a pool inherited from its
-# parent counts idle workers that do not exist there, so it queues the
-# child's blocks for them and its copy waits forever. The child starts its own.
-os.register_at_fork(after_in_child=_helper_pool.cache_clear)
-
-
 # Loading the kernel is Numba's first use of its CPU target in most
 # programs: through Numba's cache it imported Numba's registries (and SciPy,
 # for BLAS, where installed), 0.3-0.56 s on an AMD EPYC Zen 2 VM, which the
-# first large copies paid (issue 27: no call over 2x the steady time). It
-# loads without them (`cache.declared_symbols_resolve`: 25 ms), in a
-# thread started at import, and copies run np.copyto until it is there,
-# never waiting for it. A fork waits for the load: a child forked while the
-# thread held Numba's compiler lock would hold it forever.
+# first large copies paid. It loads without them
+# (`cache.declared_symbols_resolve`: 25 ms), in a thread the first copy
+# above the streaming threshold starts (or `preload`), and copies run
+# np.copyto until it is there, never waiting for it. ``import streamjit``
+# starts nothing: a process that never makes a large copy never pays for it.
 _kernel_loaded = threading.Event()
+_loader = None
+_loader_lock = threading.Lock()
+# How long a fork waits for the loading thread (a child forked while it held
+# Numba's compiler lock would hold that lock forever), and the interpreter's
+# exit for it. A load from the cache took 25 ms and a cold compile 1-2 s on
+# our VMs; one still running after this long is stalled (a hung cache
+# directory), and the fork or the exit goes ahead without it.
+LOADER_WAIT_SECONDS = 30
 
 
 def load_copy_kernel():
-    """Read the copy bands (`copy_bands`), then load (or compile) the copy
-    kernel's one signature; returns once it is there, or its loading failed
-    (the next call then raises the error)."""
+    """Read where copies go on threads (`copy_bands`), then load (or compile)
+    the copy kernel's one signature; returns once it is there, or its
+    loading failed (the next call then raises the error)."""
     try:
         _read_bands_ahead()
         _copy_elements.compile(COPY_SIGNATURE)
         # A kernel's first call types its arrays with Numba's typeof, which
         # asks for np.ma, imported lazily by NumPy 2: 11-24 ms that the first
         # large copy paid (20.7 ms where the next took 9.4; AMD EPYC Zen 2
-        # VM, session 34). Typing one here imports it.
+        # VM). Typing one here imports it.
         numba.typeof(np.empty(0, np.uint8))
     finally:
         _kernel_loaded.set()
 
 
 def _read_bands_ahead():
-    """`copy_bands`, before the first call needs them: reading them opens
-    dozens of files (cache sizes, the profile) and runs glibc's loader, and
-    each wait hands the GIL to the thread loading the kernel for up to a
-    switch interval. In the first call, that made it 85-128 ms where
-    np.copyto took 21 (256 MiB, AMD EPYC Zen 2 VM, session 33). An error
-    is left for the first call, which reads them again and raises it."""
+    """`copy_bands`' threads band, before the first call needs it: reading
+    it runs glibc's loader (7 ms). An error is left for the next call,
+    which reads it again and raises it."""
     try:
-        copy_bands()
-    except Exception:  # noqa: BLE001  (raised again, naming itself, by the first call)
+        copy_bands(threads=True)
+    except Exception:  # noqa: BLE001  (raised again, naming itself, by the next call)
         pass
 
 
 def load_copy_kernel_in_background():
-    """Start `load_copy_kernel` in a thread (`import streamjit` does, once
-    the package is whole)."""
+    """Start `load_copy_kernel` in a thread, once per process; return at once."""
+    global _loader
+    with _loader_lock:
+        if _loader is None:
+            _loader = threading.Thread(target=load_copy_kernel, name="streamjit-copy-kernel", daemon=True)
+            _loader.start()
+
+
+def preload():
+    """Load `copyto`'s streamed kernel now, before the first large copy.
+
+    `copyto` and `memcpy` load it on their first copy above the streaming
+    threshold, in a thread, and copy with `numpy.copyto` until it is there;
+    ``import streamjit`` does nothing of the kind. Call this where a
+    program would rather pay the load (25 ms from Numba's disk cache, a
+    second or two the first time it compiles) up front, so that its first
+    large copies stream too. Returns once the kernel is loaded (or its
+    loading failed: the next large copy raises the error).
+
+    Examples
+    --------
+    >>> import streamjit as sj
+    >>> sj.preload()
+    """
     if jit_disabled():  # nothing is compiled: every copy is NumPy's
-        _kernel_loaded.set()
         return
-    loader = threading.Thread(target=load_copy_kernel, name="streamjit-copy-kernel", daemon=True)
-    loader.start()
-    # (not in the loader itself, which starts a process to ask glibc's
-    # loader for its threshold: CPython 3.11's subprocess runs no at-fork
-    # handler, but a fork there must never wait for its own load)
-    os.register_at_fork(before=lambda: threading.current_thread() is loader or _kernel_loaded.wait())
+    load_copy_kernel_in_background()
+    _kernel_loaded.wait()
+
+
+def _before_fork():
+    loader = _loader
+    if loader is not None and loader is not threading.current_thread():
+        # (not the loader itself, which starts a process to ask glibc's loader
+        # for its threshold: a fork there must never wait for its own load)
+        _kernel_loaded.wait(LOADER_WAIT_SECONDS)
+
+
+def _in_child():
+    """A child of fork() has only the forking thread: a copy pool inherited
+    from its parent counts idle workers that do not exist there (its copies
+    would wait for them forever), and a load still running in the parent is
+    not running here. The child starts its own of each when it needs them."""
+    global _loader, _loader_lock
+    _helper_pool.cache_clear()
+    _loader_lock = threading.Lock()
+    if not _kernel_loaded.is_set():
+        _loader = None
+
+
+def _join_loader():
+    if _loader is not None:
+        _loader.join(LOADER_WAIT_SECONDS)  # (no exit with a thread inside LLVM, unless it is stalled)
+
+
+os.register_at_fork(before=_before_fork, after_in_child=_in_child)
+atexit.register(_join_loader)
 
 
 def copy_in_blocks(dst, src, threads):
@@ -178,25 +224,31 @@ def copy_in_blocks(dst, src, threads):
 # `threshold.copy_threshold`). From where np.copyto streams by itself
 # (glibc's memcpy: `threshold.numpy_streaming_bytes`; one streamed thread of
 # ours only reaches 0.9x of it) they use as many threads as Numba
-# (`copy_in_blocks`); with one thread, copies
-# that large go back to np.copyto. STREAMJIT_PARALLEL_BYTES moves where the
-# threads start. Both are read by the thread loading the kernel, or else by
-# the first call (`copy_bands`), never by the import itself: a bad
-# environment variable breaks copyto only, and names itself in its first
-# call. Until then STREAM_BYTES is -1, so that the first call of any size reads them.
+# (`copy_in_blocks`); with one thread, copies that large go back to
+# np.copyto. STREAMJIT_COPY_THRESHOLD moves the first, and is read by the
+# first call of `copyto` or `memcpy`; STREAMJIT_PARALLEL_BYTES moves where
+# the threads start, and is read by the thread loading the kernel (or else
+# the first call after it), before any copy runs on threads. Never by the
+# import itself: a bad environment variable breaks copyto only, and names
+# itself in the call that reads it. Until the first call STREAM_BYTES is
+# -1, so that the first call of any size reads it.
 STREAM_BYTES = -1
 PARALLEL_BYTES = float("inf")
+_parallel_read = False
 
 
-def copy_bands():
+def copy_bands(threads=False):
     """``(STREAM_BYTES, PARALLEL_BYTES)``, read from the environment, the
-    calibration or the cache size the first time they are needed."""
-    global STREAM_BYTES, PARALLEL_BYTES
-    if STREAM_BYTES < 0 and jit_disabled():  # nothing is compiled: every copy is NumPy's
-        STREAM_BYTES = float("inf")
+    calibration or the cache size the first time they are needed;
+    PARALLEL_BYTES only where ``threads`` asks for it (it runs glibc's
+    loader), else infinite until read."""
+    global STREAM_BYTES, PARALLEL_BYTES, _parallel_read
     if STREAM_BYTES < 0:
+        # (nothing is compiled under NUMBA_DISABLE_JIT: every copy is NumPy's)
+        STREAM_BYTES = float("inf") if jit_disabled() else copy_threshold()[0]
+    if threads and not _parallel_read:
         parallel = parallel_copy_bytes()[0]
-        STREAM_BYTES, PARALLEL_BYTES = copy_threshold()[0], float("inf") if parallel is None else parallel
+        PARALLEL_BYTES, _parallel_read = float("inf") if parallel is None else parallel, True
     return STREAM_BYTES, PARALLEL_BYTES
 
 
@@ -237,9 +289,13 @@ def _large_copy(dst, src, threads):
 def stream_copy(dst, src):
     """Streamed copy of 1-D C-contiguous ``src`` into ``dst`` (same length and
     dtype, any size): what `copyto` runs above its threshold (np.copyto's
-    copy while the kernel is still loading, see `_kernel_loaded`)."""
+    copy while the kernel is still loading, see `_kernel_loaded`; the first
+    such copy starts loading it)."""
     if not _kernel_loaded.is_set():
+        load_copy_kernel_in_background()
         return _numpy_copyto(dst, src)
+    if not _parallel_read:  # (the loading thread could not read it: raise, naming it)
+        copy_bands(threads=True)
     # bytes, as np.copyto moves them (a bool buffer holding bytes other than
     # 0 and 1 copies them as they are), through the kernel's one signature
     dst, src = dst.view(np.uint8), src.view(np.uint8)

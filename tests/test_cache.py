@@ -14,13 +14,6 @@ KERNEL_MODULE = textwrap.dedent("""
     import hashlib, os, warnings
     import numpy as np
     import streamjit as sj
-    from streamjit import dropins
-
-    # (the copy kernel loads from the same cache, in a thread started at
-    # import: a compile of it beside this kernel's, where this test has
-    # corrupted its entry too, would number Numba's functions in another
-    # order, and the digest below would differ for that reason alone)
-    dropins._kernel_loaded.wait()
     loads = os.environ.get("STREAM_LOADS") == "1"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

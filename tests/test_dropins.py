@@ -222,18 +222,20 @@ def test_one_kernel_signature_for_every_dtype():
 
 
 def test_copies_before_the_kernel_is_loaded_are_numpys(monkeypatch):
-    """Issue 27: the first large copy of a process took 0.3-0.86 s, loading
-    the kernel (Numba's first use of its CPU target). It loads in a thread
-    from import on; a copy that comes first runs np.copyto, never waits."""
+    """The first large copy of a process took 0.3-0.86 s, loading the
+    kernel (Numba's first use of its CPU target). It loads in a thread the
+    first large copy starts; copies until it is there run np.copyto, never
+    wait."""
     monkeypatch.setattr(dropins, "_kernel_loaded", __import__("threading").Event())   # still loading
     monkeypatch.setattr(dropins, "STREAM_BYTES", 0)
-    called = []
+    called, loads = [], []
     monkeypatch.setattr(dropins, "_copy_elements", lambda d, s: called.append(d))
+    monkeypatch.setattr(dropins, "load_copy_kernel_in_background", lambda: loads.append(1))
     src = random_array(np.random.default_rng(4), 5000, np.float64)
     dst = np.zeros(5001)[1:]
     sj.copyto(dst, src)
     np.testing.assert_array_equal(dst, src)
-    assert called == []
+    assert called == [] and loads == [1]          # NumPy's copy; the load starts
 
 
 def run_fresh(script):
@@ -242,12 +244,35 @@ def run_fresh(script):
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
 
 
-def test_the_kernel_loads_by_itself_after_import():
-    done = run_fresh("from streamjit import dropins\n"
+def test_the_import_starts_nothing_and_the_first_large_copy_loads_the_kernel():
+    """``import streamjit`` starts no thread and no process (it used to
+    start a thread loading copyto's kernel, which ran glibc's loader). The
+    first copy above the threshold starts the load and is NumPy's; later
+    ones stream. `preload` loads it at once."""
+    done = run_fresh("import os, subprocess, sys, threading\n"
+                     "def refuse(*args, **kwargs):\n"
+                     "    raise AssertionError('a process was started')\n"
+                     "subprocess.Popen.__init__ = refuse\n"
+                     "os.fork = os.posix_spawn = refuse\n"
+                     "import numpy as np, streamjit as sj\n"
+                     "from streamjit import dropins\n"
+                     "print(threading.active_count(), dropins._loader)\n"
+                     "src = np.random.default_rng(0).random(1 << 20)\n"
+                     "dst = np.zeros_like(src)\n"
+                     "dropins.STREAM_BYTES = 0\n"
+                     "sj.copyto(dst, src)\n"
+                     "assert np.array_equal(dst, src)\n"
                      "assert dropins._kernel_loaded.wait(240)\n"
                      "print(dropins._copy_elements.signatures)\n")
     assert done.returncode == 0, done.stderr
-    assert "uint8" in done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0] == "1 None" and "uint8" in lines[1]
+    done = run_fresh("import streamjit as sj, threading\n"
+                     "from streamjit import dropins\n"
+                     "sj.preload()\n"
+                     "print(dropins._kernel_loaded.is_set(), dropins._copy_elements.signatures)\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("True") and "uint8" in done.stdout
 
 
 def test_the_cached_kernel_loads_without_numbas_registries():
@@ -257,7 +282,7 @@ def test_the_cached_kernel_loads_without_numbas_registries():
     in the process refreshes them as always."""
     script = ("import sys, numpy as np, numba, streamjit as sj\n"
               "from streamjit import dropins\n"
-              "assert dropins._kernel_loaded.wait(240)\n"
+              "sj.preload()\n"
               "print(sum(dropins._copy_elements.stats.cache_hits.values()), 'numba.np.linalg' in sys.modules)\n"
               "src = np.random.default_rng(0).random(100_003)\n"
               "dst = np.zeros_like(src)\n"
@@ -271,10 +296,12 @@ def test_the_cached_kernel_loads_without_numbas_registries():
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
-def test_a_fork_right_after_import_can_compile():
+def test_a_fork_while_the_kernel_loads_can_compile():
     """A child forked while the loading thread held Numba's compiler lock
-    would hold it forever: the fork waits for the load."""
+    would hold it forever: the fork waits for the load (a bounded wait)."""
     done = run_fresh("import os, numpy as np, streamjit as sj\n"
+                     "from streamjit import dropins\n"
+                     "dropins.load_copy_kernel_in_background()\n"
                      "def copy(d, s):\n"
                      "    for i in range(d.shape[0]):\n"
                      "        d[i] = s[i]\n"
@@ -304,7 +331,7 @@ def test_a_forked_child_copies_on_threads_after_its_parent_did(how):
                                            "    assert pool.apply_async(copied).get(60)\n")}[how]
     script = ("import os, numpy as np, streamjit as sj\n"
               "from streamjit import dropins\n"
-              "assert dropins._kernel_loaded.wait(240)\n"
+              "sj.preload()\n"
               "a = np.random.default_rng(0).random(3 << 20)\n"
               "def copied():\n"
               "    c = np.empty_like(a)\n"
@@ -329,9 +356,13 @@ def test_bad_environment_variables_never_break_the_import(env_var):
               "    for i in range(src.shape[0]):\n"
               "        dst[i] = src[i]\n"
               "k = sj.stream_kernel(copy, stream_stores=['dst'], threshold='auto')\n"
-              "use = {'STREAMJIT_THRESHOLD': lambda: k(np.zeros(3), np.ones(3))}\n"
+              "use = {'STREAMJIT_THRESHOLD': lambda: k(np.zeros(3), np.ones(3)), 'STREAMJIT_PARALLEL_BYTES': "
+              "lambda: (sj.preload(), sj.copyto(np.zeros(3), np.ones(3)))}\n"
               f"use.get({env_var!r}, lambda: sj.copyto(np.zeros(3), np.ones(3)))()\n")
-    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, env_var: "abc"},
+    # (STREAMJIT_PARALLEL_BYTES is read by the thread loading the kernel, and
+    # raised by the first copy above the threshold after it)
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "STREAMJIT_COPY_THRESHOLD": "0",
+                                                                env_var: "abc"},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert f"environment variable {env_var} must be a number of bytes" in done.stderr
