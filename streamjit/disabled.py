@@ -35,6 +35,8 @@ def python_function(func, name=None):
     func.stream_report = func.inspect_llvm = func.inspect_asm = says
     func.stream_result = lambda *args, **kwargs: StreamResult(notes={"": [message]})
     func.above_threshold = lambda *args, **kwargs: False  # (no call streams)
+    # (nothing compiled counts calls: as for a kernel that streams no store)
+    func.stream_calls = func.stream_fallbacks = lambda *args, **kwargs: None
     return func
 
 

@@ -365,6 +365,8 @@ def copyto(dst, src, casting="same_kind", where=True):
                     and dst.shape == src.shape
                     and dst.dtype in _FAST_DTYPES and dst.dtype == src.dtype and dst.flags.carray
                     and src.flags.c_contiguous):
+                # (casting is checked as np.copyto checks it: the same errors for a bad value)
+                np.can_cast(dst.dtype, src.dtype, casting)
                 return stream_copy(dst.reshape(-1), src.reshape(-1))
         return _numpy_copyto(dst, src, casting)
     np.copyto(dst, src, casting=casting, where=where)

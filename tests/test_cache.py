@@ -257,3 +257,39 @@ def test_editing_any_stage_changes_every_key(tmp_path):
     stage = copy / "post_o3" / "nontemporal.py"
     stage.write_text(stage.read_text() + "\n# edited\n")
     assert sources_digest(str(copy)) != before
+
+
+COUNTED_MODULE = textwrap.dedent("""
+    import streamjit as sj
+
+    @sj.stream_kernel(stream_stores=["dst"], threshold=None, cache=True)
+    def kernel(dst, src):
+        for i in range(src.shape[0]):
+            dst[i] = src[i] + OFFSET
+""")
+
+
+def test_kernels_of_one_name_from_two_modules_count_their_own_calls(tmp_path):
+    """Two cached kernels of the same name and argument types from two
+    modules, each compiled in a process of its own, shared one call counter
+    once both were loaded into one process (both said 8 calls, not 3 and 5)."""
+    for name, offset in (("m1", "1.0"), ("m2", "2.0")):
+        (tmp_path / f"{name}.py").write_text(COUNTED_MODULE.replace("OFFSET", offset))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+
+    def run(code):
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    for name in ("m1", "m2"):
+        run(f"import numpy as np, {name}; {name}.kernel(np.zeros(1000), np.zeros(1000))")
+    assert run("import numpy as np, m1, m2\n"
+               "a, b, c = np.zeros(1000), np.zeros(1000), np.zeros(1000)\n"
+               "for _ in range(3): m1.kernel(b, a)\n"
+               "for _ in range(5): m2.kernel(c, a)\n"
+               "print(b[0], c[0], sum(m1.kernel.stats.cache_hits.values()), sum(m2.kernel.stats.cache_hits.values()))\n"
+               "print(m1.kernel.stream_calls()['streamed'], m2.kernel.stream_calls()['streamed'])\n") == \
+        ["1.0", "2.0", "1", "1", "3", "5"]

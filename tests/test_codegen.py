@@ -267,3 +267,51 @@ def test_no_page_alias_check_where_the_profile_measured_no_stall(monkeypatch):
     numba.njit(_triad)(expected, a, b)
     np.testing.assert_array_equal(out, expected)
     assert kernel.stream_calls()["streamed"] == 1 and kernel.stream_fallbacks()["page_alias"] == 0
+
+
+def test_call_counters_add_atomically():
+    """Calls from several threads (nogil kernels, copyto's threads) each
+    count: a plain load, add and store lost counts when a thread was
+    preempted between them."""
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=None, nogil=True)(K.copy.py_func)
+    kernel(np.zeros(100), np.ones(100))
+    llvm_ir = kernel.inspect_llvm(kernel.signatures[0])
+    counter = kernel.stream_result().call_counter
+    updates = [line for line in llvm_ir.splitlines() if f"@{counter}" in line and not line.startswith("@")]
+    assert updates and all("atomicrmw add" in line or "getelementptr" in line for line in updates), updates
+    assert any("atomicrmw add" in line for line in updates)
+
+
+def _copy_until(dst, src, k):
+    for i in range(src.shape[0]):
+        if i == k:
+            raise ValueError("stop")
+        dst[i] = src[i]
+
+
+def test_calls_that_raise_are_counted():
+    """The record was written before each return only: a call that streamed
+    most of its array and then raised was counted nowhere."""
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=None)(_copy_until)
+    a = np.random.default_rng(2).random(100_000)
+    d = np.zeros_like(a)
+    kernel(d, a, -1)
+    for k in (50_000, 99_999):
+        with pytest.raises(ValueError, match="stop"):
+            kernel(d, a, k)
+    np.testing.assert_array_equal(d, a)
+    assert sum(kernel.stream_calls().values()) == 3 and kernel.stream_calls()["streamed"] == 3
+
+
+@pytest.mark.parametrize("strided", ["dst", "src"])
+def test_a_strided_array_is_counted_as_the_contiguous_check_fallback(strided):
+    """A strided destination was counted ``plain`` with no reason, where a
+    strided source was counted ``after_check`` with ``contiguous``."""
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=None)(K.copy.py_func)
+    big = np.random.default_rng(3).random(40_000)
+    dst = np.zeros(40_000)[::2] if strided == "dst" else np.zeros(20_000)
+    src = big[::2] if strided == "src" else big[::2].copy()
+    kernel(dst, src)
+    np.testing.assert_array_equal(dst, src)
+    assert kernel.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0}
+    assert kernel.stream_fallbacks()["contiguous"] == 1

@@ -24,7 +24,8 @@ src = np.arange(10.0)
 dst = np.zeros(10)
 kernel(dst, src)
 found["kernel"] = [kernel is copy, eager is copy, dst.tolist() == src.tolist(), str(kernel.stream_report()),
-                   kernel.above_threshold(dst, src), sorted(kernel.stream_result().streamed_stores)]
+                   kernel.above_threshold(dst, src), sorted(kernel.stream_result().streamed_stores),
+                   kernel.stream_calls(), kernel.stream_fallbacks()]
 g = np.random.default_rng(0).random((5, 7))
 for name, options in (("stencil", {}), ("stencil-cval", {"cval": -1.0})):
     st = sj.stencil(**options)(average)
@@ -51,8 +52,9 @@ def _run(disable):
 def test_kernels_run_as_python_and_say_so():
     off, on = _run("0"), _run("1")
     assert on["kernel"] == [True, True, True, "NUMBA_DISABLE_JIT=1: copy runs as Python; nothing is compiled, "
-                                              "so nothing streams", False, []]
+                                              "so nothing streams", False, [], None, None]
     assert off["kernel"][:3] == [False, False, True]  # the control: compiled, the same result
+    assert off["kernel"][-2]["streamed"] == 1
     for name in ("stencil", "stencil-cval", "stencil-out"):
         assert on[name] == off[name] if name == "stencil-out" else on[name][0] == off[name][0]
     assert on["stencil"][1] == "NUMBA_DISABLE_JIT=1: stencil average runs as Python; nothing is compiled, so " \

@@ -458,3 +458,15 @@ def test_empty_like_places_a_second_buffer_where_a_sweep_streams(shift):
     np.testing.assert_array_equal(alike, expected)
     assert kernel.stream_calls()["after_check"] == 1 and kernel.stream_fallbacks()["page_alias"] == 1
     assert "allocate the output with streamjit.empty_like" in str(kernel.stream_report())
+
+
+@pytest.mark.parametrize("casting", ["bogus", None, 3])
+def test_a_bad_casting_raises_as_numpys_on_the_streamed_path(monkeypatch, casting):
+    monkeypatch.setattr(dropins, "STREAM_BYTES", 0)
+    monkeypatch.setattr(dropins, "_kernel_loaded", __import__("threading").Event())
+    dropins._kernel_loaded.set()
+    monkeypatch.setattr(dropins, "_copy_elements", lambda d, s: d.__setitem__(slice(None), s))
+    src = np.random.default_rng(5).random(4096)
+    expected = outcome(np.copyto, np.zeros(4096), src, casting=casting)
+    assert expected[0] in (ValueError, TypeError)
+    assert outcome(sj.copyto, np.zeros(4096), src, casting=casting) == expected

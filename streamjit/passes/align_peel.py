@@ -383,8 +383,11 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
             checks["page_alias"].append(pre.call(codegen.no_trailing_alias, ir.Var(scope, access.array_var, loc),
                                    _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
                                    anchor_first, distance))
-    # loads of the aligned loop address rows as contiguous (`direct_load`)
-    for name in sorted({a.array_var for a, _ in plan.loads if scan.typemap[a.array_var].layout != "C"}):
+    # loads of the aligned loop address rows as contiguous (`direct_load`),
+    # and its stores need contiguous rows to be aligned (counted as this
+    # check's fallback, not as a call no aligned loop reached)
+    for name in sorted({a.array_var for a, _ in plan.loads + plan.stores
+                        if scan.typemap[a.array_var].layout != "C"}):
         checks["contiguous"].append(pre.call(codegen.inner_contiguous, ir.Var(scope, name, loc)))
     # `&`, not `and`: no short-circuit branches to lower and optimize
     plan.checks = {name: functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), group).name

@@ -14,7 +14,7 @@ counters' increments before each return:
     fell_bounds = fell_bounds + (not (ok | end <= first))  # after each of an aligned loop's run-time checks
     ran = ran + opaque(end > start)                   # where the aligned loop's start is computed
     fell_operands = fell_operands + (not ok)          # after a fused loop's check (`array_stores.py`)
-    record_call(name, ran, large, (fell_bounds, ...)) # before each return
+    record_call(name, ran, large, (fell_bounds, ...)) # before each return and raise
 
 One count per kind of check (``codegen.FALLBACK_CHECKS``: bounds,
 alignment of several streamed stores, contiguous rows, a source a few bytes
@@ -88,11 +88,19 @@ def run_pass(state):
     for ok in state.stream_fallbacks:
         _after(blocks, ok, lambda emit, ok: _count(emit, FELL["operands"], _failed(emit, ok)))
     # one name per compile, the same in every process that compiles the
-    # kernel in the same order (Numba's unique name counts functions)
-    key = f"{state.func_id.unique_name}{state.args}".encode()
+    # kernel in the same order (Numba's unique name counts functions), and
+    # distinct for kernels of the same name from other modules, files, code
+    # or options: entries loaded from the cache into one process would
+    # otherwise share one counter (linkonce_odr globals of one name merge)
+    func_id = state.func_id
+    code = func_id.func.__code__
+    key = repr((func_id.modname, code.co_filename, func_id.unique_name, state.args,
+                hashlib.sha1(code.co_code + repr(code.co_consts).encode()).hexdigest(),
+                options.cache_key())).encode()
     result.call_counter = f"_streamjit_calls_{hashlib.sha1(key).hexdigest()[:20]}"
     for block in blocks.values():
-        if isinstance(block.body[-1], ir.Return):
+        # (a call that raises is counted too: it may have streamed before it did)
+        if isinstance(block.body[-1], (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)):
             emit = Emitter(block.scope, block.body[-1].loc)
             # (`size_check.py` tests the size only where a loop was aligned)
             large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and state.stream_peels \
