@@ -10,6 +10,7 @@ from numba.core import ir, types
 
 from ..errors import StreamConfigError, warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY, StreamResult
+from .affine import Affine, AffineAnalyzer
 from .scan import root_array, scan_kernel
 
 
@@ -107,12 +108,22 @@ def read_back(scan, name):
     for store in scan.stores(name):
         if not store.loops or store.kind != "element":
             continue
-        key = [_atom_key(scan, a) for a in store.index]
+        analyzer = AffineAnalyzer(scan, store.loops[0])
+        element = _element_of(analyzer, store)
         for load in scan.loads(name):
             if load.kind == "element" and any(loop is store.loops[-1] for loop in load.loops) \
-                    and [_atom_key(scan, a) for a in load.index] != key:
+                    and _element_of(analyzer, load) != element:
                 return load, store
     return None
+
+
+def _element_of(analyzer, access):
+    """What selects the element an access reads or writes: the affine form
+    of each index dimension (its `Affine.key` and constant), so that ``j + 1``
+    computed twice is one element; the variable itself where not affine."""
+    forms = [analyzer.of(atom) if isinstance(atom, ir.Var) else atom for atom in access.index]
+    return [(f.key(), f.const) if isinstance(f, Affine) else f if f is not None else atom.name
+            for f, atom in zip(forms, access.index)]
 
 
 def _measured_slower(scan, name, origin):
