@@ -112,7 +112,7 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
 # Numba's load_overload first refreshes its CPU target: it imports every
 # registry of implementations (and SciPy, for BLAS, where installed), 0.54 of
 # the 0.56 s that loading the copy drop-in's cached kernel took in a fresh
-# process (AMD EPYC Zen 2 VM, session 34). Loading compiled code needs only
+# process (AMD EPYC Zen 2 VM, bench/cached_first_call.py). Loading compiled code needs only
 # the symbols it calls: Numba's runtime's, which `rtsys.initialize` installs
 # (as the refresh does), Numba's C helpers and the C library's, there from
 # the start. A symbol that an extension's registry installs would not be,

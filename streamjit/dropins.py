@@ -53,7 +53,7 @@ def _starts_inside(dst, src):
 # one signature serves all dtypes, loaded from Numba's disk cache (compiled
 # the first time) by `load_copy_kernel`, so that no large copy pays a
 # compilation (compiling float32's on the second call stalled it for
-# 400 ms, issue 27).
+# 400 ms: bench/copy_threads.py --first-calls, AMD EPYC Zen 2 VM).
 COPY_SIGNATURE = "void(u1[::1], u1[::1])"
 
 
@@ -83,7 +83,7 @@ def copy_threads():
     read it: until it is launched no ``numba.set_num_threads`` has run, so
     the count is ``NUMBA_NUM_THREADS``. Launching it (loading the threading
     layer) took 26 ms, and up to 70 ms in a first large copy made while the
-    copy kernel loads (256 MiB, AMD EPYC Zen 2 VM, session 33), which needs
+    copy kernel loads (256 MiB, AMD EPYC Zen 2 VM, bench/copy_threads.py --first-calls), which needs
     none of its threads. (``_is_initialized``: private, read only; Numba
     0.66-0.68.)"""
     if not numba_parallel._is_initialized:

@@ -139,7 +139,7 @@ def numpy_streaming_bytes():
 # The rule above is not what every glibc computes: on the AMD EPYC Zen 2 VM
 # (glibc 2.36, Debian 12, 16 MiB L3 reported) it gives 6 MiB, yet glibc
 # reports 192 MiB and np.copyto ran 16-17 GB/s (plain stores) at 16 and
-# 64 MiB, 28 GB/s (streamed) at 256 MiB (issue 27, session 33). Copies
+# 64 MiB, 28 GB/s (streamed) at 256 MiB (bench/copy_threads.py). Copies
 # between the two ran on threads where one streamed thread was 1.6-1.9x
 # np.copyto, and with the other core busy fell to 0.34-0.45x.
 GLIBC_TUNABLE = "glibc.cpu.x86_non_temporal_threshold"

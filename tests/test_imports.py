@@ -66,3 +66,14 @@ def test_the_scan_finds_a_cycle():
 
 def test_the_bottom_floor_imports_only_the_warning_class():
     assert import_graph()["streamjit.machine"] == {"streamjit.errors"}
+
+
+def test_comments_cite_scripts_and_cpus_not_issues_or_sessions():
+    """A reader of the code cannot follow "issue 27" or "session 33": a
+    measured number cites the bench script and the CPU."""
+    import re
+
+    cited = [f"{p.relative_to(PACKAGE)}:{n}" for p in PACKAGE.rglob("*.py")
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"\b(issue|session)s? \d", line, re.IGNORECASE)]
+    assert cited == []

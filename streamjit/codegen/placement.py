@@ -8,8 +8,8 @@ allocation header against NumPy's), so its streamed store trails the
 argument's element ``i - 1`` by a few dozen bytes: 4K aliasing, where the
 loads wait for the non-temporal stores still in flight. The aligned loop's
 check (`checks.no_trailing_alias`) then sends every call to the plain loop,
-and a named fresh output of a stencil never streamed (issue 27, AMD EPYC
-Zen 2 VM: every call counted ``page_alias``).
+and a named fresh output of a stencil never streamed (AMD EPYC Zen 2 VM,
+bench/README.md: every call counted ``page_alias``).
 
 ``placed_apart(fresh, inputs)`` follows such an ``np.empty`` /
 ``np.empty_like`` (inserted by ``passes/fresh_placement.py``): where
@@ -21,7 +21,8 @@ untouched (none of its pages was faulted in).
 
 In a kernel it is emitted inline (an intrinsic: the rule is a few integer
 operations and one allocation). As a jitted function it cost 0.7-1.1 s of
-first-call compile per array type (AMD EPYC Zen 2 VM, session 33): four
+first-call compile per array type (AMD EPYC Zen 2 VM, bench/README.md
+"First call of a kernel with a named fresh output"): four
 helpers, each through Numba's whole pipeline, and a ``reshape``. From
 Python (the drop-ins ``empty_like`` and ``stencil``) the same rule runs in
 NumPy.

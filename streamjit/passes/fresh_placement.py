@@ -7,7 +7,7 @@ was called with. A streamed loop ``out[i] = u[i - 1] + u[i] + u[i + 1]``
 then stores a few bytes ahead of its loads modulo 4 KiB, where the loads
 wait for the non-temporal stores in flight (4K aliasing), and the aligned
 loop's check sends the call to the plain loop: measured on an AMD EPYC
-Zen 2 VM (issue 27), a named fresh output of a 3-point stencil fell back on
+Zen 2 VM (bench/README.md, its Zen 2 sections), a named fresh output of a 3-point stencil fell back on
 every call (``stream_fallbacks()["page_alias"]``), at every size.
 
 For each array named in ``stream_stores`` that the kernel allocates with

@@ -32,9 +32,9 @@ def run_pass(state):
     fresh = sorted(result.fresh_arrays & result.streamed_stores)
     # Otherwise the arrays whose stores stream: the threshold is where a
     # streamed store starts to pay (measured on stores alone), and a large
-    # streamed load must not make a small output's stores stream (trisolv,
-    # issue 27: L's 275 MiB made x's 48 KB stream, then read back from
-    # memory, 0.94x). The streamed loads count only where no store streams.
+    # streamed load must not make a small output's stores stream (NPBench's
+    # trisolv, bench/npbench.py: L's 275 MiB made x's 48 KB stream, then read
+    # back from memory, 0.94x). The streamed loads count only where no store streams.
     # (a ping-pong variable's own name is not an array: the arrays it may hold are streamed too)
     counted = scan.arrays if fresh else sorted(result.streamed_stores or result.streamed_loads)
     result.size_arrays = tuple(a for a in counted if a in scan.arrays and a not in scan.fresh)

@@ -14,8 +14,8 @@ broadcast (``a[i]`` inside a ``j`` loop), a gather (``a[idx[k]]``) or a
 load outside every loop is not prefetched; the report says why.
 
 A streamed load stays a plain load, decided per access (`why_plain`),
-where a prefetch does not pay (issue 27: NPBench kernels ran 0.70x and
-0.93x with ``stream_loads=True``): an array the kernel allocates (its lines
+where a prefetch does not pay (bench/npbench.py: NPBench kernels ran 0.70x
+and 0.93x with ``stream_loads=True``): an array the kernel allocates (its lines
 were just written, in cache), a walk whose step is wider than a cache line
 (the hardware prefetcher follows constant strides; a prefetch a fixed
 number of bytes ahead lands a few rows on, one more miss per element), a
