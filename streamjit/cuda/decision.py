@@ -8,8 +8,9 @@ not accept. So its syntax tree is read here, for the facts the CPU's rule
 (`passes.accesses.streamed_store_names`) asks of the typed IR, and the rule
 is the CPU's: ``stream_stores=True`` streams every array parameter the
 kernel stores to except those only updated in place (``a[i] += x``,
-``a[i] = a[i] * s``; stores to one constant element, boundary values, aside),
-with the CPU's note; ``stream_loads=True`` every array parameter loaded and
+``a[i] = a[i] * s``; stores to one constant element, boundary values, aside)
+and those a loop loads back at another element (``out[i] = out[i - 1] +
+a[i]``), with the CPU's notes; ``stream_loads=True`` every array parameter loaded and
 never stored. (A numba-cuda kernel allocates no NumPy arrays, so the CPU's
 other exception, fresh arrays, never applies.) A variable is an alias of a
 parameter as on the CPU (`rebindings.rebinding_roots`): whichever of its
@@ -21,8 +22,8 @@ compares both targets' decisions and aliases on the same kernels.
 
 import ast
 
-from ..passes.accesses import IN_PLACE_NOTE
-from .source import assigned_names, element
+from ..passes.accesses import IN_PLACE_NOTE, READ_BACK_NOTE
+from .source import assigned_names, element, used_names
 
 
 def aliases(tree, types):
@@ -121,6 +122,34 @@ def _element_stores(kernel):
     return found
 
 
+def _read_back(kernel, array):
+    """``(load line, store line)``: an element load of ``array`` at another
+    index than an element store beside it, inside the store's innermost
+    ``for`` loop (``out[i] = out[i - 1] + a[i]``: the CPU's
+    `accesses.read_back`, indices compared as expressions); None if none."""
+    parents = {child: node for node in ast.walk(kernel.tree) for child in ast.iter_child_nodes(node)}
+    for sub in ast.walk(kernel.tree):
+        hit = isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store) and element(sub, kernel)
+        if not hit or hit[0] != array:
+            continue
+        loop = parents.get(sub)
+        while loop is not None and not isinstance(loop, ast.For):
+            loop = parents.get(loop)
+        if loop is None:
+            continue
+        key = [ast.dump(i) for i in hit[1]]
+        # (a name bound twice in the loop may hold two values: ``i = k; t =
+        # b[i]; i = k + 1; b[i] = t`` reads another element than it writes)
+        bound = [n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        rebound = {n for n in bound if bound.count(n) > 1}
+        for load in ast.walk(loop):
+            other = isinstance(load, ast.Subscript) and isinstance(load.ctx, ast.Load) and element(load, kernel)
+            if other and other[0] == array and ([ast.dump(i) for i in other[1]] != key
+                                                or rebound & set().union(*map(used_names, hit[1]))):
+                return load.lineno, sub.lineno
+    return None
+
+
 def named(kernel, stores, loads):
     """``(streamed stores, streamed loads, notes)`` for the options
     ``stores`` / ``loads`` (True, False or names): True by the CPU's rule
@@ -137,7 +166,10 @@ def named(kernel, stores, loads):
                     if a == array and not all(map(_constant, indices))]
             if mine and all(_updates_in_place(kernel, body, at, array, indices) for indices, body, at in mine):
                 in_place.add(array)
-        notes = [(array, IN_PLACE_NOTE) for array in sorted(in_place)]
-        stores = stored - in_place
+        read_backs = {array: _read_back(kernel, array) for array in sorted(stored - in_place)}
+        notes = [(array, IN_PLACE_NOTE) for array in sorted(in_place)] + [
+            (array, READ_BACK_NOTE.format(load=lines[0], store=lines[1])) for array, lines in read_backs.items()
+            if lines]
+        stores = stored - in_place - {array for array, lines in read_backs.items() if lines}
     loads = loaded - stored if loads is True else loads
     return frozenset(stores or ()), frozenset(loads or ()), notes
