@@ -17,7 +17,9 @@ function on the records of `module.py`:
    256-bit ``stnp``/``ldnp`` pairs;
 6. ``prefetch``: prefetches ahead of the marked loads that ask for them;
 7. ``exit_fences``: a store fence before every return an NT store reaches
-   unfenced (the exceptions raised inside a streamed nest).
+   unfenced (the exceptions raised inside a streamed nest);
+8. ``huge_pages``: the large arrays the kernel allocates get NumPy's
+   huge-page advice.
 
 The host build (`lowering/library.py`) and the inspection for other CPUs
 (`lowering/cross_target.py`) both run `run_post_o3`, so they cannot drift
@@ -28,10 +30,12 @@ stage, for each module that holds streamjit marks.
 from ..dump import dump_after
 from ..lowering.keep_scalar import MARKER as KEEP_SCALAR
 from ..lowering.markers import DOMAIN_NAME
-from . import exit_fences, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset, widen_stores
+from . import (exit_fences, huge_pages, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset,
+               widen_stores)
 from .module import Module
 
-STAGES = (keep_scalar, stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch, exit_fences)
+STAGES = (keep_scalar, stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch, exit_fences,
+          huge_pages)
 
 
 def stage_name(stage):
@@ -45,11 +49,11 @@ def run_post_o3(text, target, module_name=""):
     """(``text`` after every stage for ``target``, whether any changed it).
 
     Numba makes many modules while it compiles a kernel (its helpers, the
-    wrappers), and most hold nothing of streamjit's: no mark and no
-    keep-scalar call, so no stage has work there. Those are passed through
+    wrappers), and most hold nothing of streamjit's: no mark, no
+    keep-scalar call and no allocation, so no stage has work there. Those are passed through
     without being parsed (first-call compile time)."""
     marked = f'!"{DOMAIN_NAME}' in text
-    if not marked and KEEP_SCALAR not in text:
+    if not marked and KEEP_SCALAR not in text and huge_pages.ALLOCATE not in text:
         return text, False
     module = Module(text)
     changed = False
