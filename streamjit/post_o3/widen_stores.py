@@ -27,8 +27,8 @@ likes: a narrow vector as a 32-bit conversion and a *saturating* pack
 (``vcvttpd2dq`` + ``vpackusdw``: -49.5 to uint16 gives 0), where Numba's
 scalar code and its full-width vector loop convert to 32 bits and
 *truncate* (``cvttsd2si`` + a 16-bit store; ``vcvttpd2dq`` + ``vpmovdw``),
-keeping the wrapped value NumPy gives (65487). So every narrow marked
-store, joined or not (a remainder's), takes such a value as that conversion
+keeping the wrapped value NumPy gives (65487). So on x86 every narrow
+marked store, joined or not (a remainder's), takes such a value as that conversion
 spelled out (``fptosi`` to ``i32``, ``i64`` for an unsigned ``i32``, then
 ``trunc``), defined for every input, and stores the bytes the scalar code
 stores.
@@ -87,16 +87,19 @@ def _joinable(block, start, offsets, marked):
     return (run[:count] if step > 0 else run[:count][::-1]), ends[count - 1]
 
 
-def _spelled_out_conversions(function, stores):
-    """(the instructions, the values to join): each stored value converted
-    from floating point to a narrow integer, converted through the wider
-    integer x86 converts it through, then truncated (see the module doc)."""
+def _spelled_out_conversions(function, stores, target):
+    """(the instructions, the values to join): on x86, each stored value
+    converted from floating point to a narrow integer, converted through the
+    wider integer x86 converts it through, then truncated (see the module
+    doc). Other targets' scalar code converts as their vector code does
+    (AArch64's ``fcvtzu`` saturates: -49.5 to uint16 gives 0 in both), so
+    there the conversions stay."""
     definitions = function.definitions()
     insts, values = [], []
     for store in stores:
         conversion, value = definitions.get(store.value), store.value
         _, lanes, element = vector_shape(store.type)
-        wider = _CONVERTED_THROUGH.get((getattr(conversion, "opcode", None), element))
+        wider = target.arch == "x86" and _CONVERTED_THROUGH.get((getattr(conversion, "opcode", None), element))
         if wider:
             source = conversion.operands[0].split(" to ")[0]
             through = function.new_name("convert")
@@ -107,11 +110,11 @@ def _spelled_out_conversions(function, stores):
     return insts, values
 
 
-def _joined(function, stores):
+def _joined(function, stores, target):
     """The instructions that store ``stores`` (lowest address first; one or
     more) as one."""
     _, lanes, element = vector_shape(stores[0].type)
-    insts, values = _spelled_out_conversions(function, stores)
+    insts, values = _spelled_out_conversions(function, stores, target)
     while len(values) > 1:
         joined = []
         for a, b in zip(values[::2], values[1::2]):
@@ -127,7 +130,7 @@ def _joined(function, stores):
     return insts
 
 
-def _rewritten_run(function, block, k, offsets, marked):
+def _rewritten_run(function, block, k, offsets, marked, target):
     """(the records that replace the narrow marked stores from
     ``block.insts[k]`` on, the index after them), or None."""
     if not _narrow_marked_store(block.insts[k], marked):
@@ -135,7 +138,7 @@ def _rewritten_run(function, block, k, offsets, marked):
     stores, end = _joinable(block, k, offsets, marked)
     if not stores:  # (alone: its conversion, if any, spelled out)
         stores, end = [block.insts[k]], k + 1
-    replacement = _joined(function, stores)
+    replacement = _joined(function, stores, target)
     if len(replacement) == 1:  # (alone, and no conversion to spell out)
         return None
     return replacement + [i for i in block.insts[k:end] if not i.is_instruction], end
@@ -153,5 +156,5 @@ def run(module, target):
             continue
         offsets = function.constant_offsets()
         for block in function.blocks:
-            changed |= block.rewrite_runs(lambda k: _rewritten_run(function, block, k, offsets, marked))
+            changed |= block.rewrite_runs(lambda k: _rewritten_run(function, block, k, offsets, marked, target))
     return changed
