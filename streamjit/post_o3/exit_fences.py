@@ -11,11 +11,13 @@ still be unordered. This stage puts a copy of the function's own fence (the
 module's first, in a function with none) before each such return (the paths
 are read off the final CFG, `unfenced_returns`), marked `EXIT_FENCE_MARK`
 for `stream_report`. Normal returns are already fenced by the nest's fence
-and get none.
+and get none, nor do streamjit's own fills (`stream_memset.py`): each is
+called inside a streamed nest, whose fence follows the call.
 """
 
 from .counts import is_nt_store, is_store_fence
 from .module import Inst
+from .stream_memset import FILL
 
 EXIT_FENCE_MARK = "; streamjit: exit fence"
 
@@ -74,7 +76,9 @@ def run(module, target):
         return False
     changed = False
     for function in module.functions:
-        if _every_return_follows_a_fence(function) or not any(is_nt_store(i) for _, _, i in function.instructions()):
+        # (streamjit's own fills run inside a streamed nest, whose fence follows the call)
+        if function.name.startswith(FILL) or _every_return_follows_a_fence(function) \
+                or not any(is_nt_store(i) for _, _, i in function.instructions()):
             continue
         _, returns = unfenced_returns(function)
         own = fences[function.name]
