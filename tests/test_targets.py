@@ -153,3 +153,19 @@ def test_other_targets_fence_the_exits_the_host_build_fences():
     for triple, cpu in ((llvm.get_process_triple(), None), NEON):
         report = kernel.stream_report(sig, target=triple, cpu=cpu)
         assert (report.exit_fences, report.unfenced_stores) == (host.exit_fences, 0), triple
+
+
+@pytest.mark.skipif(not __import__("platform").machine() in ("x86_64", "AMD64"), reason="x86 only")
+@pytest.mark.parametrize("cpu, through_integers", [("x86-64", True), ("znver4", False)])
+def test_the_host_builds_target_facts_follow_numba_cpu_name(monkeypatch, cpu, through_integers):
+    """The host build's target facts came from the host CPU, not from the
+    CPU Numba builds for: an AMD host building for ``x86-64`` tagged scalar
+    doubles for ``movntsd`` (SSE4A, which x86-64 lacks), and the report
+    counted NT stores the machine code did not have."""
+    from numba.core import config
+
+    from streamjit.lowering.targets import Target
+
+    monkeypatch.setattr(config, "CPU_NAME", cpu)
+    monkeypatch.setattr(config, "CPU_FEATURES", "")
+    assert Target().fp_through_integers is through_integers

@@ -37,6 +37,18 @@ def arch_of(triple):
     return "other"
 
 
+def host_build_cpu():
+    """``(cpu, features)`` the host build compiles for: Numba's
+    ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` where set (a build for
+    ``x86-64`` on an AMD host has no SSE4A), else the host CPU (features
+    None: its own)."""
+    from numba.core import config
+
+    if config.CPU_NAME:
+        return config.CPU_NAME, config.CPU_FEATURES or ""
+    return llvm.get_host_cpu_name(), (config.CPU_FEATURES or None)
+
+
 def scalar_fp_through_integer_register(triple=None, cpu=None, features=None):
     """Whether scalar floating-point NT stores must go through an integer
     register on this host (or the ``triple``/``cpu``/``features`` given): x86
@@ -45,9 +57,11 @@ def scalar_fp_through_integer_register(triple=None, cpu=None, features=None):
     a plain ``movsd`` (and folds a bitcast to ``i64`` back into one), so only
     inline assembly keeps the hint (measured: bench/README.md)."""
     if triple is None:
-        triple, sse4a = llvm.get_process_triple(), llvm.get_host_cpu_features().get("sse4a", False)
+        triple, cpu, features = llvm.get_process_triple(), *host_build_cpu()
+    if features is None:  # (the host CPU's own features)
+        sse4a = llvm.get_host_cpu_features().get("sse4a", False)
     else:
-        sse4a = "+sse4a" in (features or "") or bool(re.match(r"(znver|bdver|btver|amdfam10|barcelona)", cpu or ""))
+        sse4a = "+sse4a" in features or bool(re.match(r"(znver|bdver|btver|amdfam10|barcelona)", cpu or ""))
     return triple.startswith(("x86_64", "i686")) and not sse4a
 
 
