@@ -60,6 +60,7 @@ LOAD_CANDIDATES = SOURCE_CANDIDATES + (LoadStage(nt_loads=True), LoadStage("nta"
 
 
 def jacobi5_f32(out, g):
+    """The 5-point Jacobi sweep of float32 the profile is measured with."""
     for r in range(1, g.shape[0] - 1):
         for c in range(1, g.shape[1] - 1):
             out[r, c] = np.float32(0.2) * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
@@ -189,6 +190,8 @@ def measure_load_stages(mib=64, rounds=5, report=print, previous=(None, None), l
 
 
 def save_load_stages(sources, loads, reasons, rows):
+    """Store the two load stages `measure_load_stages` chose, with their
+    reasons and measurements, in the profile file."""
     return update_profile_file({"profile": {"sources": stage_record(sources), "stream_loads": stage_record(loads),
                                             "reasons": reasons}}, {"profile": rows})
 
@@ -249,6 +252,8 @@ def measure_page_alias(mib=64, rounds=5, report=print):
 
 
 def save_page_alias(page_alias_bytes, reason, rows):
+    """Store the ``page_alias_bytes`` row `measure_page_alias` chose, with
+    its reason and measurements, in the profile file."""
     return update_profile_file({"profile": {"page_alias_bytes": page_alias_bytes,
                                             "reasons": {"page_alias_bytes": reason}}}, {"page_alias": rows})
 

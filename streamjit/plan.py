@@ -21,6 +21,9 @@ LOOP_NOTE = "stored in a loop"
 
 @dataclass(frozen=True)
 class StreamOptions:
+    """A kernel's validated options (``stream_kernel(...)``), with the machine
+    profile's rows it was compiled with; fixed per dispatcher, and part of
+    every cache key (`cache_key`)."""
     stream_stores: object = False  # True, or a tuple of names
     stream_loads: object = False
     # how streamed loads, and the sources of streamed stores, are lowered:
@@ -48,6 +51,10 @@ class StreamOptions:
 
 @dataclass
 class StreamResult:
+    """What the passes decided for one signature: the arrays whose stores
+    and loads stream, the loops split for alignment, the notes saying why
+    an array stayed plain, and the per-call counters' name (read back as
+    ``calls`` and ``fallbacks``). ``kernel.stream_result(signature)``."""
     streamed_stores: frozenset = frozenset()
     streamed_loads: frozenset = frozenset()
     fresh_arrays: frozenset = frozenset()  # arrays the kernel allocates and stores to, or computes

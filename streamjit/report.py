@@ -46,6 +46,13 @@ LEGEND = ("(instructions in the LLVM IR, not executions; NT: non-temporal (strea
 
 @dataclass
 class StreamReport:
+    """What one compiled signature of a kernel streams, and what its calls did.
+
+    ``kernel.stream_report(signature)`` returns it; printed (or shown in
+    Jupyter) it is the table of the README's tour. ``arrays`` maps each
+    array to its `ArrayReport` (accesses counted in the final LLVM IR);
+    ``fences`` and the ``machine_nt_*`` counts are read off the assembly;
+    ``calls`` and ``fallbacks`` are the per-call record so far."""
     signature: tuple
     arrays: dict
     fences: int

@@ -19,6 +19,9 @@ _FENCE_CALLS = ("llvm.x86.sse.sfence", "llvm.aarch64.dmb")
 
 @dataclass
 class ArrayReport:
+    """One array's accesses in a kernel's final LLVM IR, by kind (counts of
+    instructions, not of executions), and the notes that say why a store or
+    load was left plain."""
     nt_vector_stores: int = 0
     nt_scalar_stores: int = 0
     plain_stores: int = 0
