@@ -9,6 +9,7 @@ import pytest
 from llvm_fixtures import NEON, X86, verified
 
 import streamjit as sj
+from streamjit import machine
 from streamjit.post_o3 import huge_pages
 from streamjit.post_o3.module import Module
 
@@ -27,9 +28,17 @@ needs_advice = pytest.mark.skipif(not huge_pages.ADVISE, reason="NumPy gives no 
                                   "(not Linux, or NUMPY_MADVISE_HUGEPAGE=0)")
 
 
+@pytest.fixture
+def huge_pages_row(monkeypatch, tmp_path):
+    """A machine profile whose ``huge_pages`` row is on (off by default)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    machine.update_profile_file({"profile": {"huge_pages": True}})
+    assert machine.machine_profile().huge_pages
+
+
 @needs_advice
 @pytest.mark.parametrize("target", [X86, NEON], ids=["x86", "aarch64"])
-def test_every_allocation_goes_through_one_advising_wrapper(target):
+def test_every_allocation_goes_through_one_advising_wrapper(huge_pages_row, target):
     module = Module(ALLOCATING)
     assert huge_pages.run(module, target)
     text = verified(module)
@@ -67,15 +76,45 @@ def _advised(array):
     return False
 
 
-@needs_advice
-def test_a_large_array_the_kernel_allocates_is_advised_as_numpys():
-    def scaled(a):
-        return a * 2.0
+ADVISED_SCRIPT = """
+import sys
+import numpy as np
+import streamjit as sj
+from streamjit import machine
+sys.path.insert(0, {here!r})
+from test_huge_pages import _advised
+if {row}:
+    machine.update_profile_file({{"profile": {{"huge_pages": True}}}})
+a = np.random.default_rng(0).random((8 << 20) // 8)
+out = sj.stream_kernel(stream_stores=True)(lambda a: a * 2.0)(a)
+assert np.array_equal(out, a * 2.0)
+small = sj.stream_kernel(stream_stores=True)(lambda a: a * 2.0)(a[:1000])
+print(_advised(a * 2.0), _advised(out), _advised(small))
+"""
 
-    a = np.random.default_rng(0).random((8 << 20) // 8)
-    kernel = sj.stream_kernel(stream_stores=True)(scaled)
-    out = kernel(a)
-    np.testing.assert_array_equal(out, a * 2.0)
-    assert _advised(a * 2.0)                  # NumPy's own, the control
-    assert _advised(out)
-    assert not _advised(kernel(a[:1000]))     # (small arrays live in the heap, unadvised, as NumPy's)
+
+def advised_in_a_fresh_process(tmp_path, row):
+    """(NumPy's array advised, the kernel's large one, its small one), in a
+    process of its own (Numba keeps the allocation routine it compiled first
+    for the whole process)."""
+    import os
+    import subprocess
+    import sys
+
+    script = ADVISED_SCRIPT.format(here=os.path.dirname(os.path.abspath(__file__)), row=row)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_off_by_default(tmp_path):
+    assert not machine.default_profile(*machine.cpu_identity()).huge_pages
+    assert not huge_pages.run(Module(ALLOCATING), X86)
+    assert advised_in_a_fresh_process(tmp_path, False)[1] == "False"
+
+
+@needs_advice
+def test_a_large_array_the_kernel_allocates_is_advised_as_numpys(tmp_path):
+    # NumPy's own, the control; the kernel's; a small one (in the heap, unadvised, as NumPy's)
+    assert advised_in_a_fresh_process(tmp_path, True) == ["True", "True", "False"]
