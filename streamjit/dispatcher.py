@@ -14,6 +14,7 @@ import inspect
 
 import llvmlite.binding as llvm
 import numpy as np
+import numba
 from numba.core import sigutils
 from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
@@ -216,7 +217,22 @@ class StreamDispatcher(CPUDispatcher):
             if isinstance(self._cache, StreamFunctionCache):
                 self.enable_caching()
         with stream_code_libraries(self.targetctx.codegen()), warnings_once(self._warnings_given):
-            return super().compile(sig)
+            entry = super().compile(sig)
+        self._check_stages_ran()
+        return entry
+
+    def _check_stages_ran(self):
+        """Raise unless every overload's code went through the post-O3 stages
+        (a `StreamCodeLibrary`, or an entry of our cache, which holds their
+        output): should Numba stop creating libraries through the class the
+        switch sets (`lowering/library.py`), kernels would compile without
+        non-temporal stores and fences, silently, and always-streamed ones
+        would fail to link. Costs a check per overload, after a compile."""
+        for overload in self.overloads.values():
+            if getattr(overload.library, "streamed_llvm_ir", None) is None:
+                raise StreamError(f"{self.py_func.__qualname__}: its code did not go through streamjit's post-O3 "
+                                  f"stages (numba {numba.__version__} no longer creates code libraries through the "
+                                  f"class streamjit sets): report this, with your Numba version")
 
     def _signature_of(self, signature):
         if signature is None:

@@ -315,3 +315,16 @@ def test_a_strided_array_is_counted_as_the_contiguous_check_fallback(strided):
     np.testing.assert_array_equal(dst, src)
     assert kernel.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0}
     assert kernel.stream_fallbacks()["contiguous"] == 1
+
+
+def test_a_compile_that_skipped_the_post_o3_stages_raises(monkeypatch):
+    """Should Numba stop creating code libraries through the class streamjit
+    sets, kernels would compile without non-temporal stores, silently."""
+    import contextlib
+
+    from streamjit import dispatcher
+
+    monkeypatch.setattr(dispatcher, "stream_code_libraries", lambda codegen: contextlib.nullcontext())
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=None)(K.copy.py_func)
+    with pytest.raises(sj.StreamError, match="did not go through streamjit's post-O3 stages"):
+        kernel(np.zeros(64), np.ones(64))
