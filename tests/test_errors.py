@@ -315,7 +315,7 @@ def test_unknown_dump_after_warns_with_the_pass_names(monkeypatch, capsys):
     monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "bogus")
     with pytest.warns(sj.StreamWarning, match=r"STREAMJIT_DUMP_AFTER='bogus' names no streamjit pass or stage, so "
                                               r"nothing is printed; the names: canonical_loops, .*align_peel, "
-                                              r".*nontemporal, .*exit_fences, or 'all'"):
+                                              r".*nontemporal, .*exit_fences, huge_pages, or 'all'"):
         sj.stream_kernel(stream_stores=["dst"])(copy)(np.zeros(3), np.ones(3))
     monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "legality")
     with warnings.catch_warnings():
