@@ -145,6 +145,6 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
         return None, numba_options
     # (read only by kernels that stream: a bare stream_kernel is numba.njit)
     loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
+    rows = machine_profile()
     return StreamOptions(stores, loads, loads_stage, sources_stage, threshold, bool(numba_options.get("parallel")),
-                         measured, machine_profile().page_alias_bytes, machine_profile().huge_pages, profile), \
-        numba_options
+                         measured, rows.page_alias_bytes, rows.huge_pages, profile), numba_options
