@@ -193,9 +193,10 @@ def page_alias(mib, lib, rounds):
     store modulo 4 KiB (as arrays allocated alike lie), streamed with no
     check against the check of the CPUs where they stall (the plain loop),
     the kernel never streamed, njit and the C NT kernel; ends with the value
-    `calibration.measure_page_alias` would store."""
+    `calibration.page_alias_choice` makes of these timings."""
     stalling = STALLING_PAGE_ALIAS_BYTES
     cases = calibration.page_alias_workloads(mib, np.random.default_rng(1))
+    speeds = {}
     c_kernels = {"triad": lambda a, b, c, q: lib.triad_nt(ptr(a), ptr(b), ptr(c), float(q), a.size),
                  "5-point": lambda out, g: lib.jac_nt(ptr(out), ptr(g), *g.shape)}
     for name, (function, args, output) in cases.items():
@@ -211,10 +212,11 @@ def page_alias(mib, lib, rounds):
             impls["C NT"] = lambda c_kernel=c_kernel: c_kernel(*args)
         print(f"\n(outputs at {ptr(args[0]) % 4096}, sources at {ptr(args[1]) % 4096} bytes modulo 4 KiB)")
         moved = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
-        compare(f"{name}, {mib} MiB float32", impls, moved, "numba.njit", rounds)
+        medians = compare(f"{name}, {mib} MiB float32", impls, moved, "numba.njit", rounds)
         print("  calls:", {label: k.stream_calls() for label, k in builds.items() if hasattr(k, "stream_calls")})
-    value, reason, _ = calibration.measure_page_alias(mib, rounds, report=lambda line: None)
-    print(f"\nvalue to store: page_alias_bytes = {value} ({reason})")
+        speeds[name] = medians[f"check {stalling} bytes"] / medians["streamed, no check"]
+    value, table = calibration.page_alias_choice(speeds)
+    print(f"\nvalue to store: page_alias_bytes = {value} (streamed against the check's plain loop: {table})")
 
 
 def jacobi5_f32_stencil(g):

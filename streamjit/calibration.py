@@ -222,18 +222,24 @@ def page_alias_workloads(mib, rng):
                                                               "out")}
 
 
+def page_alias_choice(speeds):
+    """``(page_alias_bytes, table)`` for ``{workload: plain loop's time /
+    streamed time}`` with sources a few bytes behind: 0 where streaming is
+    at least `NO_LOSS` of the plain loop on every workload, else
+    `machine.STALLING_PAGE_ALIAS_BYTES`."""
+    table = ", ".join(f"{w} {r:.2f}x" for w, r in speeds.items())
+    return (STALLING_PAGE_ALIAS_BYTES if min(speeds.values()) < NO_LOSS else 0), table
+
+
 def measure_page_alias(mib=64, rounds=5, report=print):
     """Measure whether sources trailing a streamed store modulo 4 KiB stall
-    it here; return ``(page_alias_bytes, reason, table rows)``: 0 where
-    streaming them is at least `NO_LOSS` of the plain loop the check would
-    run on every workload, else `machine.STALLING_PAGE_ALIAS_BYTES`."""
-    stalling = STALLING_PAGE_ALIAS_BYTES
+    it here; return ``(page_alias_bytes, reason, table rows)`` as
+    `page_alias_choice` decides."""
+    sources = machine_profile().sources
     speeds = {}
     for name, (function, args, output) in page_alias_workloads(mib, np.random.default_rng(0)).items():
-        none = LoadStage()
-        profile = machine_profile()
-        kernels = {checked: kernel_with_stages(function, output, False, none, profile.sources,
-                                               page_alias_bytes=stalling if checked else 0)
+        kernels = {checked: kernel_with_stages(function, output, False, LoadStage(), sources,
+                                               page_alias_bytes=STALLING_PAGE_ALIAS_BYTES if checked else 0)
                    for checked in (True, False)}
         medians = bench.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
         plain = kernels[True].stream_fallbacks().get("page_alias", 0)
@@ -242,13 +248,12 @@ def measure_page_alias(mib=64, rounds=5, report=print):
             raise RuntimeError(f"{name}: the checked build fell back on {plain} calls and the other streamed on "
                                f"{streamed}: the workload does not measure the check")
         speeds[name] = medians[True] / medians[False]
-    stalls = min(speeds.values()) < NO_LOSS
-    table = ", ".join(f"{w} {r:.2f}x" for w, r in speeds.items())
+    value, table = page_alias_choice(speeds)
     report(f"sources trailing a streamed store modulo 4 KiB ({mib} MiB float32), streamed against the plain loop "
-           f"the check runs: {table}: " + (f"stalls, check {stalling} bytes" if stalls else "no stall, no check"))
+           f"the check runs: {table}: " + (f"stalls, check {value} bytes" if value else "no stall, no check"))
     reason = (f"calibrated on {cpu_name()}: streamed against plain with sources a few bytes behind modulo 4 KiB: "
               f"{table}")
-    return (stalling if stalls else 0), reason, [{"row": "page_alias_bytes", **speeds}]
+    return value, reason, [{"row": "page_alias_bytes", **speeds}]
 
 
 def save_page_alias(page_alias_bytes, reason, rows):

@@ -83,6 +83,13 @@ done:
 """
 
 
+def has_work(text):
+    """Whether the module ``text`` allocates array memory and this machine's
+    profile turns the advice on (`stages.run_post_o3` parses no module
+    otherwise: first-call compile time)."""
+    return ALLOCATE in text and ADVISE and machine_profile().huge_pages
+
+
 def run(module, target):
     """Route every allocation of array memory through the advising wrapper
     (defined once: a module linked in may bring it along)."""

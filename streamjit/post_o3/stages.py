@@ -50,10 +50,11 @@ def run_post_o3(text, target, module_name=""):
 
     Numba makes many modules while it compiles a kernel (its helpers, the
     wrappers), and most hold nothing of streamjit's: no mark, no
-    keep-scalar call and no allocation, so no stage has work there. Those are passed through
-    without being parsed (first-call compile time)."""
+    keep-scalar call and no allocation to advise, so no stage has work
+    there. Those are passed through without being parsed (first-call
+    compile time)."""
     marked = f'!"{DOMAIN_NAME}' in text
-    if not marked and KEEP_SCALAR not in text and huge_pages.ALLOCATE not in text:
+    if not marked and KEEP_SCALAR not in text and not huge_pages.has_work(text):
         return text, False
     module = Module(text)
     changed = False
