@@ -32,6 +32,8 @@ _KERNELS = {}
 
 
 def is_dask_array(value):
+    """True for a Dask collection with chunks (a Dask array), recognised by its type's module, so
+    that checking never imports Dask."""
     return type(value).__module__.split(".")[0] == "dask" and hasattr(value, "chunks")
 
 

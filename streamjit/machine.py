@@ -55,6 +55,8 @@ HINT_DISTANCE = 2048
 
 
 def cpu_name():
+    """The CPU model name from ``/proc/cpuinfo`` (``model name``, or ``Model`` on AArch64), else
+    what `platform` says."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -132,6 +134,8 @@ def line_bytes():
 # ---- the profile file ------------------------------------------------------
 
 def profile_file():
+    """The machine profile file: ``calibration.json`` in the user cache directory (`platformdirs`),
+    where ``python -m streamjit calibrate`` stores its choices."""
     return os.path.join(platformdirs.user_cache_dir("streamjit"), "calibration.json")
 
 
@@ -391,6 +395,8 @@ def _stage(record):
 
 
 def stage_record(stage):
+    """The profile file's record of a `LoadStage`: a dict of its ``hint``, ``distance`` and
+    ``nt_loads`` (the inverse of reading one back)."""
     return {"hint": stage.hint, "distance": stage.distance, "nt_loads": stage.nt_loads}
 
 

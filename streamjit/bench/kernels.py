@@ -14,32 +14,40 @@ from ..api import stream_kernel
 # The STREAM kernels, written as a user would. Each gets a streamed build
 # (stream_kernel) and a plain build (numba.njit) of the same source.
 def stream_copy(a, b):
+    """STREAM copy: ``a[i] = b[i]``."""
     for i in range(a.shape[0]):
         a[i] = b[i]
 
 
 def stream_scale(a, b, q):
+    """STREAM scale: ``a[i] = q * b[i]``."""
     for i in range(a.shape[0]):
         a[i] = q * b[i]
 
 
 def stream_add(a, b, c):
+    """STREAM add: ``a[i] = b[i] + c[i]``."""
     for i in range(a.shape[0]):
         a[i] = b[i] + c[i]
 
 
 def stream_triad(a, b, c, q):
+    """STREAM triad: ``a[i] = b[i] + q * c[i]``."""
     for i in range(a.shape[0]):
         a[i] = b[i] + q * c[i]
 
 
 def jacobi5(out, g):
+    """A 5-point Jacobi sweep of the 2-D grid ``g`` into the interior of ``out`` (its border is
+    left as it is)."""
     for r in range(1, g.shape[0] - 1):
         for c in range(1, g.shape[1] - 1):
             out[r, c] = 0.2 * (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])
 
 
 def gather(out, lut, key, x):
+    """A gather through a table: ``out[i] = lut[key[i]] * x[i]`` (the loads of ``lut`` do not
+    advance with ``i``, so they are not prefetched)."""
     for i in range(out.shape[0]):
         out[i] = lut[key[i]] * x[i]
 
@@ -74,25 +82,31 @@ def stream_builds(name):
 
 
 def kernel_args(name, a, b, c, q):
+    """The arguments STREAM kernel ``name`` takes, out of ``a, b, c, q``: the output, the arrays it
+    reads and the scalar where it uses one."""
     _, _, reads, uses_q = STREAM_KERNELS[name]
     args = (a, b, c)[: reads + 1]
     return args + ((q,) if uses_q else ())
 
 
 def jacobi5_stencil(a):
+    """The 5-point Jacobi of `jacobi5` as a stencil kernel (relative indices)."""
     return 0.2 * (a[0, 0] + a[0, -1] + a[0, 1] + a[-1, 0] + a[1, 0])
 
 
 def avg3_loop(out, a):
+    """A 1-D 3-point average as a loop, into the interior of ``out``."""
     for i in range(1, a.shape[0] - 1):
         out[i] = (a[i - 1] + a[i] + a[i + 1]) / 3
 
 
 def avg3_stencil(a):
+    """The 3-point average of `avg3_loop` as a stencil kernel."""
     return (a[-1] + a[0] + a[1]) / 3
 
 
 def laplace7_loop(out, a):
+    """A 3-D 7-point Laplacian as a loop nest, into the interior of ``out``."""
     for i in range(1, a.shape[0] - 1):
         for j in range(1, a.shape[1] - 1):
             for k in range(1, a.shape[2] - 1):
@@ -101,10 +115,13 @@ def laplace7_loop(out, a):
 
 
 def laplace7_stencil(a):
+    """The 7-point Laplacian of `laplace7_loop` as a stencil kernel."""
     return a[-1, 0, 0] + a[1, 0, 0] + a[0, -1, 0] + a[0, 1, 0] + a[0, 0, -1] + a[0, 0, 1] - 6 * a[0, 0, 0]
 
 
 def jacobi4_stencil(a):
+    """A 4-point Jacobi as a stencil kernel, in float32 (memory-bound; the sweep of
+    `stencil_envelope`)."""
     return np.float32(0.25) * (a[0, 1] + a[0, -1] + a[1, 0] + a[-1, 0])
 
 
@@ -126,6 +143,7 @@ def numba_stencil_block(block, kernel=jacobi4_stencil):
 
 
 def jacobi4(out, g):
+    """The 4-point Jacobi of `jacobi4_stencil` as a loop nest, into the interior of ``out``."""
     for r in range(1, g.shape[0] - 1):
         for c in range(1, g.shape[1] - 1):
             out[r, c] = np.float32(0.25) * (g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c])

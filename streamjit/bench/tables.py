@@ -282,6 +282,8 @@ def _csv_row(row):
 
 
 def write_csv(rows, path):
+    """Write ``rows`` (dicts with the same keys) to the CSV file ``path``, each `Spread` as three
+    columns (the median, min and max); returns ``path``."""
     import csv
 
     rows = [_csv_row(row) for row in rows]
@@ -308,6 +310,8 @@ def _cell(key, value, digits):
 
 
 def format_row(row):
+    """One row as ``key=value`` pairs on one line (sizes in KiB/MiB, a `Spread` as ``median
+    (min-max)``): the progress lines of the CLI."""
     return "  ".join(f"{k}={_cell(k, v, 3)}" for k, v in row.items())
 
 

@@ -15,6 +15,8 @@ from ..machine import cpu_name
 MIB = 1 << 20
 
 def host_description():
+    """One line naming the host: the CPU model, its CPU count, the Numba target CPU, and the Numba
+    and NumPy versions (the head of every table)."""
     return (f"{cpu_name()} ({os.cpu_count()} CPUs, {numba.config.CPU_NAME or 'host'} target); "
             f"numba {numba.__version__}, numpy {np.__version__}")
 
@@ -33,6 +35,7 @@ def repeated(function, args, times):
 
 
 def wall_seconds(run):
+    """The wall-clock seconds one call of ``run()`` takes (`time.perf_counter`)."""
     start = time.perf_counter()
     run()
     return time.perf_counter() - start

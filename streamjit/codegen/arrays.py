@@ -36,6 +36,7 @@ def array_field(context, builder, aryty, ary_value, name):
 
 
 def array_shape(context, builder, aryty, ary_value):
+    """The array's shape as a list of intp values, one per dimension."""
     return cgutils.unpack_tuple(builder, array_field(context, builder, aryty, ary_value, "shape"), aryty.ndim)
 
 
@@ -58,6 +59,9 @@ def index_values(context, builder, idxty, idx_value):
 
 
 def item_pointer(context, builder, aryty, ary_value, inds, boundscheck=False):
+    """Pointer to the element at the intp indices ``inds``, computed as Numba computes it
+    (`cgutils.get_item_pointer2`) but without negative-index wraparound; bounds-checked only
+    with ``boundscheck``."""
     strides = cgutils.unpack_tuple(builder, array_field(context, builder, aryty, ary_value, "strides"), aryty.ndim)
     return cgutils.get_item_pointer2(context, builder, array_field(context, builder, aryty, ary_value, "data"),
                                      array_shape(context, builder, aryty, ary_value), strides, aryty.layout, inds,
@@ -89,6 +93,7 @@ def contiguous_row_pointer(context, builder, aryty, ary_value, idxty, idx_value)
 
 
 def element_address(context, builder, aryty, ary_value, idxty, idx_value):
+    """The address of ``ary[idx]`` as an intp (`element_pointer`, no wraparound, no bounds check)."""
     ptr = element_pointer(context, builder, aryty, ary_value, idxty, idx_value)
     return builder.ptrtoint(ptr, context.get_value_type(types.intp))
 
@@ -113,6 +118,8 @@ def numba_operation(typingctx, op, argtys):
 
 
 def call_numba_operation(context, builder, op, sig, actual_types, args):
+    """Call Numba's own implementation of ``op`` for signature ``sig`` in place, the arguments (of
+    ``actual_types``) cast to the signature's types first; returns its value."""
     impl = context.get_function(op, sig)
     cast = [context.cast(builder, v, t, want) for v, t, want in zip(args, actual_types, sig.args)]
     return impl(builder, cast)

@@ -114,14 +114,17 @@ def build(kernel):
 
 
 def name(id_):
+    """An `ast.Name` loading ``id_``."""
     return ast.Name(id=id_, ctx=ast.Load())
 
 
 def store_to(id_):
+    """An `ast.Name` storing to ``id_`` (an assignment's target)."""
     return ast.Name(id=id_, ctx=ast.Store())
 
 
 def call(func_name, *args):
+    """An `ast.Call` of the function named ``func_name`` with positional ``args``."""
     return ast.Call(func=name(func_name), args=list(args), keywords=[])
 
 
@@ -162,6 +165,7 @@ def _is_ellipsis(node):
 
 
 def index_node(indices):
+    """The subscript of an element access: the one index node, or a tuple of them."""
     return indices[0] if len(indices) == 1 else ast.Tuple(elts=list(indices), ctx=ast.Load())
 
 
@@ -176,6 +180,7 @@ def assigned_names(nodes):
 
 
 def used_names(node):
+    """Every name (loaded, stored or deleted) in the syntax tree ``node``."""
     return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}
 
 

@@ -18,6 +18,8 @@ MARKER = "streamjit.keep_scalar"
 
 
 def emit_keep_scalar(builder):
+    """Emit a call to the opaque ``streamjit.keep_scalar`` function (declared once per module) at
+    the builder's position, keeping the vectorizer out of the loop it is in."""
     fn = builder.module.globals.get(MARKER) or llir.Function(
         builder.module, llir.FunctionType(llir.VoidType(), ()), MARKER)
     builder.call(fn, ())
