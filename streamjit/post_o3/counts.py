@@ -53,10 +53,14 @@ def access_kind(inst):
 
 
 def is_nt_store(inst):
+    """True when the record ``inst`` is a non-temporal store: vector or scalar, a ``movnti`` or a
+    streamed fill (`access_kind`)."""
     return access_kind(inst) in ("nt_vector_stores", "nt_scalar_stores")
 
 
 def is_store_fence(inst):
+    """True when ``inst`` is a store fence: an LLVM ``fence``, or a call of a target's fence
+    intrinsic (x86 ``sfence``, AArch64 ``dmb``)."""
     return inst.opcode == "fence" or inst.callee in _FENCE_CALLS
 
 

@@ -39,6 +39,8 @@ STAGES = (keep_scalar, stream_memset, widen_stores, nontemporal, pair_nontempora
 
 
 def stage_name(stage):
+    """A stage's name: its module's last dotted component (``nontemporal``), as
+    ``STREAMJIT_DUMP_AFTER`` takes it."""
     return stage.__name__.rsplit(".", 1)[-1]
 
 
