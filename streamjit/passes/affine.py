@@ -32,6 +32,9 @@ _PURE_EXPRS = ("binop", "unary", "getattr", "static_getitem", "build_tuple", "ca
 
 @dataclass
 class Affine:
+    """An affine index ``sum(coeffs[loop] * loop variable) + sum(terms[key] * invariant) + const``:
+    integer coefficients of the enclosing loops' variables and of invariant terms (keyed by
+    their structure, ``names`` holding a variable with each one's value), and a constant."""
     coeffs: dict = field(default_factory=dict)  # Loop -> int (nonzero)
     terms: dict = field(default_factory=dict)  # structural key of an invariant value -> int
     names: dict = field(default_factory=dict)  # key -> a variable holding that value

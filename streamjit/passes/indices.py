@@ -6,6 +6,8 @@ from numba.core import ir, types
 
 
 def is_int(scan, atom):
+    """True when an index atom is an integer: a variable Numba typed as an integer, or an int
+    constant (not a bool)."""
     if isinstance(atom, ir.Var):
         return isinstance(scan.typemap.get(atom.name), types.Integer)
     return isinstance(atom, int) and not isinstance(atom, bool)
@@ -44,6 +46,9 @@ def without_ellipsis(scan, atoms, ndim):
 
 
 def classify_index(scan, root_var, index):
+    """What an index (a list of per-dimension atoms, or None) selects of the array ``root_var``:
+    ``"element"`` (one integer per dimension), ``"row"`` (fewer integers), ``"slice"`` (integers
+    and slices), else ``"opaque"`` (an index array, a tuple from elsewhere)."""
     ndim = scan.typemap[root_var].ndim
     if index is None:
         return "opaque"

@@ -74,10 +74,13 @@ class Emitter:
 
 
 def new_label(blocks):
+    """A block label not yet used in ``blocks`` (one above the highest)."""
     return max(blocks) + 1
 
 
 def new_block(blocks, scope, loc, stmts):
+    """Add a new block holding ``stmts`` to ``blocks`` (in ``scope``, at ``loc``) and return its
+    label."""
     label = new_label(blocks)
     block = ir.Block(scope, loc)
     block.body = list(stmts)

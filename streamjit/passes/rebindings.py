@@ -13,6 +13,8 @@ from numba.core import ir, types
 
 
 def definitions(blocks):
+    """``{variable name: [(block label, assignment)]}``: every assignment to each variable in
+    ``blocks``, in block order (several where Numba's SSA merges versions of a variable)."""
     defs = {}
     for label, block in blocks.items():
         for stmt in block.body:
