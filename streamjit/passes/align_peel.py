@@ -54,6 +54,11 @@ SIZE_GATE = "$streamjit_large"
 
 @dataclass(eq=False)
 class PeelPlan:
+    """The plan for versioning one innermost streamed loop: its loop and the root of its nest, the
+    streamed stores and affine loads to rewrite (each with its affine index per dimension), the
+    sources read through aligned pointers, and, filled in as the peel is applied, the blocks it
+    added, the variables holding its run-time checks, the iteration span and where the aligned
+    loops start."""
     loop: object
     root: object  # the nest's outermost loop
     stores: list  # [(Access, dims)]
@@ -451,6 +456,9 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
 
 
 def run_pass(state):
+    """Plan the peels of every innermost streamed loop (a loop holding another split loop stays
+    plain, with a note) and apply them: the head loop, the run-time checks and the aligned
+    loop(s). True when any loop was split."""
     scan, result, options = state.stream_scan, state.metadata[METADATA_KEY], state.stream_options
     # a second, aligned-source loop only where loads may become non-temporal (the machine profile)
     plans = plan_peels(scan, state.stream_legal, result.streamed_stores,

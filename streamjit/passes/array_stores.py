@@ -423,6 +423,9 @@ def _stores_arrays(state, named):
 
 
 def run_pass(state):
+    """Rewrite the row stores, slice assignments, in-place operators and array-expression results
+    of streamed arrays into fused element loops, each guarded by a run-time check that falls
+    back to Numba's own code; retype what was inserted. True when anything was rewritten."""
     state.stream_views, state.stream_store_notes, state.stream_store_origin = {}, [], {}
     state.stream_fallbacks = []  # the variables whose False sends a fused loop to Numba's own store
     options = state.stream_options

@@ -65,6 +65,9 @@ def _failed(emit, passed):
 
 
 def run_pass(state):
+    """Where any store streams: zero the path counters at entry, record which path the call took
+    (an aligned loop ran, below the threshold, a failed run-time check, none reached) and add it
+    to the kernel's counters before each return or raise. True when the IR changed."""
     options, result = state.stream_options, state.metadata[METADATA_KEY]
     if not result.streamed_stores:
         return False

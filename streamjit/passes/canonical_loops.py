@@ -161,6 +161,9 @@ def _rewrite(state, label, at, getiter_stmt, found):
 
 
 def run_pass(state):
+    """Rewrite each loop over an array (``enumerate(a)``, ``for x in a``) and each
+    ``np.ndindex``/``numba.pndindex`` loop in the untyped IR into ``range`` loop nests. True
+    when any loop was rewritten."""
     changed = False
     for label, block in list(state.func_ir.blocks.items()):
         for at, stmt in enumerate(block.body):

@@ -30,6 +30,9 @@ def _fence(block, loc):
 
 
 def run_pass(state):
+    """Insert a store fence on every exit of each streamed nest (with the aligned loops the peel
+    added), or at the end of each iteration of a ``prange`` nest. True when any fence was
+    inserted."""
     blocks = state.func_ir.blocks
     # the nests as they are now, after the peel added blocks to them
     cfg = compute_cfg_from_blocks(blocks)

@@ -45,6 +45,10 @@ def _allocations(func_ir, typemap, var):
 
 
 def run_pass(state):
+    """Wrap each allocation of a streamed array the kernel allocates uninitialized, where it has
+    array parameters of its dtype, in `placed_apart`, which allocates again, apart from those
+    parameters modulo a page, where the first allocation lies near one and is large. True when
+    any allocation was wrapped."""
     scan, result = state.stream_scan, state.metadata[METADATA_KEY]
     parameters = [scan.arrays[name] for name in sorted(scan.arrays) if name not in scan.fresh]
     placed = [scan.arrays[name] for name in sorted(result.fresh_arrays & result.streamed_stores)

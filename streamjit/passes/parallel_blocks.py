@@ -92,6 +92,9 @@ def _split(scan, loop):
 
 
 def run_pass(state):
+    """With ``parallel=True``, split each ``prange`` loop that directly holds streamed stores into
+    a parallel loop over blocks, each block a sequential loop; retype what was inserted. Returns
+    how many loops were split."""
     if not state.stream_options.parallel:
         return False
     scan = scan_kernel(state.func_ir, state.typemap, True, state.stream_views)

@@ -26,6 +26,8 @@ _TERMINATORS = (ir.Jump, ir.Branch, ir.Return, ir.Raise, ir.StaticRaise, ir.Dyna
 def snapshot(state):
     # by id, holding the statements: a dropped statement's id must not be
     # reused by a new one while this lives
+    """Record the typed statements as they are before the first stream pass rewrites the IR, so
+    that `retype` types only the statements inserted after."""
     state.stream_typed = {id(s): s for block in state.func_ir.blocks.values() for s in block.body}
 
 
@@ -67,4 +69,5 @@ def retype(state):
 
 
 def run_pass(state):
+    """Type the statements the stream passes inserted (`retype`). True when there were any."""
     return retype(state)

@@ -22,6 +22,10 @@ from .ir_build import Emitter
 
 
 def run_pass(state):
+    """With a threshold, insert one size test at entry: whether the bytes of the arrays whose
+    stores stream (of the streamed loads where no store streams; of every array parameter where
+    the kernel streams an array it allocates) exceed it. Every aligned loop's check tests it, so
+    below the threshold the plain head runs. True when inserted."""
     threshold = state.stream_options.threshold
     if threshold is None:
         return False

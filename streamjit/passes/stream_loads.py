@@ -37,6 +37,9 @@ from .ir_build import Emitter
 
 
 def why_not_prefetched(scan, access):
+    """Why a load is not prefetched, or None when it can be: outside every loop, in a loop that is
+    not a ``range`` loop, not one element, a gather (an index not affine), or an index that does
+    not advance with the innermost loop."""
     if not access.loops:
         return "outside every loop"
     innermost = access.loops[-1]
