@@ -42,6 +42,11 @@ ALLOCATORS = {(name, "numpy") for name in ("empty", "empty_like", "zeros", "zero
 
 @dataclass(eq=False)
 class Loop:
+    """One loop of the kernel's CFG: its header and blocks, where it is
+    left and entered, its parent loop, and for a ``range`` loop the
+    variables holding each iteration's value (``kind`` says which loop it
+    is: ``range``, ``prange``, another iterator, or ``while``)."""
+
     header: int
     body: frozenset  # block labels, header included
     exits: frozenset  # labels outside the loop that its blocks jump to
@@ -130,6 +135,12 @@ class Access:
 
 @dataclass
 class KernelScan:
+    """What `scan_kernel` found in one typed function IR: its arrays (the
+    parameters and those it allocates), its loops (outermost first), every
+    access to an array with the loops around it, every variable's
+    definitions, and the variables rebound to arrays (ping-pong buffers
+    included); the other passes query it."""
+
     func_ir: ir.FunctionIR
     typemap: dict
     arrays: dict  # array name -> variable bound to it: parameters, and arrays the kernel allocates
