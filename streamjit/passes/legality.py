@@ -355,6 +355,11 @@ def _separate_stages(a, b):
 
 
 def run_pass(state):
+    """Check Halide's rule for every streamed store (and for the stores of arrays named but left
+    plain by ``threshold="auto"``), raising `StreamLegalityError` with the array, the cause and
+    the line where it fails; note the streamed arrays' stores that stay plain (index-array
+    stores, row or slice assignments Numba makes itself, a single element no loop selects).
+    Changes nothing in the IR."""
     result, scan, options = state.metadata[METADATA_KEY], state.stream_scan, state.stream_options
     # legality is the program's, not the call size's: arrays named but left
     # plain by threshold="auto" (`accesses.AUTO_NOTE`) are checked too
