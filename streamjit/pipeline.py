@@ -3,7 +3,9 @@
 Read this file like Halide's ``Lower.cpp``: it lists every pass streamjit
 adds, where it runs and in which order. Each pass is one module under
 ``passes/`` with one entry point, ``run_pass(state)``, and a docstring that
-says what it rewrites and why.
+says what it rewrites and why. What a pass hands to later passes is a field
+of ``state.stream_facts``, declared with its producer and consumers in
+`passes/facts.py`.
 
 Before type inference (untyped Numba IR, right after Numba inlines
 ``inline="always"`` helpers):
@@ -67,6 +69,7 @@ from numba.core.untyped_passes import InlineInlinables
 from .dump import DUMP_ENV, dump_after
 from .errors import StreamWarning
 from .post_o3.stages import STAGE_NAMES
+from .passes.facts import StreamFacts
 from .passes import (accesses, align_peel, array_stores, call_record, canonical_loops, fence_placement, fills,
                      fresh_placement, legality, nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
 
@@ -88,9 +91,9 @@ def _numba_pass(module, typed, base=FunctionPass):
     name = _pass_name(module)
 
     def run_pass(self, state):
-        if state.stream_options is None:
+        if state.stream_facts.options is None:
             return False
-        if typed and not hasattr(state, "stream_typed"):
+        if typed and state.stream_facts.typed is None:
             retype.snapshot(state)
         changed = module.run_pass(state)
         dump_after(name, f"IR of {state.func_id.func_qualname}", state.func_ir.dump)
@@ -140,7 +143,7 @@ class StreamCompiler(CompilerBase):
     stream_options = None
 
     def define_pipelines(self):
-        self.state.stream_options = self.stream_options
+        self.state.stream_facts = StreamFacts(options=self.stream_options)
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
         if self.stream_options is not None:
             previous = InlineInlinables

@@ -2,10 +2,10 @@
 
 `StreamOptions` are the validated decorator options, fixed per dispatcher;
 the pipeline (`pipeline.py`) hands them to every pass as
-``state.stream_options``. `StreamResult` is what the passes decided for one
-signature (which arrays stream, which loops were split, why a store stayed
-plain); it travels in the compile result's metadata, where `stream_report`
-reads it.
+``state.stream_facts.options`` (`passes/facts.py`). `StreamResult` is what
+the passes decided for one signature (which arrays stream, which loops were
+split, why a store stayed plain); it travels in the compile result's
+metadata, where `stream_report` reads it.
 """
 
 from dataclasses import dataclass, field

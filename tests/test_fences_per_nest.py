@@ -82,7 +82,7 @@ def test_doitgen_equals_njit_on_odd_sizes_and_misaligned_views(sizes):
 def test_doitgen_nest_is_rooted_at_r_and_fenced_once_per_call(monkeypatch):
     args = (2, 3, 16, np.random.rand(2, 3, 16), np.random.rand(16, 16))
     seen = after(monkeypatch, legality, doitgen, args, stream_stores=True)
-    (root, _), = seen.state.stream_legal.values()
+    (root, _), = seen.state.stream_facts.legal.values()
     assert root.var == "r" and root.parent is None
     seen = after(monkeypatch, fence_placement, doitgen, args, stream_stores=True)
     assert _fence_loop_depths(seen) and set(_fence_loop_depths(seen)) == {0}   # outside every loop: once per call
@@ -97,7 +97,7 @@ def test_a_library_call_reading_the_row_first_does_not_cut_the_nest(monkeypatch)
     # (named: under stream_stores=True a row read just before it is stored is an update in place, plain)
     seen = after(monkeypatch, legality, library_reads_the_row_first, (A.copy(), 0.5), stream_stores=["A"],
                  threshold=None)
-    (root, _), = seen.state.stream_legal.values()
+    (root, _), = seen.state.stream_facts.legal.values()
     assert root.var == "r"
     expected = A.copy()
     numba.njit(library_reads_the_row_first)(expected, 0.5)
@@ -125,7 +125,7 @@ def test_a_row_read_just_before_it_is_stored_is_an_update_in_place():
 def test_a_time_loop_still_fences_each_execution_of_the_row_nest(monkeypatch):
     A, x = np.zeros((5, 16)), np.random.rand(16)
     seen = after(monkeypatch, legality, rows_in_time_loop, (A, x, 3), stream_stores=True)
-    (root, _), = seen.state.stream_legal.values()
+    (root, _), = seen.state.stream_facts.legal.values()
     assert root.var == "q"
     seen = after(monkeypatch, fence_placement, rows_in_time_loop, (A.copy(), x, 3), stream_stores=True)
     assert set(_fence_loop_depths(seen)) == {1}   # inside the time loop
@@ -138,7 +138,7 @@ def test_a_time_loop_still_fences_each_execution_of_the_row_nest(monkeypatch):
 def test_a_call_reading_a_row_streamed_in_the_nest_keeps_the_fence_per_row(monkeypatch):
     A, x = np.random.rand(6, 16), np.random.rand(16)
     seen = after(monkeypatch, legality, reads_the_row_streamed_before, (A.copy(), x), stream_stores=True)
-    (root, _), = seen.state.stream_legal.values()
+    (root, _), = seen.state.stream_facts.legal.values()
     assert root.var != "q"   # the fused loop's own, inside q
     expected = A.copy()
     numba.njit(reads_the_row_streamed_before)(expected, x)
@@ -150,7 +150,7 @@ def test_seidel_rows_build_no_fused_loop_and_equal_njit(monkeypatch):
     A = np.random.rand(11, 13)
     with pytest.warns(sj.StreamWarning, match="shifted views"):
         seen = after(monkeypatch, array_stores, seidel_rows, (3, 11, A.copy()), stream_stores=True)
-    assert "copies_elementwise" not in seen.text and not seen.state.stream_fallbacks
+    assert "copies_elementwise" not in seen.text and not seen.state.stream_facts.fallbacks
     expected = A.copy()
     numba.njit(seidel_rows)(3, 11, expected)
     kernel = sj.stream_kernel(stream_stores=True)(seidel_rows)

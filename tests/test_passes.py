@@ -103,7 +103,7 @@ def test_canonical_loops_turns_enumerate_and_ndindex_into_range_loops(monkeypatc
 
 def test_accesses_finds_stores_through_aliases_and_chained_subscripts(monkeypatch):
     seen = after(monkeypatch, accesses, hidden_stores, (V.copy(), G.copy(), V), stream_stores=True)
-    scan = seen.state.stream_scan
+    scan = seen.state.stream_facts.scan
     stores = {(a.array, a.kind, a.chained) for a in scan.stores()}
     assert stores == {("out", "element", False), ("grid", "element", True)}
     assert all(len(a.loops) == 1 and a.loops[0].is_range for a in scan.stores())
@@ -112,7 +112,7 @@ def test_accesses_finds_stores_through_aliases_and_chained_subscripts(monkeypatc
 
 def test_legality_roots_a_nest_inside_its_time_loop(monkeypatch):
     seen = after(monkeypatch, legality, time_loop, (V.copy(), V, 2), stream_stores=True)
-    (root, dims), = seen.state.stream_legal.values()
+    (root, dims), = seen.state.stream_facts.legal.values()
     assert root.var == "i" and root.parent is not None and dims[0].coeffs == {root: 1}
 
 
@@ -123,7 +123,7 @@ def test_legality_rejects_an_inner_loop_that_does_not_select_the_element():
 
 def test_array_stores_makes_a_fused_loop_over_a_registered_view(monkeypatch):
     seen = after(monkeypatch, array_stores, axpy, (V.copy(), 2.0, V, V), stream_stores=True)
-    assert seen.loops == 1 and list(seen.state.stream_views.values()) == ["out"]   # the view out[:]
+    assert seen.loops == 1 and list(seen.state.stream_facts.views.values()) == ["out"]   # the view out[:]
     assert "copies_elementwise" in seen.text
 
 

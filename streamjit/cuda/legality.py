@@ -21,6 +21,7 @@ from numba.core.typed_passes import InlineOverloads
 from numba.core.untyped_passes import InlineInlinables
 
 from .. import pipeline
+from ..passes.facts import StreamFacts
 from ..plan import METADATA_KEY, StreamResult
 
 # The deciding passes are the pipeline's up to `legality`, without
@@ -49,7 +50,7 @@ def _aliases(state):
     array parameter, by the CPU's own account (`KernelScan.canonical`:
     chains of copies, in-place operators): the GPU passes may write an
     access through it on the parameter."""
-    scan, params = state.stream_scan, set(state.func_id.arg_names)
+    scan, params = state.stream_facts.scan, set(state.func_id.arg_names)
     roots = {}
     for var, ty in state.typemap.items():
         if isinstance(ty, types.Array) and not var.startswith("$"):
@@ -59,7 +60,7 @@ def _aliases(state):
 
 class _DecidingCompiler(pipeline.StreamCompiler):
     def define_pipelines(self):
-        self.state.stream_options = self.stream_options
+        self.state.stream_facts = StreamFacts(options=self.stream_options)
         pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
         previous = InlineInlinables
         for cls in _UNTYPED:

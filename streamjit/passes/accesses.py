@@ -189,12 +189,13 @@ def _warn_unused(option, used, option_name, verb, func_id):
 
 def run_pass(state):
     """Scan the kernel; decide the streamed arrays (`StreamResult`)."""
-    options = state.stream_options
-    scan = scan_kernel(state.func_ir, state.typemap, options.parallel, state.stream_views)
+    facts = state.stream_facts
+    options = facts.options
+    scan = scan_kernel(state.func_ir, state.typemap, options.parallel, facts.views)
     func_name = state.func_id.func_qualname
     stored = stored_names(scan)
     loaded = {a.array for a in scan.loads()}
-    streamed = streamed_store_names(options, scan, state.stream_store_origin)
+    streamed = streamed_store_names(options, scan, facts.store_origin)
     # arrays only handed to functions: named ones, or (under True) those the kernel neither loads nor stores
     passed = {name: calls for name, calls in _passed_to_functions(scan).items() if name not in stored and (
         name in options.stream_stores if isinstance(options.stream_stores, tuple)
@@ -234,16 +235,16 @@ def run_pass(state):
                            - (set(read_backs) - scan.fresh)):
             result.note(name, 0, AUTO_NOTE.format("an array the kernel makes" if name in scan.fresh
                                                   else "an update in place"))
-    for array, line, text in state.stream_store_notes:
+    for array, line, text in facts.store_notes:
         result.note(array, line, text)
     for name, calls in sorted(passed.items()):
         for line, callee in calls:
             result.note(name, line, CALL_NOTE.format(callee))
     for name in sorted(streamed):  # how the rest of its stores were made
-        in_loops = [a for a in scan.stores(name) if a.loops and id(a.stmt) not in state.stream_store_origin
+        in_loops = [a for a in scan.stores(name) if a.loops and id(a.stmt) not in facts.store_origin
                     and a.kind not in ("inplace", "opaque")]
         if in_loops:
             result.note(name, in_loops[0].line, LOOP_NOTE)
     state.metadata[METADATA_KEY] = result
-    state.stream_scan = scan
+    facts.scan = scan
     return False

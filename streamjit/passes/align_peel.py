@@ -459,11 +459,11 @@ def run_pass(state):
     """Plan the peels of every innermost streamed loop (a loop holding another split loop stays
     plain, with a note) and apply them: the head loop, the run-time checks and the aligned
     loop(s). True when any loop was split."""
-    scan, result, options = state.stream_scan, state.metadata[METADATA_KEY], state.stream_options
+    facts, result = state.stream_facts, state.metadata[METADATA_KEY]
+    scan, options = facts.scan, facts.options
     # a second, aligned-source loop only where loads may become non-temporal (the machine profile)
-    plans = plan_peels(scan, state.stream_legal, result.streamed_stores,
-                       result.streamed_loads if options.loads.nt_loads else frozenset(), result,
-                       state.stream_store_origin)
+    plans = plan_peels(scan, facts.legal, result.streamed_stores,
+                       result.streamed_loads if options.loads.nt_loads else frozenset(), result, facts.store_origin)
     # a loop that holds another split loop is not split itself (its blocks
     # changed under it); its own stores stay plain
     nested = [p for p in plans if any(q is not p and p.loop.header in q.loop.enclosing_headers() for q in plans)]
@@ -472,7 +472,7 @@ def run_pass(state):
             result.note(access.array, access.line, "not aligned because its loop holds another streamed loop; "
                         "plain stores")
     plans = [p for p in plans if p not in nested]
-    state.stream_peels = plans
+    facts.peels = plans
     # innermost first: a copy made for an inner loop must not be copied again
     for plan in plans:
         # below a threshold the head loop is the whole plain path and must

@@ -30,9 +30,9 @@ Numba's. Anything else in it is an operand Numba computes first. With
 runs on all threads, as Numba's parfors would run it. The passes after this
 one align, stream and fence the element loop like one the user wrote; the
 view is registered as a root of its array (`accesses.py`), and each store
-made or kept is recorded with what it came from (``stream_store_origin``:
-`stream_stores=True` leaves updates in place plain). The new statements are
-typed here, for the scan.
+made or kept is recorded with what it came from (``store_origin`` of
+`passes/facts.py`: `stream_stores=True` leaves updates in place plain).
+The new statements are typed here, for the scan.
 """
 
 import operator
@@ -189,7 +189,7 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
     body_label = new_block(blocks, scope, loc, [])
     # with parallel=True the outer loop is a prange, as Numba's parfors would run the expression
     entry, innermost, indices = loop_nest(blocks, scope, loc, extents, body_label, exit_label,
-                                          prange if state.stream_options.parallel else range)
+                                          prange if state.stream_facts.options.parallel else range)
     if fast is not None:
         pre = Emitter(scope, loc)
         fast(pre, shape)
@@ -204,13 +204,13 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
 
     value = element(body, index_for)
     store = ir.SetItem(destination, index_for(ndim), value, loc)
-    state.stream_store_origin[id(store)] = (store, how)
+    state.stream_facts.store_origin[id(store)] = (store, how)
     body.stmts += [store, ir.Jump(innermost, loc)]
     blocks[body_label].body = body.stmts
     emit.stmts.append(ir.Branch(ok, entry, fallback, loc))
-    state.stream_fallbacks.append(ok.name)
+    state.stream_facts.fallbacks.append(ok.name)
     block.body = emit.stmts
-    state.stream_store_origin[id(stmt)] = (stmt, how)  # {id: (store this pass made or kept, what it stores)}
+    state.stream_facts.store_origin[id(stmt)] = (stmt, how)  # {id: (store this pass made or kept, what it stores)}
     for leaf in arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
         root = scan.definition(leaf)
         if isinstance(root, ir.Expr) and root.op in ("getitem", "static_getitem"):
@@ -218,7 +218,7 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
             owner = next((name for name, var in scan.arrays.items() if var == source_array), None) \
                 or scan.group_name(source_array)
             if owner is not None:
-                state.stream_views[leaf] = owner
+                state.stream_facts.views[leaf] = owner
     return destination
 
 
@@ -290,8 +290,8 @@ def _overlaps_itself(state, scan, access, arrays):
             "operands overlap, so every call runs Numba's plain store (NumPy semantics need a temporary); to "
             f"stream, write into a second buffer and swap them after each step: {name}_next[...] = <expression of "
             f"{name}>; {name}, {name}_next = {name}_next, {name}")
-    state.stream_store_notes.append((name, access.line, text))
-    state.stream_store_origin[id(stmt)] = (stmt, "overlap")  # (kept: the note above says why)
+    state.stream_facts.store_notes.append((name, access.line, text))
+    state.stream_facts.store_origin[id(stmt)] = (stmt, "overlap")  # (kept: the note above says why)
     warn_in_kernel(state.func_id, text, access.line)
     return True
 
@@ -354,10 +354,10 @@ def _rewrite_store(state, scan, access, uses):
             view = emit.assign(ir.Expr.getitem(stmt.target, index, stmt.loc), hint="view")
             return view, view
     destination = _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, done=done)
-    state.stream_views[destination.name] = access.array
-    state.stream_store_notes.append((access.array, access.line, "{} stored by {} element loop where the operands "
-                                     "allow it".format(_HOW[how], "a fused" if inplace is not None or any(
-                                         not isinstance(n.value, ir.Var) for n in by_target.values()) else "an")))
+    state.stream_facts.views[destination.name] = access.array
+    state.stream_facts.store_notes.append((access.array, access.line, "{} stored by {} element loop where the operands "
+                                           "allow it".format(_HOW[how], "a fused" if inplace is not None or any(
+                                               not isinstance(n.value, ir.Var) for n in by_target.values()) else "an")))
     return True
 
 
@@ -371,8 +371,8 @@ def _rewrite_result(state, scan, name, uses):
     found = _expression(state.typingctx, scan, block, at + 1, stmt.target, ndim, uses, top=True)
     full = [a for a, k in found[1].items() if k == ndim] if found and any(n is stmt for n in found[0]) else []
     if not full:
-        state.stream_store_notes.append((name, stmt.loc.line, "an array expression Numba computes itself (not "
-                                         "arithmetic and ufuncs on arrays and scalars): not streamed"))
+        state.stream_facts.store_notes.append((name, stmt.loc.line, "an array expression Numba computes itself (not "
+                                               "arithmetic and ufuncs on arrays and scalars): not streamed"))
         return False
     nodes, arrays = found
     by_target = {n.target.name: n for n in nodes}
@@ -386,9 +386,9 @@ def _rewrite_result(state, scan, name, uses):
           lambda emit: (ir.Var(block.scope, full[0], stmt.loc), stmt.target),
           lambda body, index_for: _element(body, stmt.target, by_target, arrays, index_for),
           check=codegen.same_shape, fast=allocate)
-    state.stream_store_notes.append((name, stmt.loc.line, "the result of {} array expression, stored by a fused "
-                                     "element loop into a new array where the operands allow it".format(
-                                         "a returned" if name == "return" else "an")))
+    state.stream_facts.store_notes.append((name, stmt.loc.line, "the result of {} array expression, stored by a fused "
+                                           "element loop into a new array where the operands allow it".format(
+                                               "a returned" if name == "return" else "an")))
     return True
 
 
@@ -426,9 +426,7 @@ def run_pass(state):
     """Rewrite the row stores, slice assignments, in-place operators and array-expression results
     of streamed arrays into fused element loops, each guarded by a run-time check that falls
     back to Numba's own code; retype what was inserted. True when anything was rewritten."""
-    state.stream_views, state.stream_store_notes, state.stream_store_origin = {}, [], {}
-    state.stream_fallbacks = []  # the variables whose False sends a fused loop to Numba's own store
-    options = state.stream_options
+    options = state.stream_facts.options
     named = set(options.stream_stores) if isinstance(options.stream_stores, tuple) else set()
     if not _stores_arrays(state, named):
         return False

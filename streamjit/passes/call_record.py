@@ -68,7 +68,8 @@ def run_pass(state):
     """Where any store streams: zero the path counters at entry, record which path the call took
     (an aligned loop ran, below the threshold, a failed run-time check, none reached) and add it
     to the kernel's counters before each return or raise. True when the IR changed."""
-    options, result = state.stream_options, state.metadata[METADATA_KEY]
+    facts, result = state.stream_facts, state.metadata[METADATA_KEY]
+    options = facts.options
     if not result.streamed_stores:
         return False
     blocks = state.func_ir.blocks
@@ -81,14 +82,14 @@ def run_pass(state):
     # (values added in where they are computed, not constants set in the
     # blocks a test leads to, and the loop's test hidden (`codegen.opaque`):
     # else LLVM duplicates the blocks after the test, the fence among them)
-    for plan in state.stream_peels:
+    for plan in facts.peels:
         _after(blocks, plan.start, lambda emit, _, plan=plan: _count(
             emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs))))
         for check, variable in plan.checks.items():
             # (an empty loop's checks fail too: not a fallback)
             _after(blocks, variable, lambda emit, passed, plan=plan, check=check: _count(emit, FELL[check], _failed(
                 emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0])))))
-    for ok in state.stream_fallbacks:
+    for ok in facts.fallbacks:
         _after(blocks, ok, lambda emit, ok: _count(emit, FELL["operands"], _failed(emit, ok)))
     # one name per compile, the same in every process that compiles the
     # kernel in the same order (Numba's unique name counts functions), and
@@ -106,7 +107,7 @@ def run_pass(state):
         if isinstance(block.body[-1], (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)):
             emit = Emitter(block.scope, block.body[-1].loc)
             # (`size_check.py` tests the size only where a loop was aligned)
-            large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and state.stream_peels \
+            large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and facts.peels \
                 else emit.const(True)
             fell = emit.tuple_([ir.Var(block.scope, counter, emit.loc) for counter in FELL.values()])
             emit.call(codegen.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),

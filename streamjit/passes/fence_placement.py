@@ -38,7 +38,7 @@ def run_pass(state):
     cfg = compute_cfg_from_blocks(blocks)
     loops = cfg.loops()
     fenced = set()
-    for old_root in dict.fromkeys(plan.root for plan in state.stream_peels):
+    for old_root in dict.fromkeys(plan.root for plan in state.stream_facts.peels):
         root = loops[old_root.header]
         if old_root.kind == "prange":
             # every edge back to the header (a jump, or a branch out of an
@@ -54,7 +54,7 @@ def run_pass(state):
             continue
         # a root that was itself peeled is now its head loop, then the
         # aligned loops after it: the nest is all of them
-        nest = set(root.body).union(*(plan.added for plan in state.stream_peels if plan.root is old_root))
+        nest = set(root.body).union(*(plan.added for plan in state.stream_facts.peels if plan.root is old_root))
         exits = {succ for label in nest for succ, _ in cfg.successors(label)} - nest
         for label in sorted(exits - fenced):
             fenced.add(label)

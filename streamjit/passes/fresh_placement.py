@@ -49,7 +49,7 @@ def run_pass(state):
     array parameters of its dtype, in `placed_apart`, which allocates again, apart from those
     parameters modulo a page, where the first allocation lies near one and is large. True when
     any allocation was wrapped."""
-    scan, result = state.stream_scan, state.metadata[METADATA_KEY]
+    scan, result = state.stream_facts.scan, state.metadata[METADATA_KEY]
     parameters = [scan.arrays[name] for name in sorted(scan.arrays) if name not in scan.fresh]
     placed = [scan.arrays[name] for name in sorted(result.fresh_arrays & result.streamed_stores)
               if name in scan.arrays and isinstance(state.typemap[scan.arrays[name]], types.Array)

@@ -360,21 +360,22 @@ def run_pass(state):
     the line where it fails; note the streamed arrays' stores that stay plain (index-array
     stores, row or slice assignments Numba makes itself, a single element no loop selects).
     Changes nothing in the IR."""
-    result, scan, options = state.metadata[METADATA_KEY], state.stream_scan, state.stream_options
+    facts, result = state.stream_facts, state.metadata[METADATA_KEY]
+    scan, options = facts.scan, facts.options
     # legality is the program's, not the call size's: arrays named but left
     # plain by threshold="auto" (`accesses.AUTO_NOTE`) are checked too
     named = set(options.stream_stores) & {a.array for a in scan.stores()} if options.measured else set()
-    state.stream_legal = check_stream_stores(scan, sorted(result.streamed_stores | named), state.stream_store_origin)
+    facts.legal = check_stream_stores(scan, sorted(result.streamed_stores | named), facts.store_origin)
     for store in scan.stores():
         if store.array not in result.streamed_stores:
             continue
         if index_array_store(scan, store):
             result.note(store.array, store.line, "an index-array store (a boolean mask or fancy indexing): "
                         "Numba's own, plain stores")
-        elif store.kind in ("row", "slice") and id(store.stmt) not in state.stream_store_origin:
+        elif store.kind in ("row", "slice") and id(store.stmt) not in facts.store_origin:
             result.note(store.array, store.line, f"a {store.kind} assignment Numba makes itself (its right-hand "
                         "side is not arithmetic and ufuncs on arrays and scalars): plain stores")
-        elif store.is_element and store.loops and state.stream_legal[store][0] is None:
+        elif store.is_element and store.loops and facts.legal[store][0] is None:
             result.note(store.array, store.line, "one element, whichever the iteration of the loops around it: "
                         "a stage of its own, plain stores")
     return False

@@ -35,7 +35,7 @@ def run_pass(state):
     """Warn (`StreamWarning`, at the kernel's line) for each array named in ``stream_stores`` none
     of whose stores reached the final module as non-temporal stores, with the reasons the report
     noted. Changes nothing in the IR."""
-    options, result = state.stream_options, state.metadata.get(METADATA_KEY)
+    options, result = state.stream_facts.options, state.metadata.get(METADATA_KEY)
     if result is None or not isinstance(options.stream_stores, tuple):
         return False
     # (the module as the post-O3 stages left it, read into the same records; a

@@ -95,10 +95,11 @@ def run_pass(state):
     """With ``parallel=True``, split each ``prange`` loop that directly holds streamed stores into
     a parallel loop over blocks, each block a sequential loop; retype what was inserted. Returns
     how many loops were split."""
-    if not state.stream_options.parallel:
+    facts = state.stream_facts
+    if not facts.options.parallel:
         return False
-    scan = scan_kernel(state.func_ir, state.typemap, True, state.stream_views)
-    streamed = streamed_store_names(state.stream_options, scan, state.stream_store_origin)
+    scan = scan_kernel(state.func_ir, state.typemap, True, facts.views)
+    streamed = streamed_store_names(facts.options, scan, facts.store_origin)
     split = 0
     for loop in scan.loops:
         direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop]

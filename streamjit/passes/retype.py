@@ -28,7 +28,7 @@ def snapshot(state):
     # reused by a new one while this lives
     """Record the typed statements as they are before the first stream pass rewrites the IR, so
     that `retype` types only the statements inserted after."""
-    state.stream_typed = {id(s): s for block in state.func_ir.blocks.values() for s in block.body}
+    state.stream_facts.typed = {id(s): s for block in state.func_ir.blocks.values() for s in block.body}
 
 
 def copy_types(state, old, new):
@@ -36,14 +36,14 @@ def copy_types(state, old, new):
     for a, b in ((old, new), (getattr(old, "value", None), getattr(new, "value", None))):
         if a is not None and a in state.calltypes:
             state.calltypes[b] = state.calltypes[a]
-    state.stream_typed[id(new)] = new
+    state.stream_facts.typed[id(new)] = new
 
 
 def retype(state):
     """Type the statements inserted since the last typing; False if none."""
     blocks = state.func_ir.blocks
     new = [s for block in blocks.values() for s in block.body
-           if id(s) not in state.stream_typed and not isinstance(s, _TERMINATORS)]
+           if id(s) not in state.stream_facts.typed and not isinstance(s, _TERMINATORS)]
     if not new:
         return False
     state.func_ir._definitions = build_definitions(blocks)
@@ -64,7 +64,7 @@ def retype(state):
     for name in defined - set(state.typemap):
         state.typemap[name] = typemap[name]
     state.calltypes.update(calltypes)
-    state.stream_typed.update((id(s), s) for s in new)
+    state.stream_facts.typed.update((id(s), s) for s in new)
     return True
 
 

@@ -26,10 +26,10 @@ def run_pass(state):
     stores stream (of the streamed loads where no store streams; of every array parameter where
     the kernel streams an array it allocates) exceed it. Every aligned loop's check tests it, so
     below the threshold the plain head runs. True when inserted."""
-    threshold = state.stream_options.threshold
+    threshold = state.stream_facts.options.threshold
     if threshold is None:
         return False
-    scan, result = state.stream_scan, state.metadata[METADATA_KEY]
+    scan, result = state.stream_facts.scan, state.metadata[METADATA_KEY]
     # arrays the kernel allocates do not exist yet at entry: with such a
     # streamed array, every array parameter counts (a fresh output is
     # usually shaped like the inputs)
@@ -42,7 +42,7 @@ def run_pass(state):
     # (a ping-pong variable's own name is not an array: the arrays it may hold are streamed too)
     counted = scan.arrays if fresh else sorted(result.streamed_stores or result.streamed_loads)
     result.size_arrays = tuple(a for a in counted if a in scan.arrays and a not in scan.fresh)
-    if not state.stream_peels:
+    if not state.stream_facts.peels:
         return False
     if fresh:
         result.note(fresh[0], 0, "threshold: compared with the bytes of the array parameters")

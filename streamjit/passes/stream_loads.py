@@ -179,8 +179,8 @@ def run_pass(state):
     """Tag the streamed loads still in the IR (the head loops and every
     loop that was not split) that a prefetch or a non-temporal load pays
     for; an array with none leaves ``streamed_loads``."""
-    scan, result = state.stream_scan, state.metadata[METADATA_KEY]
-    stage = state.stream_options.loads
+    scan, result = state.stream_facts.scan, state.metadata[METADATA_KEY]
+    stage = state.stream_facts.options.loads
     blocks = state.func_ir.blocks
     changed, emitted = False, set()
     for access in scan.loads():
