@@ -205,3 +205,10 @@ def emit_affine(scan, affine, loop, value, emitter):
     if total is None:
         return emitter.const(affine.const)
     return emitter.add(total, affine.const) if affine.const else total
+
+
+def emit_index(scan, dims, loop, value, emitter):
+    """Emit the index whose dimensions are the affine ``dims``, with
+    ``loop``'s variable replaced by ``value`` (`emit_affine`). Returns a Var
+    (a tuple for several dimensions)."""
+    return emitter.index([emit_affine(scan, d, loop, value, emitter) for d in dims])

@@ -24,9 +24,10 @@ loads (``stream_loads``) read unit-stride streams of their own, a second
 copy, taken when those sources are aligned at ``sv`` too, reads them
 through aligned pointers (non-temporal vector loads), where the machine
 profile lowers streamed loads as non-temporal loads. LLVM's vectorizer ends
-each aligned loop with its own remainder loop. When the check fails (an
-index out of range, a non-contiguous or unaligned array, a short loop), the
-head loop runs the whole range exactly as Numba would.
+each aligned loop with its own remainder loop. When a check fails (an
+index out of range, a non-contiguous or unaligned array, a short loop:
+`peel_checks.py`), the head loop runs the whole range exactly as Numba
+would.
 
 Several streamed destinations in one loop are aligned together only when
 they share their offset within a cache line (checked at run time). The
@@ -36,16 +37,16 @@ inserted IR is untyped; `retype.py` types it.
 import copy
 import functools
 import operator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from numba.core import ir, types
-from numba.np.numpy_support import as_dtype
 
 from ..plan import METADATA_KEY
 from .. import codegen
 from .rebindings import version_name
-from .affine import AffineAnalyzer, emit_affine
+from .affine import AffineAnalyzer, emit_index
 from .ir_build import Emitter, new_block, retarget, drop_definition
+from .peel_checks import run_time_checks
 from .retype import copy_types
 from .stream_loads import marker_of, why_plain
 
@@ -189,41 +190,6 @@ def _alignable_stream_loads(plan, loop, streamed_loads, scan):
             and d[-1].coeffs == {loop: 1} and all(loop not in x.coeffs for x in d[:-1])]
 
 
-def _index_at(scan, emitter, dims, loop, value):
-    parts = [emit_affine(scan, d, loop, value, emitter) for d in dims]
-    return emitter.index(parts)
-
-
-def _bounds_checks(scan, emitter, plan, first, last):
-    """As few ``in_bounds`` calls as the accesses allow: accesses of one
-    array whose indices differ only by constants share one check (per
-    dimension the extremes over the loop are the constant extremes at the
-    first and last iteration, swapped where the coefficient is negative);
-    arrays whose extremes come out identical share one call."""
-    loop = plan.loop
-    groups = {}
-    for access, dims in plan.stores + plan.loads:
-        key = (access.array_var, tuple(d.key() for d in dims))
-        groups.setdefault(key, (access, []))[1].append(dims)
-    extremes = {}
-    for access, members in groups.values():
-        low, high = [], []
-        for k, dim in enumerate(members[0]):
-            consts = [m[k].const for m in members]
-            ascending = dim.coeffs.get(loop, 0) >= 0
-            low.append(replace(dim, const=min(consts) if ascending else max(consts)))
-            high.append(replace(dim, const=max(consts) if ascending else min(consts)))
-        text = (tuple((d.key(), d.const) for d in low), tuple((d.key(), d.const) for d in high))
-        extremes.setdefault(text, ([], low, high))[0].append(access.array_var)
-    checks = []
-    for arrays, low, high in extremes.values():
-        members = [ir.Var(emitter.scope, a, emitter.loc) for a in arrays]
-        target = emitter.index(members)
-        checks.append(emitter.call(codegen.in_bounds, target, _index_at(scan, emitter, low, loop, first),
-                                   _index_at(scan, emitter, high, loop, last)))
-    return checks
-
-
 def _clone_loop(state, loop, iterator):
     """A copy of the loop's blocks under new labels, reading ``iterator``;
     returns (new header label, old label -> new label)."""
@@ -342,8 +308,52 @@ def _unwrap_head(scan, blocks, plan, streamed_loads):
         body[at:at + 1] = replaced.stmts
 
 
-def _itemsize(scan, array_var):
-    return as_dtype(scan.typemap[array_var].dtype).itemsize
+def _all(emitter, variables):
+    """The ``&`` of boolean variables: not ``and``, no short-circuit
+    branches to lower and optimize."""
+    return functools.reduce(lambda a, b: emitter.binop(operator.and_, a, b), variables)
+
+
+def _iterations(pre, loop, reverse):
+    """``(first, hi)``: the loop visits ``[first, hi)``, emitted by ``pre``."""
+    if reverse:  # range(top, bottom, -1) visits [bottom + 1, top + 1) downwards
+        return pre.add(loop.stop, 1), pre.add(loop.start, 1)
+    first = loop.start if isinstance(loop.start, int) else pre.assign(loop.start, hint="lo")
+    return first, pre.assign(loop.stop, hint="hi")
+
+
+def _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result):
+    """The entry label of the aligned loop: a copy of the loop's blocks
+    from ``start``, its planned accesses rewritten; with sources to read
+    through aligned pointers, a test of their alignment at ``start`` that
+    picks one of two such copies, one reading them aligned."""
+    blocks, loop, loc = scan.func_ir.blocks, plan.loop, plan.loop.loc
+
+    def offset_of(emit):
+        return emit.sub(ir.Var(scope, loop.induction, loc), start)
+
+    def aligned_copy(emit, source_pointers):
+        pointers = [emit.call(codegen.aligned_pointer, ir.Var(scope, a.array_var, loc),
+                              emit_index(scan, d, loop, start, emit)) for a, d in plan.stores]
+        for access, dims in plan.sources if source_pointers else ():
+            source_pointers[access] = emit.call(codegen.aligned_pointer, ir.Var(scope, access.array_var, loc),
+                                                emit_index(scan, dims, loop, start, emit))
+        iterator = emit.temp("aligned_iter").name
+        emit.range_iterator(range, [emit.sub(start, 1), loop.stop, -1] if reverse else [start, hi], target=iterator)
+        head, mapping = _clone_loop(state, loop, iterator)
+        _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
+        emit.stmts.append(ir.Jump(head, loc))
+        return new_block(blocks, scope, loc, emit.stmts)
+
+    if not plan.sources:
+        return aligned_copy(Emitter(scope, loc), {})
+    unaligned = aligned_copy(Emitter(scope, loc), {})
+    test = Emitter(scope, loc)
+    both = _all(test, [test.call(codegen.is_stream_aligned, ir.Var(scope, a.array_var, loc),
+                                 emit_index(scan, d, loop, start, test)) for a, d in plan.sources])
+    sourced = aligned_copy(Emitter(scope, loc), dict.fromkeys(a for a, _ in plan.sources))
+    test.stmts.append(ir.Branch(both, sourced, unaligned, loc))
+    return new_block(blocks, scope, loc, test.stmts)
 
 
 def apply_peel(state, scan, plan, gate, scalar_head, options, result):
@@ -356,89 +366,23 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     scope, loc = preheader.scope, loop.loc
     pre = Emitter(scope, loc)
     reverse = _int_value(scan, loop.step) == -1
-    if reverse:  # range(top, bottom, -1) visits [bottom + 1, top + 1) downwards
-        first, hi = pre.add(loop.stop, 1), pre.add(loop.start, 1)
-    else:
-        first = loop.start if isinstance(loop.start, int) else pre.assign(loop.start, hint="lo")
-        hi = pre.assign(loop.stop, hint="hi")
-    last = pre.sub(hi, 1)
-    anchor, anchor_dims = plan.stores[0]
-    checks = {"bounds": _bounds_checks(scan, pre, plan, first, last), "alignment": [], "page_alias": [],
-              "contiguous": []}
-    for access, dims in plan.stores[1:]:
-        checks["alignment"].append(pre.call(codegen.same_alignment, ir.Var(scope, access.array_var, loc),
-                               _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
-                               _index_at(scan, pre, anchor_dims, loop, first)))
-    # no source 1 to `page_alias_bytes` behind the streamed store modulo a
-    # page, where the loop reads two streams or more and the machine profile
-    # says such sources stall streamed stores (`codegen.no_trailing_alias`);
-    # sources of another item size drift away from the store along the row
-    stored = {access.array_var for access, _ in plan.stores}
-    itemsize = _itemsize(scan, anchor.array_var)
-    sources = {(access.array_var, tuple(d.key() for d in dims), tuple(d.const for d in dims)): (access, dims)
-               for access, dims in plan.loads if access.array_var not in stored
-               and _itemsize(scan, access.array_var) == itemsize}
-    if len(sources) > 1 and options.page_alias_bytes:
-        # (a call the check sends to the head loop runs it whole: vectorized,
-        # not kept scalar as always-streamed kernels' heads are, 0.39x njit)
-        scalar_head = False
-        anchor_first = _index_at(scan, pre, anchor_dims, loop, first)
-        distance = pre.assign(ir.Const(options.page_alias_bytes, loc), hint="page_alias")
-        for access, dims in sources.values():
-            checks["page_alias"].append(pre.call(codegen.no_trailing_alias, ir.Var(scope, access.array_var, loc),
-                                   _index_at(scan, pre, dims, loop, first), ir.Var(scope, anchor.array_var, loc),
-                                   anchor_first, distance))
-    # loads of the aligned loop address rows as contiguous (`direct_load`),
-    # and its stores need contiguous rows to be aligned (counted as this
-    # check's fallback, not as a call no aligned loop reached)
-    for name in sorted({a.array_var for a, _ in plan.loads + plan.stores
-                        if scan.typemap[a.array_var].layout != "C"}):
-        checks["contiguous"].append(pre.call(codegen.inner_contiguous, ir.Var(scope, name, loc)))
-    # `&`, not `and`: no short-circuit branches to lower and optimize
-    plan.checks = {name: functools.reduce(lambda a, b: pre.binop(operator.and_, a, b), group).name
-                   for name, group in checks.items() if group}
-    ok = functools.reduce(lambda a, b: pre.binop(operator.and_, a, b),
-                          [ir.Var(scope, name, loc) for name in plan.checks.values()])
+    first, hi = _iterations(pre, loop, reverse)
+    checks = run_time_checks(scan, pre, plan, first, pre.sub(hi, 1), options.page_alias_bytes)
+    plan.checks = {name: _all(pre, group).name for name, group in checks.items() if group}
+    ok = _all(pre, [ir.Var(scope, name, loc) for name in plan.checks.values()])
     plan.span = (first, hi)  # (with plan.checks, what `call_record.py` counts a fallback by)
     if gate:
         ok = pre.binop(operator.and_, ir.Var(scope, SIZE_GATE, loc), ok)
     # the aligned loop runs over [start, hi) forwards, or [first, start) downwards, after the head
+    anchor, anchor_dims = plan.stores[0]
     boundary, at = (codegen.aligned_end, hi) if reverse else (codegen.aligned_start, first)
-    start = pre.call(boundary, ir.Var(scope, anchor.array_var, loc), _index_at(scan, pre, anchor_dims, loop, at),
+    start = pre.call(boundary, ir.Var(scope, anchor.array_var, loc), emit_index(scan, anchor_dims, loop, at, pre),
                      first, hi, ok)
     drop_definition(blocks, scan.defs[loop.iterator][0])
     pre.range_iterator(range, [loop.start, pre.sub(start, 1), -1] if reverse else [first, start],
                        target=loop.iterator)
     preheader.body[-1:-1] = pre.stmts
-
-    # the aligned loop(s): copies of the loop's blocks, planned accesses rewritten
-    def offset_of(emit):
-        return emit.sub(ir.Var(scope, loop.induction, loc), start)
-
-    def aligned_copy(emit, source_pointers):
-        pointers = [emit.call(codegen.aligned_pointer, ir.Var(scope, a.array_var, loc),
-                              _index_at(scan, emit, d, loop, start)) for a, d in plan.stores]
-        for access, dims in plan.sources if source_pointers else ():
-            source_pointers[access] = emit.call(codegen.aligned_pointer, ir.Var(scope, access.array_var, loc),
-                                                _index_at(scan, emit, dims, loop, start))
-        iterator = emit.temp("aligned_iter").name
-        emit.range_iterator(range, [emit.sub(start, 1), loop.stop, -1] if reverse else [start, hi], target=iterator)
-        head, mapping = _clone_loop(state, loop, iterator)
-        _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
-        emit.stmts.append(ir.Jump(head, loc))
-        return new_block(blocks, scope, loc, emit.stmts)
-
-    if plan.sources:
-        unaligned = aligned_copy(Emitter(scope, loc), {})
-        test = Emitter(scope, loc)
-        aligned = [test.call(codegen.is_stream_aligned, ir.Var(scope, a.array_var, loc),
-                             _index_at(scan, test, d, loop, start)) for a, d in plan.sources]
-        both = functools.reduce(lambda a, b: test.binop(operator.and_, a, b), aligned)
-        sourced = aligned_copy(Emitter(scope, loc), dict.fromkeys(a for a, _ in plan.sources))
-        test.stmts.append(ir.Branch(both, sourced, unaligned, loc))
-        entry = new_block(blocks, scope, loc, test.stmts)
-    else:
-        entry = aligned_copy(Emitter(scope, loc), {})
+    entry = _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result)
     after = Emitter(scope, loc)
     runs = (start, first) if reverse else (hi, start)
     more = after.binop(operator.gt, *runs)
@@ -446,13 +390,14 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))
     retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
     plan.added = set(blocks) - existing
-    if not scalar_head:
-        _unwrap_head(scan, blocks, plan, result.streamed_loads)
-    if scalar_head:
-        body_entry = blocks[header_branch.truebr]
+    # (a call the page-alias check sends to the head loop runs it whole:
+    # vectorized, not kept scalar as always-streamed kernels' heads are, 0.39x njit)
+    if scalar_head and not checks["page_alias"]:
         keep = Emitter(scope, loc)
         keep.call(codegen.keep_scalar)
-        body_entry.body[0:0] = keep.stmts
+        blocks[header_branch.truebr].body[0:0] = keep.stmts
+    else:
+        _unwrap_head(scan, blocks, plan, result.streamed_loads)
 
 
 def run_pass(state):
