@@ -17,7 +17,8 @@ check_numba()  # before anything compiles: outside the tested range, say so
 
 from .api import stream_kernel
 from .dispatcher import StreamDispatcher
-from .dropins import copyto, empty_like, memcpy, preload
+from .allocation import empty_like
+from .dropins import copyto, memcpy, preload
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
 from .stencil import stencil

@@ -1,5 +1,5 @@
-"""Drop-in replacements for NumPy copies and allocations: `copyto`,
-`memcpy` and `empty_like`.
+"""Drop-in replacements for NumPy copies: `copyto` and `memcpy` (the
+allocation `empty_like` is in `allocation.py`).
 
 Below the size where streaming wins (`STREAM_BYTES`) `copyto` calls the C
 function that `numpy.copyto` itself runs, so results, broadcasting,
@@ -27,7 +27,6 @@ import numpy as np
 
 from .disabled import jit_disabled
 from .api import stream_kernel
-from .codegen.placement import placed_apart
 from .threshold import copy_threshold, parallel_copy_bytes
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")
@@ -409,45 +408,3 @@ def memcpy(dst, src):
         raise ValueError("memcpy: dst is read-only")
     copyto(dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8))
     return dst
-
-
-def empty_like(prototype, dtype=None, shape=None):
-    """`numpy.empty_like` (C order), placed apart from ``prototype`` in memory.
-
-    Large NumPy arrays start at one fixed offset within their 4 KiB page, so
-    a second buffer made with ``np.empty_like(a)`` or ``a.copy()`` lies at
-    the same offset as ``a``: a loop that stores ``b[i]`` while loading
-    ``a[i - 1]`` then loads from just behind its stores modulo 4 KiB, and
-    the loads wait for the stores (4K aliasing). A streamed loop there runs
-    plain (``stream_fallbacks()["page_alias"]``), and plain loops slow down
-    too: a streamed Jacobi sweep of 4096x4096 float32 ran 16 ms with its two
-    buffers apart, 40-46 ms with them alike (AMD EPYC Zen 2 VM). Arrays of
-    64 KiB and more are placed on a cache line far from ``prototype``'s
-    offset; smaller ones are NumPy's.
-
-    Parameters
-    ----------
-    prototype : ndarray
-        The array the new one is shaped like and kept apart from.
-    dtype : data-type, optional
-        Overrides ``prototype``'s dtype.
-    shape : int or tuple of ints, optional
-        Overrides ``prototype``'s shape.
-
-    Returns
-    -------
-    out : ndarray
-        Uninitialized, C-contiguous.
-
-    Examples
-    --------
-    >>> import numpy as np, streamjit as sj
-    >>> a = np.ones((512, 512))
-    >>> b = sj.empty_like(a)
-    >>> b.shape, b.dtype, b.flags.c_contiguous
-    ((512, 512), dtype('float64'), True)
-    >>> min((b.ctypes.data - a.ctypes.data) % 4096, (a.ctypes.data - b.ctypes.data) % 4096) >= 512
-    True
-    """
-    fresh = np.empty_like(prototype, dtype=dtype, order="C", subok=False, shape=shape)
-    return placed_apart(fresh, (np.asarray(prototype),))

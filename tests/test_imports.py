@@ -77,3 +77,13 @@ def test_comments_cite_scripts_and_cpus_not_issues_or_sessions():
              for n, line in enumerate(p.read_text().splitlines(), 1)
              if re.search(r"\b(issue|session)s? \d", line, re.IGNORECASE)]
     assert cited == []
+
+
+MAX_LINES = 450
+
+
+def test_no_module_is_longer_than_a_reader_takes_in():
+    """Every module of streamjit has at most `MAX_LINES` lines: a longer
+    one holds more than one job, and is split along them."""
+    lengths = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}
