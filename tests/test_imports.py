@@ -5,7 +5,12 @@ import it, and `import streamjit` fails in another), and the bottom floor
 warning class. Read statically from the sources, as a reviewer's scan does."""
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import streamjit
 
@@ -87,3 +92,90 @@ def test_no_module_is_longer_than_a_reader_takes_in():
     one holds more than one job, and is split along them."""
     lengths = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}
+
+
+# Imports each module named on the command line into a fresh interpreter's
+# streamjit, in that order ("order"), or each into a child forked before any
+# of streamjit is imported ("alone": the third-party modules the package
+# imports are loaded once, before the forks, so that a module costs
+# milliseconds, not a Numba import). streamjit itself is a bare package
+# until its own name comes: a submodule then loads only what it imports
+# itself, not whatever ``streamjit/__init__.py`` happened to load first.
+_IMPORTER = """
+import importlib, importlib.util, os, sys, traceback, types
+package_dir, mode, preload, *names = sys.argv[1:]
+
+def load(name):
+    if name != "streamjit":
+        importlib.import_module(name)
+        return
+    spec = importlib.util.spec_from_file_location("streamjit", os.path.join(package_dir, "__init__.py"),
+                                                  submodule_search_locations=[package_dir])
+    spec.loader.exec_module(sys.modules["streamjit"])
+
+def bare_package():
+    package = types.ModuleType("streamjit")
+    package.__path__ = [package_dir]
+    sys.modules["streamjit"] = package
+
+if mode == "order":
+    bare_package()
+    for name in names:
+        load(name)
+    sys.exit(0)
+for module in preload.split(","):
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        pass
+failed = []
+for name in names:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            bare_package()
+            load(name)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    if os.waitpid(pid, 0)[1] != 0:
+        failed.append(name)
+print(" ".join(failed))
+sys.exit(1 if failed else 0)
+"""
+
+
+def _third_party_imports():
+    """The modules outside streamjit that its modules import at module level."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+    return sorted(m for m in found if m.split(".")[0] != "streamjit")
+
+
+def _import_in_fresh_interpreter(mode, names):
+    return subprocess.run([sys.executable, "-c", _IMPORTER, str(PACKAGE), mode, ",".join(_third_party_imports()),
+                           *names], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("order", ["sorted", "reversed"])
+def test_every_module_imports_in_either_order(order):
+    """All modules, in a fresh interpreter, imported in name order and in
+    the reverse: a cycle that only works in the order the package happens
+    to import it fails in one of them."""
+    names = sorted(import_graph(), reverse=order == "reversed")
+    done = _import_in_fresh_interpreter("order", names)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the modules are imported alone in forked children")
+def test_every_module_imports_alone():
+    """Each module, with nothing of streamjit imported before it but what it
+    imports itself."""
+    done = _import_in_fresh_interpreter("alone", sorted(import_graph()))
+    assert done.returncode == 0, f"failed alone: {done.stdout}\n{done.stderr[-3000:]}"
