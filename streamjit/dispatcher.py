@@ -4,7 +4,7 @@ The dispatcher *is* a Numba CPU dispatcher (calls go through Numba's C
 dispatch, with no Python wrapper on the hot path; other jitted functions can
 call it), compiling the user's function itself (from its bytecode, as Numba
 does) with the pipeline of `pipeline.py` and code libraries that run the
-LLVM rewrite (`lowering/library.py`). It adds
+LLVM rewrite (`backend/library.py`). It adds
 `stream_report`, shows the rewritten module in `inspect_llvm`, and compiles
 for other CPUs in `inspect_asm(target=..., cpu=...)`.
 """
@@ -21,8 +21,8 @@ from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache
 from .errors import StreamError, warnings_once
-from .lowering.cross_target import compile_for_target
-from .lowering.library import stream_code_libraries
+from .backend.cross_target import compile_for_target
+from .backend.library import stream_code_libraries
 from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
@@ -225,7 +225,7 @@ class StreamDispatcher(CPUDispatcher):
         """Raise unless every overload's code went through the post-O3 stages
         (a `StreamCodeLibrary`, or an entry of our cache, which holds their
         output): should Numba stop creating libraries through the class the
-        switch sets (`lowering/library.py`), kernels would compile without
+        switch sets (`backend/library.py`), kernels would compile without
         non-temporal stores and fences, silently, and always-streamed ones
         would fail to link. Costs a check per overload, after a compile."""
         for overload in self.overloads.values():

@@ -40,7 +40,7 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
     are placed apart from its array arguments modulo a page;
 11. ``retype``: Numba's type inference over the inserted statements.
 
-Numba then lowers and optimizes as usual; ``lowering/library.py`` runs the
+Numba then lowers and optimizes as usual; ``backend/library.py`` runs the
 post-O3 stages of ``post_o3/stages.py`` on the optimized LLVM module
 (non-temporal tags, prefetches, AArch64 pairs, fences on the returns
 exceptions take out of a streamed nest). After Numba's lowering:

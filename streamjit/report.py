@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from numba import types
 from numba.core.ir_utils import legalize_names
 
-from .lowering.targets import count_asm_streaming
+from .protocol.targets import count_asm_streaming
 from .plan import LOOP_NOTE
 from .post_o3.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
 from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns

@@ -51,7 +51,7 @@ from numba.stencils.stencil import StencilFunc
 from .codegen.placement import placed_apart
 from .dask import is_dask_array, stencil_on_dask
 from .disabled import jit_disabled, python_stencil
-from .lowering.library import stream_code_libraries
+from .backend.library import stream_code_libraries
 from .options import did_you_mean, resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult

@@ -1,8 +1,12 @@
 """The package's import graph: module-level imports between streamjit's
 modules form no cycle (a cycle works only in the order that happens to
-import it, and `import streamjit` fails in another), and the bottom floor
-(`machine.py`: facts and the profile) imports nothing of streamjit's but its
-warning class. Read statically from the sources, as a reviewer's scan does."""
+import it, and `import streamjit` fails in another; every module is also
+imported in fresh interpreters, alone and in two orders), and the floors of
+the compiler below the pipeline import only downwards (`FLOORS`): the bottom
+floor (`machine.py`: facts and the profile) imports nothing of streamjit's
+but its warning class, and `protocol/`, what the code generation emits and
+the post-O3 stages read back, nothing outside itself. Read statically from
+the sources, as a reviewer's scan does."""
 
 import ast
 import os
@@ -71,6 +75,36 @@ def test_the_scan_finds_a_cycle():
 
 def test_the_bottom_floor_imports_only_the_warning_class():
     assert import_graph()["streamjit.machine"] == {"streamjit.errors"}
+
+
+# From the bottom up; packages on one floor stand side by side, neither
+# importing the other: the code generation (run while Numba lowers) and the
+# post-O3 stages share only `protocol/`; the passes insert the code
+# generation's intrinsics; `backend/` runs the post-O3 stages on a code
+# library.
+FLOORS = (("errors",), ("machine", "protocol"), ("codegen", "post_o3"), ("passes", "backend"))
+
+
+def _floor(module):
+    package = module.split(".")[1] if "." in module else None
+    return next((i for i, names in enumerate(FLOORS) if package in names), None), package
+
+
+def test_the_floors_import_only_downwards():
+    upwards = []
+    for module, imported in import_graph().items():
+        floor, package = _floor(module)
+        for other in imported:
+            other_floor, other_package = _floor(other)
+            if None not in (floor, other_floor) and package != other_package and other_floor >= floor:
+                upwards.append(f"{module} -> {other}")
+    assert sorted(upwards) == []
+
+
+def test_the_protocol_imports_nothing_of_streamjit_outside_itself():
+    graph = import_graph()
+    assert {other for module, imported in graph.items() if module.startswith("streamjit.protocol")
+            for other in imported if not other.startswith("streamjit.protocol")} == set()
 
 
 def test_comments_cite_scripts_and_cpus_not_issues_or_sessions():

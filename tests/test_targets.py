@@ -164,7 +164,7 @@ def test_the_host_builds_target_facts_follow_numba_cpu_name(monkeypatch, cpu, th
     counted NT stores the machine code did not have."""
     from numba.core import config
 
-    from streamjit.lowering.targets import Target
+    from streamjit.protocol.targets import Target
 
     monkeypatch.setattr(config, "CPU_NAME", cpu)
     monkeypatch.setattr(config, "CPU_FEATURES", "")

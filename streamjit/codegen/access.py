@@ -10,8 +10,8 @@ from numba import types
 from numba.core import cgutils
 from numba.np.arrayobj import fix_integer_index
 
-from ..lowering.alignment import emit_alignment_promise
-from ..lowering.markers import mark_streamed_load, mark_streamed_store
+from ..protocol.alignment import emit_alignment_promise
+from ..protocol.markers import mark_streamed_load, mark_streamed_store
 from .arrays import (array_shape, call_numba_operation, contiguous_row_pointer, element_pointer, index_values,
                      integer_indices, is_element_access, item_pointer, load_element, numba_operation, typed_load,
                      typed_stream_load)
@@ -143,7 +143,7 @@ def aligned_pointer(typingctx, arr, index):
     The pointer is laundered so LLVM keeps it as the one base of the loop's
     addresses instead of re-deriving them from the array's data pointer
     (through phis the alignment proof cannot see into); the promise is an
-    `llvm.assume` alignment bundle (``lowering/alignment.py``). Elements along
+    `llvm.assume` alignment bundle (``protocol/alignment.py``). Elements along
     the last dimension are then ``pointer[k]``: the caller checked that
     dimension is contiguous."""
     if not is_element_access(arr, index):

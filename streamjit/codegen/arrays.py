@@ -7,7 +7,7 @@ from numba import types
 from numba.core import cgutils
 from numba.np.numpy_support import as_dtype
 
-from ..lowering.markers import mark_streamed_load
+from ..protocol.markers import mark_streamed_load
 
 
 ELEMENT_TYPES = (types.Integer, types.Float, types.Complex, types.Boolean)

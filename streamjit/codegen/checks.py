@@ -8,7 +8,7 @@ from numba import types
 from numba.core import cgutils
 from numba.np.numpy_support import as_dtype
 
-from ..lowering.targets import STREAM_ALIGN_BYTES
+from ..protocol.targets import PAGE_BYTES, STREAM_ALIGN_BYTES
 from .arrays import (array_field, array_shape, element_address, index_values, integer_indices, is_element_access,
                      unit_inner_stride)
 from .registration import intrinsic
@@ -131,7 +131,6 @@ def same_alignment(typingctx, arr, index, anchor, anchor_index):
 # non-temporal store stays in flight until it reaches memory. Whether that
 # stalls, and over how many bytes, is the machine profile's
 # ``page_alias_bytes`` row (machine.py: 192 on Zen 2, none on Zen 4 and Intel).
-PAGE_BYTES = 4096
 
 
 @intrinsic

@@ -9,14 +9,14 @@ from numba import types
 from numba.core import cgutils
 from numba.core.typing import signature
 
-from ..lowering.keep_scalar import emit_keep_scalar
-from ..lowering.targets import emit_store_fence
+from ..protocol.keep_scalar import emit_keep_scalar
+from ..protocol.targets import emit_store_fence
 from .registration import intrinsic
 
 
 @intrinsic
 def keep_scalar(typingctx):
-    """Keep the enclosing loop scalar (see ``lowering/keep_scalar.py``)."""
+    """Keep the enclosing loop scalar (see ``protocol/keep_scalar.py``)."""
     def codegen(context, builder, sig, args):
         emit_keep_scalar(builder)
         return context.get_dummy_value()

@@ -38,8 +38,8 @@ from numba.np.arrayobj import _empty_nd_impl, make_array, populate_array
 from numba.np.numpy_support import as_dtype
 
 from ..machine import line_bytes
+from ..protocol.targets import PAGE_BYTES
 from .arrays import array_field
-from .checks import PAGE_BYTES
 from .registration import intrinsic
 
 # Smaller arrays are left where the allocator put them: they live in the

@@ -28,7 +28,7 @@ non-temporal load leaves ``streamed_loads``, with a note saying why.
 from numba.core import ir, types
 
 from .. import codegen
-from ..lowering.markers import load_marker
+from ..protocol.markers import load_marker
 from ..machine import line_bytes
 from ..plan import METADATA_KEY
 from .affine import AffineAnalyzer

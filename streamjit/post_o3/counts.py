@@ -9,11 +9,11 @@ fence; counted per array in an `ArrayReport`.
 
 from dataclasses import dataclass, field
 
-from ..lowering.markers import STREAM_STORE_SCOPE
+from ..protocol.markers import STREAM_STORE_SCOPE
 from .nontemporal import MOVNTI_ASM
 from .stream_memset import FILL
 
-# every target's store fence (`lowering/targets.emit_store_fence`)
+# every target's store fence (`protocol/targets.emit_store_fence`)
 _FENCE_CALLS = ("llvm.x86.sse.sfence", "llvm.aarch64.dmb")
 
 

@@ -1,13 +1,13 @@
 """Delete the calls that kept the peeled head loops scalar.
 
 The head loop in front of each aligned loop holds a call to an opaque
-function (`lowering/keep_scalar.py` says why), so LLVM's vectorizer leaves
+function (`protocol/keep_scalar.py` says why), so LLVM's vectorizer leaves
 it scalar. The call has done its work once O3 is over; this stage deletes
 it and its declaration, before machine code is generated, so it costs
 nothing at run time.
 """
 
-from ..lowering.keep_scalar import MARKER
+from ..protocol.keep_scalar import MARKER
 
 
 def run(module, target):

@@ -375,7 +375,7 @@ class Module:
 
     def marked_scope_lists(self, scope_name):
         """``{scope list id: suffix}`` for the ``!alias.scope`` lists holding a
-        scope named ``scope_name`` or ``scope_name:suffix`` (`lowering/markers.py`)."""
+        scope named ``scope_name`` or ``scope_name:suffix`` (`protocol/markers.py`)."""
         prefix = f'!"{scope_name}'
         scopes = {}
         for node_id, body in self.metadata.items():

@@ -4,7 +4,7 @@ Runs on the final LLVM module *after* Numba's O3 pipeline. Attaching
 `!nontemporal` earlier stops the loop vectorizer (LLVM asks whether an
 under-aligned vector NT store is legal, and it is not), which yields one slow
 scalar NT store per element. So streamed accesses are only *marked* during
-lowering (`lowering/markers.py`); once the vectorizer has widened them and
+lowering (`protocol/markers.py`); once the vectorizer has widened them and
 AlignmentFromAssumptions has raised their alignment from the `llvm.assume`
 placed before the aligned loop, this stage attaches `!nontemporal` to every
 marked vector store or load whose alignment covers its width (a misaligned
@@ -30,7 +30,7 @@ load on most CPUs, and cost 20% on the Intel Xeon VM of
 
 import llvmlite.binding as llvm
 
-from ..lowering.markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, parse_load_marker
+from ..protocol.markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, parse_load_marker
 from .module import ELEMENT_BYTES, Inst, vector_shape
 
 # Vector NT accesses exist for 16-byte (SSE, NEON q) registers and wider.

@@ -5,7 +5,7 @@ prefetch issued far enough ahead, the load for a later iteration started
 now (TVM's asynchronous pipeline stage, on a CPU). This stage runs on the
 final LLVM module *after* O3, so the prefetches neither block nor distort
 the loop vectorizer: before every marked load whose scope carries a
-distance D > 0 (`lowering/markers.py`), it inserts
+distance D > 0 (`protocol/markers.py`), it inserts
 
     %p = getelementptr i8, ptr %addr, i64 D
     call void @llvm.prefetch.p0(ptr %p, i32 0, i32 0, i32 1)   ; prefetchnta
@@ -23,7 +23,7 @@ so any prefetch there is ours. (Checking for our instruction names instead
 let every optimization round add another copy: four prefetches per line.)
 """
 
-from ..lowering.markers import STREAM_LOAD_SCOPE, parse_load_marker
+from ..protocol.markers import STREAM_LOAD_SCOPE, parse_load_marker
 from ..machine import PREFETCH_HINTS, line_bytes
 from .module import Inst
 

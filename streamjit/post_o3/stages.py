@@ -21,15 +21,15 @@ function on the records of `module.py`:
 8. ``huge_pages``: the large arrays the kernel allocates get NumPy's
    huge-page advice.
 
-The host build (`lowering/library.py`) and the inspection for other CPUs
-(`lowering/cross_target.py`) both run `run_post_o3`, so they cannot drift
+The host build (`backend/library.py`) and the inspection for other CPUs
+(`backend/cross_target.py`) both run `run_post_o3`, so they cannot drift
 apart. ``STREAMJIT_DUMP_AFTER=<stage name>`` prints the module after that
 stage, for each module that holds streamjit marks.
 """
 
 from ..dump import dump_after
-from ..lowering.keep_scalar import MARKER as KEEP_SCALAR
-from ..lowering.markers import DOMAIN_NAME
+from ..protocol.keep_scalar import MARKER as KEEP_SCALAR
+from ..protocol.markers import DOMAIN_NAME
 from . import (exit_fences, huge_pages, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset,
                widen_stores)
 from .module import Module

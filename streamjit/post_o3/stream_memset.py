@@ -4,7 +4,7 @@ LLVM's loop idiom pass turns a loop that stores one value into a call to
 ``memset`` where it can prove the bytes: a zero of any type, any value of a
 byte array. Done to an aligned loop, the streamed stores are gone (a zero
 fill ran at the speed of a plain one), but the call keeps the loop's marks
-(``!alias.scope`` of a streamed store, `lowering/markers.py`) and the
+(``!alias.scope`` of a streamed store, `protocol/markers.py`) and the
 alignment the peel proved (``ptr align 64``). This stage replaces each such
 marked ``memset`` with a call to a fill of our own, defined once in the
 module: full-width aligned vector stores, made non-temporal, then the bytes
@@ -16,7 +16,7 @@ faster fill.
 
 import re
 
-from ..lowering.markers import STREAM_STORE_SCOPE
+from ..protocol.markers import STREAM_STORE_SCOPE
 from .module import Inst
 
 MEMSET = "llvm.memset.p0.i64"

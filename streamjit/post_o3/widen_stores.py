@@ -34,7 +34,7 @@ spelled out (``fptosi`` to ``i32``, ``i64`` for an unsigned ``i32``, then
 stores.
 """
 
-from ..lowering.markers import STREAM_STORE_SCOPE
+from ..protocol.markers import STREAM_STORE_SCOPE
 from .module import LOCAL, Inst, type_bytes, vector_shape
 
 _MIN_BYTES = 16

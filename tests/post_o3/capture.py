@@ -69,9 +69,9 @@ def divide(out, a):
 def _captured(compile_kernel, where="library", which=-1):
     """The input of `run_post_o3` for the last (or ``which``) module holding
     streamjit marks that ``compile_kernel()`` builds (through
-    ``lowering.<where>``)."""
+    ``backend.<where>``)."""
     import importlib
-    module = importlib.import_module(f"streamjit.lowering.{where}")
+    module = importlib.import_module(f"streamjit.backend.{where}")
     seen, original = [], module.run_post_o3
 
     def recording(text, *args):

@@ -4,7 +4,7 @@ import os
 
 import llvmlite.binding as llvm
 
-from streamjit.lowering.targets import Target
+from streamjit.protocol.targets import Target
 from streamjit.post_o3.module import Module
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")

@@ -5,7 +5,7 @@ import re
 
 from llvm_fixtures import X86, X86_SSE4A, after, fixture_text, instructions, verified
 
-from streamjit.lowering.markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE
+from streamjit.protocol.markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE
 from streamjit.post_o3 import nontemporal
 from streamjit.post_o3.module import Module
 

@@ -23,7 +23,7 @@ from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
 from ..post_o3.stages import run_post_o3
-from .targets import Target
+from ..protocol.targets import Target
 
 
 class StreamCodeLibrary(JITCodeLibrary):

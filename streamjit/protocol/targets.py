@@ -18,6 +18,9 @@ import llvmlite.ir as llir
 # Streamed destinations are peeled to this alignment: one cache line, which
 # is also the widest vector register (zmm) and covers AArch64's `stnp` pairs.
 STREAM_ALIGN_BYTES = 64
+# A page as the 4K-aliasing check and the placement of fresh arrays see it:
+# the core compares the low 12 bits of a load's and a store's addresses.
+PAGE_BYTES = 4096
 
 _NT_STORE_ASM = re.compile(r"^\s*(v?movnt(?:ps|pd|dq|i|ss|sd)\w*|stnp|stnt1\w*)\s+(.*)$", re.M)
 # The store fences we emit: x86 `sfence`, AArch64 `dmb ishst`, and what LLVM

@@ -4,7 +4,7 @@ The development machines are x86-64 with AVX-512, but users run on
 Graviton, Apple silicon and older x86. This takes the kernel's linked LLVM module as it
 was *before* optimization (kept by `library.StreamCodeLibrary`), points it
 at another target triple / CPU / feature set, swaps the host's store fence
-for that target's (`targets.py`), and runs what the host build runs: O3
+for that target's (`protocol/targets.py`), and runs what the host build runs: O3
 with that target's vectorizer, the same post-O3 stages
 (`post_o3/stages.py`, exit fences included), then assembly from llvmlite's
 target machine. Nothing is executed, so any target llvmlite was built with
@@ -16,7 +16,7 @@ import re
 import llvmlite.binding as llvm
 
 from ..post_o3.stages import run_post_o3
-from .targets import Target, retarget_host_text
+from ..protocol.targets import Target, retarget_host_text
 
 _initialized = False
 
