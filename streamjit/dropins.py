@@ -259,7 +259,11 @@ def copy_bands(threads=False):
 # the load: 1.0x np.copyto at worst when threads do not pay, and most of
 # the threads' gain when they do. The first copies take the threads, as
 # PARALLEL_BYTES (the machine's profile) says they pay there; np.copyto is
-# first timed on the RECHECK_EVERY-th.
+# first timed on the RECHECK_EVERY-th. The runs above are
+# `bench/copy_threads.py --busy` on the Intel Xeon VM, 2 cores
+# (bench/README.md, "copyto on a quiet machine" and "Figures the user guide
+# cites"); the period 8 itself is chosen, not measured: no other period was
+# tried.
 RECHECK_EVERY = 8
 
 

@@ -38,7 +38,9 @@ PARALLEL_ENV_VAR = "STREAMJIT_PARALLEL_BYTES"
 
 # No CPU has more last-level cache than this per hardware thread (large-L3
 # parts such as AMD's X3D have about 6 MiB); more means the reading is not
-# the cache this machine's cores get to use.
+# the cache this machine's cores get to use. Chosen, not measured: from
+# vendors' published cache sizes, with margin; it rejects the Intel Xeon
+# VM's reading of 480 MiB for 2 CPUs (bench/README.md, "Envelope").
 PLAUSIBLE_BYTES_PER_CPU = 16 << 20
 
 

@@ -44,10 +44,15 @@ from .registration import intrinsic
 
 # Smaller arrays are left where the allocator put them: they live in the
 # allocator's heap at no fixed offset, and a second allocation costs more
-# than the streamed loop saves there.
+# than the streamed loop saves there. Chosen, not measured: no bench script
+# swept this size (16 pages, 64 KiB).
 PLACED_FROM_BYTES = 16 * PAGE_BYTES
 # How close, modulo a page, a fresh array's start may come to an input row's:
-# the widest aliasing window measured (192 bytes, Zen 2: machine.py) plus a stencil's reach of a few elements.
+# the widest aliasing window measured (192 bytes, machine.py's Zen 2 row:
+# the 4K aliasing table of bench/README.md's first "AMD EPYC Zen 2 VM"
+# section, 256 MiB float32 per placement of the output, measured on that VM;
+# `bench/machine_profile.py` measures the row now) plus a stencil's reach of
+# a few elements; the margin up to 512 is chosen, not measured.
 NEAR_BYTES = 512
 
 

@@ -39,6 +39,10 @@ from . import async_loads, decision, grid, hints, ptx, vector
 from .intrinsics import LOAD_CACHE
 from .source import Kernel, build, parse
 
+# The compute capability `inspect_ptx`, `inspect_sass` and `stream_report`
+# compile for when none is given. Chosen, not measured, as are the two below: no GPU has
+# run these kernels (bench/README.md, "GPU (`python bench/gpu.py`):
+# unmeasured").
 DEFAULT_CC = (9, 0)
 # The block size of kernels with load rings (sized into shared memory at
 # compile time) when the caller gives none.

@@ -32,8 +32,11 @@ from .retype import retype
 
 # Iterations per block: each block ends in a store fence, which waits for the
 # write-combining buffers to drain; 16K-iteration blocks made a one-thread
-# float32 copy 1.21x the plain loop instead of 1.40x with these (256 MiB).
-# Still small enough to balance a few dozen workers on large arrays.
+# float32 copy 1.21x the plain loop instead of 1.40x with these (256 MiB;
+# `bench/parallel.py` on the AMD EPYC Zen 5 VM, 2 cores: bench/README.md,
+# "Parallel"). Only 16K and 2^18 were measured; that 2^18 is still small
+# enough to balance a few dozen workers on large arrays is chosen, not
+# measured (a 2-core machine cannot show it).
 BLOCK = 1 << 18
 BLOCK_HINT = "block"
 
