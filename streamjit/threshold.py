@@ -27,8 +27,10 @@ from .machine import MAX_BYTES, cache_sizes, profile_file, read_profile_file, up
 
 # kind -> (environment variable, key in the calibration file, share of the
 # last-level cache, fallback bytes). The shares are the crossovers measured
-# with a plausible cache (AMD EPYC, 32 MiB L3: kernels at 8-12 MiB, copies
-# at 12-16 MiB); the fallbacks the ones measured on our Intel VM (above).
+# with a plausible cache (AMD EPYC Zen 5 VM, 32 MiB L3: kernels at 8-12 MiB,
+# copies at 12-16 MiB); the fallbacks the ones measured on the Intel Xeon VM
+# (above): `python -m streamjit bench --sweep` and `calibrate`, bench/README.md
+# "Envelope".
 KINDS = {
     "kernel": ("STREAMJIT_THRESHOLD", "threshold_bytes", 1 / 3, 16 << 20),
     "copy": ("STREAMJIT_COPY_THRESHOLD", "copy_threshold_bytes", 1 / 2, 32 << 20),
