@@ -67,3 +67,30 @@ def test_the_page_runs_as_written_and_prints_what_it_shows(page, tmp_path):
             out = out.rstrip("\n")
             assert re.fullmatch(expected_pattern(expected), out), \
                 f"{page.name}, block {n} shows:\n{expected}\nthe code prints:\n{out}"
+
+
+def test_how_it_works_lists_every_pass_and_stage_in_order():
+    """The page is generated from the pass and stage lists (docs/hooks.py),
+    so each pass and stage appears, in the order they run."""
+    sys.path.insert(0, str(DOCS))
+    try:
+        import hooks
+    finally:
+        sys.path.remove(str(DOCS))
+    from streamjit import pipeline
+    from streamjit.post_o3 import stages
+
+    text = hooks.how_it_works()
+    names = [m.__name__.rsplit(".", 1)[-1] for m in pipeline.UNTYPED_PASSES + pipeline.TYPED_PASSES
+             + pipeline.LOWERED_PASSES]
+    headings = re.findall(r"^#### \d+\. `(\w+)`$", text, re.M)
+    assert headings == names
+    assert re.findall(r"^### \d+\. `(\w+)`$", text, re.M) == list(stages.STAGE_NAMES)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason='pip install ".[docs]"')
+def test_the_site_builds_with_warnings_as_errors(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr
