@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 
 def jacobi_steps(A, B, steps):
@@ -90,9 +90,9 @@ def compare(name, function, args, rounds, stream_stores=True):
         assert got is None or np.array_equal(got, want)
     nt = sum(r.nt_vector_stores for r in streamed.stream_report().arrays.values())
     # (a runner returning a number would be taken for a time it measured)
-    medians = bench.interleaved_medians({"streamjit": lambda: [streamed(*args)] and None,
-                                         "fused": lambda: [fused(*args)] and None,
-                                         "njit": lambda: [plain(*args)] and None}, rounds)
+    medians = measure.interleaved_medians({"streamjit": lambda: [streamed(*args)] and None,
+                                           "fused": lambda: [fused(*args)] and None,
+                                           "njit": lambda: [plain(*args)] and None}, rounds)
     print(f"{name:28s} {medians['njit'] * 1e3:9.1f} {medians['fused'] * 1e3:9.1f} {medians['streamjit'] * 1e3:9.1f}"
           f" {medians['njit'] / medians['streamjit']:9.2f}x {medians['fused'] / medians['streamjit']:9.2f}x"
           f"   vector NT stores in code: {nt}")
@@ -100,7 +100,7 @@ def compare(name, function, args, rounds, stream_stores=True):
 
 def main(n=5000, m=300, rounds=7):
     rng = np.random.default_rng(0)
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"{'kernel (float64), ms':28s} {'njit':>9s} {'fused':>9s} {'streamjit':>9s} {'vs njit':>10s} "
           f"{'vs fused':>10s}")
     compare(f"jacobi 2-D {n}x{n}, 4 sweeps", jacobi_steps,

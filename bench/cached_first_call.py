@@ -59,7 +59,7 @@ def run(path):
 
 
 def main(rounds=9):
-    from streamjit import bench
+    from streamjit import measure
     totals, calls = {name: [] for name in BUILDS}, {name: [] for name in BUILDS}
     with tempfile.TemporaryDirectory() as folder:
         scripts = {}
@@ -73,7 +73,7 @@ def main(rounds=9):
                 total, call = run(path)
                 totals[name].append(total)
                 calls[name].append(call)
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"first call of a cached kernel (3-point stencil into a fresh array, 1 Mi float64) in a fresh process, "
           f"medians (min-max) of {rounds} alternating processes")
     for name in BUILDS:

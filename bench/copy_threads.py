@@ -30,7 +30,7 @@ import numba  # noqa: E402  (after the wait policy, which OpenMP reads when Numb
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench, dropins
+from streamjit import dropins, measure
 
 
 def _copy_in_halves(dst, src):
@@ -59,14 +59,14 @@ def main(mib=256, rounds=11, busy=False):
         assert np.array_equal(dst, src)
     spinner = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if busy else None
     try:
-        times = bench.interleaved_times(runners, rounds)
+        times = measure.interleaved_times(runners, rounds)
     finally:
         if spinner:
             spinner.kill()
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"{mib} MiB float32 copy, {'one core busy' if busy else 'no other load started'}; read + written bytes per "
           f"second and speed relative to np.copyto, medians (min-max) of {rounds} interleaved rounds")
-    gbs, ratios = bench.rates(times, 2 * n * 4 / 1e9), bench.speedups(times, "np.copyto")
+    gbs, ratios = measure.rates(times, 2 * n * 4 / 1e9), measure.speedups(times, "np.copyto")
     for name in runners:
         print(f"{name:32s} {gbs[name]:5.1f} ({gbs[name].low:.1f}-{gbs[name].high:.1f}) GB/s  "
               f"{ratios[name]:.2f}x ({ratios[name].low:.2f}-{ratios[name].high:.2f})")
@@ -80,11 +80,11 @@ def first_calls(mib=256, calls=12, rounds=7):
     n = (mib << 20) // 4
     src = np.random.default_rng(0).random(n + 1, dtype=np.float32)[1:]
     dst = np.full(n + 1, -1.0, np.float32)[:-1]  # (written: np.zeros would leave its pages to fault in)
-    times = [bench.wall_seconds(lambda: sj.copyto(dst, src)) for _ in range(calls)]
+    times = [measure.wall_seconds(lambda: sj.copyto(dst, src)) for _ in range(calls)]
     assert np.array_equal(dst, src)
-    numpy = np.median([bench.wall_seconds(lambda: np.copyto(dst, src)) for _ in range(rounds)])
+    numpy = np.median([measure.wall_seconds(lambda: np.copyto(dst, src)) for _ in range(rounds)])
     steady = np.median(times[calls // 2:])
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"{mib} MiB float32 copy, fresh process; streamjit.copyto per call (ms): "
           + ", ".join(f"{t * 1e3:.1f}" for t in times))
     print(f"np.copyto median of {rounds}: {numpy * 1e3:.1f} ms; second call {numpy / times[1]:.2f}x np.copyto; "
@@ -126,7 +126,7 @@ if __name__ == "__main__":
     if "--first-calls" in sys.argv:
         first_calls(*mib)
     elif "--at-import" in sys.argv:
-        print(bench.host_description())
+        print(measure.host_description())
         at_import(*mib)
     else:
         main(*mib, busy="--busy" in sys.argv)

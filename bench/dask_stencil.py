@@ -20,7 +20,7 @@ import distributed
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 
 def chunk_task_seconds(build):
@@ -33,26 +33,26 @@ def chunk_task_seconds(build):
 
 
 def main(mib, chunk_sides, rounds=9):
-    side = int((mib * bench.MIB // 4) ** 0.5)
-    print(f"{bench.host_description()}\n{side} x {side} float32 ({side * side * 4 / bench.MIB:.0f} MiB), "
+    side = int((mib * measure.MIB // 4) ** 0.5)
+    print(f"{measure.host_description()}\n{side} x {side} float32 ({side * side * 4 / measure.MIB:.0f} MiB), "
           f"LocalCluster(2 processes, 1 thread each), stencil then sum, {rounds} interleaved rounds")
-    stencils = {"streamjit.stencil (default)": sj.stencil(bench.jacobi4_stencil),
-                "streamjit.stencil (streamed)": sj.stencil(bench.jacobi4_stencil, threshold=0),
-                "streamjit.stencil (plain)": sj.stencil(bench.jacobi4_stencil, stream_stores=False)}
+    stencils = {"streamjit.stencil (default)": sj.stencil(measure.jacobi4_stencil),
+                "streamjit.stencil (streamed)": sj.stencil(measure.jacobi4_stencil, threshold=0),
+                "streamjit.stencil (plain)": sj.stencil(measure.jacobi4_stencil, stream_stores=False)}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   memory_limit=0) as cluster, distributed.Client(cluster):
         for chunk in chunk_sides:
             grid = da.random.random((side, side), chunks=(chunk, chunk)).astype(np.float32).persist()
             distributed.wait(grid)
             variants = {name: (lambda s=s: s(grid).sum()) for name, s in stencils.items()}
-            variants["numba.stencil"] = lambda: da.map_overlap(bench.numba_stencil_block, grid, depth=1,
+            variants["numba.stencil"] = lambda: da.map_overlap(measure.numba_stencil_block, grid, depth=1,
                                                                boundary="none", dtype=np.float32).sum()
             sums = [build().compute() for build in variants.values()]      # also compiles on the workers
             assert np.allclose(sums, sums[0], rtol=1e-4), sums
-            walls = bench.interleaved_medians({name: (lambda b=build: b().compute())
-                                               for name, build in variants.items()}, rounds)
-            tasks = bench.interleaved_medians(variants, rounds, seconds=chunk_task_seconds)
-            print(f"\nchunks {chunk} x {chunk} ({chunk * chunk * 4 / bench.MIB:g} MiB): wall time, per-chunk task time")
+            walls = measure.interleaved_medians({name: (lambda b=build: b().compute())
+                                                 for name, build in variants.items()}, rounds)
+            tasks = measure.interleaved_medians(variants, rounds, seconds=chunk_task_seconds)
+            print(f"\nchunks {chunk} x {chunk} ({chunk * chunk * 4 / measure.MIB:g} MiB): wall time, per-chunk task time")
             for name in variants:
                 print(f"  {name:30s} {walls[name]:7.3f} s {walls['streamjit.stencil (plain)'] / walls[name]:5.2f}x plain"
                       f"   {tasks[name]:7.3f} s {tasks['streamjit.stencil (plain)'] / tasks[name]:5.2f}x plain")

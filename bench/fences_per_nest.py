@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 from streamjit.passes import legality
 
 try:
@@ -106,14 +106,14 @@ def _time(title, function, args, out, rounds, stored):
     for name in ("stream_stores=True", named, "a fence per row (before)"):
         print(f"  {name}: calls {builds[name].stream_calls()}")
     arguments = {name: args() for name in builds}
-    times = bench.interleaved_times({name: (lambda k=kernel, a=arguments[name]: k(*a))
-                                     for name, kernel in builds.items()}, rounds)
-    for name, ratio in bench.speedups(times, "numba.njit").items():
+    times = measure.interleaved_times({name: (lambda k=kernel, a=arguments[name]: k(*a))
+                                       for name, kernel in builds.items()}, rounds)
+    for name, ratio in measure.speedups(times, "numba.njit").items():
         print(f"  {name:28s} {ratio:.2f}x ({ratio.low:.2f}-{ratio.high:.2f})")
 
 
 def main(NR=220, NQ=250, NP=270, rounds=7):
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"NR={NR} NQ={NQ} NP={NP} float64 ({NR * NQ * NP * 8 / 1e6:.0f} MB per array); njit's time / this: median "
           f"(min-max) of {rounds} interleaved rounds; shared machine: rerun before trusting a few percent")
     rng = np.random.default_rng(0)

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 
 def fill_method(arr, a):
@@ -52,8 +52,8 @@ def boolean_output(arr, a):
 
 
 def main(mib):
-    print(bench.host_description())
-    n = mib * bench.MIB // 8
+    print(measure.host_description())
+    n = mib * measure.MIB // 8
     a = np.random.default_rng(0).random(n)
     for func in (fill_method, fill_slice_zero, fill_loop_zero, fill_slice_three, fill_loop_three, reversed_copy,
                  boolean_output):
@@ -66,7 +66,7 @@ def main(mib):
         plain(out, a)
         assert np.array_equal(check, out), func.__name__
         moved = out.nbytes + (a.nbytes if func in (reversed_copy, boolean_output) else 0)
-        medians = bench.interleaved_medians({"streamjit": lambda: streamed(out, a), "njit": lambda: plain(out, a)}, 9)
+        medians = measure.interleaved_medians({"streamjit": lambda: streamed(out, a), "njit": lambda: plain(out, a)}, 9)
         nt = streamed.stream_report().arrays["arr"].nt_vector_stores
         print(f"{func.__name__:17s} streamjit {moved / medians['streamjit'] / 1e9:5.1f} GB/s   numba.njit "
               f"{moved / medians['njit'] / 1e9:5.1f} GB/s   {medians['njit'] / medians['streamjit']:.2f}x   "

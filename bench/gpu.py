@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 try:
     from numba import cuda
@@ -141,7 +141,7 @@ def table(mib, rounds, hand_hinted=True):
         for key, got in results.items():  # every variant computes the same
             if not np.allclose(got, results["streamjit streamed"], rtol=1e-6):
                 raise SystemExit(f"bench/gpu.py: {name}: '{key}' differs from 'streamjit streamed'")
-        medians = bench.interleaved_medians(runners, rounds)
+        medians = measure.interleaved_medians(runners, rounds)
         print(f"\n{name} ({nbytes / MIB:.0f} MiB moved per call), GB/s, median of {rounds}:")
         for key, seconds in medians.items():
             print(f"  {key:30s} {nbytes / seconds / 1e9:8.1f}")
@@ -157,7 +157,7 @@ def depth_sweep(mib, rounds):
                for depth in DEPTHS}
     for run in runners.values():
         run()
-    medians = bench.interleaved_medians(runners, rounds)
+    medians = measure.interleaved_medians(runners, rounds)
     print(f"\ntriad, cp.async pipeline depth (prefetch_distance; 0 = ld.global.cs), GB/s, median of {rounds}:")
     for depth, seconds in medians.items():
         print(f"  {depth:2d} {4 * n * 4 / seconds / 1e9:8.1f}")

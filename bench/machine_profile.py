@@ -40,7 +40,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench, calibration
+from streamjit import calibration, measure
 from streamjit.machine import STALLING_PAGE_ALIAS_BYTES, LoadStage, cache_sizes, machine_profile
 from streamjit.codegen.placement import placed_apart
 
@@ -98,7 +98,7 @@ def compare(title, impls, moved, reference, rounds):
     """Time ``{name: callable}`` interleaved; print GB/s and the ratio to ``reference``."""
     for run in impls.values():
         run()
-    medians = bench.interleaved_medians(impls, rounds)
+    medians = measure.interleaved_medians(impls, rounds)
     print(f"\n{title} (ratio to {reference})")
     for name, seconds in medians.items():
         print(f"  {name:42s} {moved / seconds / 1e9:6.1f} GB/s  {medians[reference] / seconds:5.2f}x")
@@ -118,19 +118,19 @@ def streamjit_builds(function, output, loads):
 
 
 def main(mib, limits_path, rounds=9):
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"profile: {machine_profile().origin}\n  streamed loads: {machine_profile().stream_loads.describe()}\n"
           f"  sources of streamed stores: {machine_profile().sources.describe()}")
     lib = c_reference(limits_path)
     rng = np.random.default_rng(0)
-    n = mib * bench.MIB // 4
+    n = mib * measure.MIB // 4
     buffers = [rng.random(n + 16, dtype=np.float32) for _ in range(3)]
     a, b, c = buffers[0][1:n + 1], buffers[1][:n], buffers[2][:n]     # destination misaligned by one
     q = np.float32(3)
 
-    plain_copy = numba.njit(bench.stream_copy)
+    plain_copy = numba.njit(measure.stream_copy)
     copies = {"numba.njit": lambda: plain_copy(a, b), "np.copyto": lambda: np.copyto(a, b)}
-    for name, kernel in streamjit_builds(bench.stream_copy, "a", True).items():
+    for name, kernel in streamjit_builds(measure.stream_copy, "a", True).items():
         copies[name] = lambda kernel=kernel: kernel(a, b)
     if lib:
         copies.update({"C NT": lambda: lib.copy_nt(ptr(a), ptr(b), n), "C NT + L2 prefetch":
@@ -142,9 +142,9 @@ def main(mib, limits_path, rounds=9):
         print(f"  streamjit stores only / best C: {best / medians['streamjit stores only']:.3f}x; "
               f"/ np.copyto: {medians['np.copyto'] / medians['streamjit stores only']:.3f}x")
 
-    plain_triad = numba.njit(bench.stream_triad)
+    plain_triad = numba.njit(measure.stream_triad)
     triads = {"numba.njit": lambda: plain_triad(a, b, c, q)}
-    for name, kernel in streamjit_builds(bench.stream_triad, "a", True).items():
+    for name, kernel in streamjit_builds(measure.stream_triad, "a", True).items():
         triads[name] = lambda kernel=kernel: kernel(a, b, c, q)
     if lib:
         triads.update({"C NT": lambda: lib.triad_nt(ptr(a), ptr(b), ptr(c), 3.0, n),
@@ -182,7 +182,7 @@ def main(mib, limits_path, rounds=9):
         lut = rng.random(table_bytes // 4, dtype=np.float32)
         key = rng.integers(0, lut.shape[0], n, dtype=np.int32)
         gathers = {name: (lambda kernel=kernel: kernel(a, lut, key, b))
-                   for name, kernel in streamjit_builds(bench.gather, "out", ["key", "x"]).items()}
+                   for name, kernel in streamjit_builds(measure.gather, "out", ["key", "x"]).items()}
         compare(f"gather, {table_bytes >> 10} KiB table ({label}), {mib} MiB key and x", gathers, 3 * n * 4,
                 "streamjit stores only", rounds)
         np.testing.assert_array_equal(a, lut[key] * b)

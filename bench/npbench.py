@@ -39,7 +39,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 HERE = Path(__file__).resolve().parent / "npbench"
 NEVER = 1 << 62  # a threshold no call reaches: fused, never streamed
@@ -198,8 +198,8 @@ def run_kernel(name, preset=None, scale=1.0, rounds=7, variants=tuple(VARIANTS))
             streams = streamed_stores(namespace)
             above = kernels[variant].above_threshold(*work)
     del out, reference
-    times = bench.interleaved_times({v: (lambda k=kernels[v]: k(*work)) for v in variants}, rounds,
-                                    warmups={v: restore for v in variants})
+    times = measure.interleaved_times({v: (lambda k=kernels[v]: k(*work)) for v in variants}, rounds,
+                                      warmups={v: restore for v in variants})
     medians = {v: statistics.median(t) for v, t in times.items()}
     # the per-call record of the stream variant's kernel: which path each call took, and why
     calls = kernels["stream"].stream_calls() if "stream" in kernels else None
@@ -313,7 +313,7 @@ def main(argv=None):
         print(json.dumps(run_kernel(args.one, args.preset, args.scale, args.rounds)))
         return
     names = args.kernels.split(",") if args.kernels else kernel_names()
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"NPBench Numba kernels, one process each, {args.rounds} interleaved rounds, medians; njit ms and "
           f"njit / variant (above 1: faster than numba.njit)\n")
     print(TABLE_HEAD, flush=True)

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 
 def copy(a, b):
@@ -31,8 +31,8 @@ def jacobi(out, g):
 
 
 def main(mib):
-    print(bench.host_description())
-    n = mib * bench.MIB // 4
+    print(measure.host_description())
+    n = mib * measure.MIB // 4
     rng = np.random.default_rng(0)
     a, b, c = (rng.random(n + 1, dtype=np.float64).astype(np.float32)[1:] for _ in range(3))
     grid = rng.random((n // 8192, 8192), dtype=np.float64).astype(np.float32)
@@ -48,8 +48,8 @@ def main(mib):
             numba.set_num_threads(t)
             streamed(*args)
             plain(*args)
-            medians = bench.interleaved_medians({"streamed": lambda: streamed(*args),
-                                                 "plain": lambda: plain(*args)}, 9)
+            medians = measure.interleaved_medians({"streamed": lambda: streamed(*args),
+                                                   "plain": lambda: plain(*args)}, 9)
             times[name, t] = medians
             print(f"{name:8s} {t} thread(s): streamed/plain = {medians['plain'] / medians['streamed']:.2f}x",
                   flush=True)

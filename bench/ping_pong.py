@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 STEPS = 4
 
@@ -103,7 +103,7 @@ def _programs(mib):
 
 
 def main(mib=256, rounds=7):
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"{mib} MiB of float64 per program, {STEPS} steps per call; njit's time / this: median (min-max) of "
           f"{rounds} interleaved rounds")
     for program, (function, builds, make) in _programs(mib).items():
@@ -116,10 +116,10 @@ def main(mib=256, rounds=7):
             same = all(np.array_equal(g, e) for g, e in zip(got, expected) if isinstance(g, np.ndarray))
             assert same, f"{program}, {name}: not equal to numba.njit"
         arguments = {name: make() for name in builds}
-        times = bench.interleaved_times({name: (lambda k=kernel, a=arguments[name]: k(*a))
-                                         for name, kernel in builds.items()}, rounds)
+        times = measure.interleaved_times({name: (lambda k=kernel, a=arguments[name]: k(*a))
+                                           for name, kernel in builds.items()}, rounds)
         print(program)
-        for name, ratio in bench.speedups(times, "numba.njit").items():
+        for name, ratio in measure.speedups(times, "numba.njit").items():
             print(f"  {name:28s} {ratio:.2f}x ({ratio.low:.2f}-{ratio.high:.2f})")
 
 

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 
 def prefix_sum(out, a):
@@ -25,9 +25,9 @@ def prefix_sum(out, a):
 
 
 def main(mib=256, rounds=7):
-    print(bench.host_description())
+    print(measure.host_description())
     rng = np.random.default_rng(0)
-    a = rng.random(mib * bench.MIB // 8)
+    a = rng.random(mib * measure.MIB // 8)
     outs = {name: a.copy() for name in ("numba.njit", "stream_stores=['out']", "threshold=None")}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sj.StreamWarning)
@@ -38,7 +38,7 @@ def main(mib=256, rounds=7):
             kernel(outs[name], a)
     for name in kernels:
         assert np.array_equal(outs[name], outs["numba.njit"]), name
-    medians = bench.interleaved_medians({n: (lambda n=n: kernels[n](outs[n], a)) for n in kernels}, rounds)
+    medians = measure.interleaved_medians({n: (lambda n=n: kernels[n](outs[n], a)) for n in kernels}, rounds)
     print(f"prefix sum out[i] = out[i - 1] + a[i], {mib} MiB float64 per array (speed relative to numba.njit)")
     for name, seconds in medians.items():
         calls = getattr(kernels[name], "stream_calls", lambda: None)()

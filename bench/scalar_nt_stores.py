@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 from streamjit.post_o3 import nontemporal
 
 
@@ -44,15 +44,15 @@ def build(func, scalar_nt, dtype):
 
 
 def main(mib):
-    print(bench.host_description())
+    print(measure.host_description())
     for func, dtype in [(f, d) for f in (running_sum, checked_scale) for d in (np.float32, np.float64)]:
         plain, streamed = build(func, False, dtype), build(func, True, dtype)
         rep_plain, rep_nt = plain.stream_report(), streamed.stream_report()
         assert rep_plain.arrays["out"].nt_scalar_stores == 0 and rep_nt.arrays["out"].nt_scalar_stores > 0
-        n = mib * bench.MIB // np.dtype(dtype).itemsize
+        n = mib * measure.MIB // np.dtype(dtype).itemsize
         a = np.random.default_rng(0).random(n).astype(dtype)
         out = np.empty(n + 1, dtype)[1:]
-        med = bench.interleaved_medians({"plain": lambda: plain(out, a), "scalar NT": lambda: streamed(out, a)}, 9)
+        med = measure.interleaved_medians({"plain": lambda: plain(out, a), "scalar NT": lambda: streamed(out, a)}, 9)
         gbs = {k: 2 * a.nbytes / t / 1e9 for k, t in med.items()}
         print(f"{func.__name__} {np.dtype(dtype).name} {mib} MiB: plain {gbs['plain']:.1f} GB/s, scalar NT {gbs['scalar NT']:.1f} GB/s,"
               f" scalar NT / plain = {med['plain'] / med['scalar NT']:.2f}x")

@@ -21,8 +21,8 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
-from streamjit.bench import gather, spmv
+from streamjit import measure
+from streamjit.measure import gather, spmv
 from streamjit.machine import machine_profile
 
 DISTANCES = (0, 256, 512, 1024, 2048, 4096)
@@ -41,15 +41,15 @@ def compare(name, kernels, args, check, rounds=11):
     for kernel in kernels.values():
         kernel(*args)
         check()
-    medians = bench.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
+    medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
     base = medians["numba.njit"]
     print(f"{name}: " + ", ".join(f"{k} {base / t:.2f}x" for k, t in medians.items()), flush=True)
     return {k: base / t for k, t in medians.items()}
 
 
 def run_gather(mib, rng):
-    n = mib * bench.MIB // 4
-    lut = rng.random(bench.MIB, dtype=np.float64).astype(np.float32)           # 4 MiB
+    n = mib * measure.MIB // 4
+    lut = rng.random(measure.MIB, dtype=np.float64).astype(np.float32)           # 4 MiB
     key = rng.integers(0, lut.shape[0], n, dtype=np.int32)
     x = rng.random(n, dtype=np.float64).astype(np.float32)
     out = np.empty(n, np.float32)
@@ -63,8 +63,8 @@ def run_gather(mib, rng):
 
 def run_spmv(mib, rng):
     per_row = 16
-    rows = mib * bench.MIB // 12 // per_row            # float64 value + int32 index per nonzero
-    x = rng.random(bench.MIB // 4)                     # 2 MiB of float64
+    rows = mib * measure.MIB // 12 // per_row            # float64 value + int32 index per nonzero
+    x = rng.random(measure.MIB // 4)                     # 2 MiB of float64
     indptr = np.arange(0, rows * per_row + 1, per_row, dtype=np.int64)
     indices = rng.integers(0, x.shape[0], rows * per_row, dtype=np.int32)
     values = rng.random(rows * per_row)
@@ -79,12 +79,12 @@ def run_spmv(mib, rng):
 
 
 def run_stream(mib, rng, name):
-    n = mib * bench.MIB // 4
-    kernel = bench.STREAM_KERNELS[name][0]
+    n = mib * measure.MIB // 4
+    kernel = measure.STREAM_KERNELS[name][0]
     a, b, c = (rng.random(n + 1, dtype=np.float64).astype(np.float32)[1:] for _ in range(3))
-    args = bench.kernel_args(name, a, b, c, np.float32(3))
+    args = measure.kernel_args(name, a, b, c, np.float32(3))
     expected = np.empty_like(a)
-    bench.STREAM_KERNELS[name][1](expected, b, c, np.float32(3))
+    measure.STREAM_KERNELS[name][1](expected, b, c, np.float32(3))
 
     def check():
         assert np.allclose(a, expected)
@@ -93,7 +93,7 @@ def run_stream(mib, rng, name):
 
 
 def main(mib):
-    print(bench.host_description())
+    print(measure.host_description())
     print(f"profile: {machine_profile().origin}; streamed loads: {machine_profile().stream_loads.describe()}")
     rng = np.random.default_rng(0)
     run_gather(mib, rng)

@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 
 
 def copy(dst, src):
@@ -27,7 +27,7 @@ def copy(dst, src):
 
 
 def main(calls=20000, rounds=15):
-    print(bench.host_description())
+    print(measure.host_description())
     builds = {"numba.njit": numba.njit(copy), "default (auto)": sj.stream_kernel(stream_stores=["dst"])(copy),
               "threshold=None": sj.stream_kernel(stream_stores=["dst"], threshold=None)(copy),
               "None, no prefetch": sj.stream_kernel(stream_stores=["dst"], threshold=None, prefetch_distance=0)(copy)}
@@ -35,11 +35,11 @@ def main(calls=20000, rounds=15):
         a, b = np.zeros(n, dtype), np.ones(n, dtype)
         for kernel in builds.values():
             kernel(a, b)
-        times = bench.interleaved_times({k: bench.repeated(f, (a, b), calls) for k, f in builds.items()}, rounds)
+        times = measure.interleaved_times({k: measure.repeated(f, (a, b), calls) for k, f in builds.items()}, rounds)
         print(f"copy of {n} {np.dtype(dtype).name}: ns per call and numba.njit's time / this, medians (min-max) of "
               f"{rounds} rounds of {calls} calls")
-        for name, ratio in bench.speedups(times, "numba.njit").items():
-            ns = bench.Spread(t / calls * 1e9 for t in times[name])
+        for name, ratio in measure.speedups(times, "numba.njit").items():
+            ns = measure.Spread(t / calls * 1e9 for t in times[name])
             print(f"  {name:18s} {ns:6.1f} ({ns.low:.0f}-{ns.high:.0f}) ns   "
                   f"{ratio:.3f} ({ratio.low:.2f}-{ratio.high:.2f})")
 

@@ -13,14 +13,14 @@ import textwrap
 
 import numpy as np
 
-from . import bench
+from . import measure
 
 
 def demo(args):
     print(f"streamjit demo: STREAM kernels, {args.mib} MiB per array, float32, destinations misaligned by one "
-          f"element\n{bench.host_description()}\n")
-    rows = bench.stream_table(mib=args.mib, dtype=np.float32, rounds=args.rounds, progress=lambda row: None)
-    print(bench.format_table(rows))
+          f"element\n{measure.host_description()}\n")
+    rows = measure.stream_table(mib=args.mib, dtype=np.float32, rounds=args.rounds, progress=lambda row: None)
+    print(measure.format_table(rows))
     print(f"\nmedians (min-max) of {args.rounds} interleaved rounds; ratios > 1 mean streamjit is faster; every "
           "streamed result was checked against NumPy.")
 
@@ -50,27 +50,27 @@ def _progress(name):
 def run_bench(args):
     os.makedirs(args.out, exist_ok=True)
     written = []
-    print(f"{bench.host_description()}\nevery cell: the median (min-max) of {args.rounds} interleaved rounds\n")
+    print(f"{measure.host_description()}\nevery cell: the median (min-max) of {args.rounds} interleaved rounds\n")
     plots = _plots()
     stream_rows = []
     for dtype in args.dtypes:
-        rows = bench.stream_table(mib=args.mib, dtype=dtype, rounds=args.rounds, progress=lambda row: None)
-        print(bench.format_table(rows), "\n", flush=True)
+        rows = measure.stream_table(mib=args.mib, dtype=dtype, rounds=args.rounds, progress=lambda row: None)
+        print(measure.format_table(rows), "\n", flush=True)
         stream_rows += rows
-    written.append(bench.write_csv(stream_rows, os.path.join(args.out, "stream.csv")))
+    written.append(measure.write_csv(stream_rows, os.path.join(args.out, "stream.csv")))
     if plots:
         plots.stream_table(stream_rows, os.path.join(args.out, "stream.png"))
         written.append(os.path.join(args.out, "stream.png"))
     print("5-point stencil, output rows misaligned by one element:")
-    stencil_rows = bench.stencil_table(mib=args.mib, rounds=args.rounds)
-    print(bench.format_table(stencil_rows), "\n")
-    written.append(bench.write_csv(stencil_rows, os.path.join(args.out, "stencil.csv")))
+    stencil_rows = measure.stencil_table(mib=args.mib, rounds=args.rounds)
+    print(measure.format_table(stencil_rows), "\n")
+    written.append(measure.write_csv(stencil_rows, os.path.join(args.out, "stencil.csv")))
     print("first-call compile time (median of interleaved fresh compiles):")
-    compile_rows = bench.compile_times(rounds=max(1, args.rounds // 2))
-    print(bench.format_table(compile_rows), "\n")
-    written.append(bench.write_csv(compile_rows, os.path.join(args.out, "compile.csv")))
+    compile_rows = measure.compile_times(rounds=max(1, args.rounds // 2))
+    print(measure.format_table(compile_rows), "\n")
+    written.append(measure.write_csv(compile_rows, os.path.join(args.out, "compile.csv")))
     if args.sweep:
-        written += envelopes(bench.sweep_sizes(args.mib << 20, 4 << 10), args.rounds, args.out, plots)
+        written += envelopes(measure.sweep_sizes(args.mib << 20, 4 << 10), args.rounds, args.out, plots)
     print("wrote " + ", ".join(written))
 
 
@@ -85,12 +85,12 @@ def envelopes(sizes, rounds, out, plots):
     """Print, and write as CSV (and PNG, given `plots`), the copy and
     stencil envelopes; return the paths."""
     written = []
-    for name, sweep in (("copy", bench.copy_envelope), ("stencil", bench.stencil_envelope)):
+    for name, sweep in (("copy", measure.copy_envelope), ("stencil", measure.stencil_envelope)):
         rows = sweep(sizes, rounds=rounds, progress=_progress(name))
         print(f"{name}: speed relative to {list(rows[0])[1][:-5]} (float32, one process, interleaved medians, "
               f"(min-max) over {rounds} rounds)")
-        print(bench.format_table(rows), "\n")
-        written.append(bench.write_csv(rows, os.path.join(out, f"{name}_sweep.csv")))
+        print(measure.format_table(rows), "\n")
+        written.append(measure.write_csv(rows, os.path.join(out, f"{name}_sweep.csv")))
         if plots:
             written.append(os.path.join(out, f"{name}_sweep.png"))
             getattr(plots, f"{name}_envelope")(rows, written[-1])
@@ -123,7 +123,7 @@ def calibrate(args):
               "(set XDG_CACHE_HOME to a writable directory)")
         return 1
     loaded = load_note()
-    print(f"how loads are lowered: every candidate timed on this machine\n{bench.host_description()}" +
+    print(f"how loads are lowered: every candidate timed on this machine\n{measure.host_description()}" +
           (f"\n{loaded}" if loaded else ""))
     stages = measure_load_stages(mib=args.profile_mib, rounds=args.rounds, previous=previous_stages(),
                                  loaded=bool(loaded))
@@ -135,22 +135,22 @@ def calibrate(args):
     if path is None:
         return 1
     print(f"profile saved to {path}\n")
-    sizes = bench.sweep_sizes(args.max_mib << 20, 1 << 20)
+    sizes = measure.sweep_sizes(args.max_mib << 20, 1 << 20)
     print(f"copy and stencil sweeps, streamed vs not, {sizes[0] >> 20}-{sizes[-1] >> 20} MiB per array\n"
-          f"{bench.host_description()}")
-    copies = bench.copy_envelope(sizes, rounds=args.rounds)
-    stencils = bench.stencil_envelope(sizes, rounds=args.rounds)
-    print(bench.format_table(copies), "\n", bench.format_table(stencils), sep="")
-    (copy_band, copy_why), (kernel_band, kernel_why) = (bench.winning_band(copies, "streamed"),
-                                                        bench.winning_band(stencils, "always streamed"))
+          f"{measure.host_description()}")
+    copies = measure.copy_envelope(sizes, rounds=args.rounds)
+    stencils = measure.stencil_envelope(sizes, rounds=args.rounds)
+    print(measure.format_table(copies), "\n", measure.format_table(stencils), sep="")
+    (copy_band, copy_why), (kernel_band, kernel_why) = (measure.winning_band(copies, "streamed"),
+                                                        measure.winning_band(stencils, "always streamed"))
     stored = stored_thresholds()
     for name, kind, band, why in (("copyto", "copy", copy_band, copy_why),
                                   ('threshold="auto"', "kernel", kernel_band, kernel_why)):
         if band is None:
             print(f"{name}: {why}; not saved (the stored value, if any, is kept)")
         else:
-            limit = "" if band[1] is None else f" up to {bench.human_size(band[1])}"
-            print(f"{name}: streams above {band[0]} bytes ({bench.human_size(band[0])} per array){limit}: {why}")
+            limit = "" if band[1] is None else f" up to {measure.human_size(band[1])}"
+            print(f"{name}: streams above {band[0]} bytes ({measure.human_size(band[0])} per array){limit}: {why}")
     if loaded and stored:  # noisy rounds on a loaded machine do not move choices every later kernel uses
         print(f"{loaded}\nthe stored thresholds are kept ({', '.join(f'{k}: {v} bytes' for k, v in stored.items())});"
               " calibrate again when the machine is idle")

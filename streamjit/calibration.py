@@ -36,7 +36,7 @@ import llvmlite.binding as llvm
 import numba
 import numpy as np
 
-from . import bench
+from . import measure
 from .api import stream_kernel
 from .dispatcher import StreamDispatcher
 from .machine import (STALLING_PAGE_ALIAS_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
@@ -69,18 +69,18 @@ def jacobi5_f32(out, g):
 def workloads(mib, rng):
     """``{name: (function, arguments, streamed output)}``: float32 arrays of
     ``mib`` MiB, destinations misaligned by one element."""
-    n = mib * bench.MIB // 4
+    n = mib * measure.MIB // 4
     a, b, c = (rng.random(n + 1, dtype=np.float32)[1:] for _ in range(3))
     width = 4096
     g = rng.random(n // width * width, dtype=np.float32).reshape(-1, width)
     out = np.empty((g.shape[0], width + 1), np.float32)[:, 1:]
     l2 = cache_sizes().get("L2", 1 << 20)
-    found = {"copy": (bench.stream_copy, (a, b), "a"), "triad": (bench.stream_triad, (a, b, c, np.float32(3)), "a"),
+    found = {"copy": (measure.stream_copy, (a, b), "a"), "triad": (measure.stream_triad, (a, b, c, np.float32(3)), "a"),
              "5-point stencil": (jacobi5_f32, (out, g), "out")}
     for label, table_bytes in (("L2", l2 // 2), ("4xL2", 4 * l2)):
         lut = rng.random(table_bytes // 4, dtype=np.float32)
         key = rng.integers(0, lut.shape[0], n, dtype=np.int32)
-        found[f"gather, {table_bytes >> 10} KiB table ({label})"] = (bench.gather, (a, lut, key, b), "out")
+        found[f"gather, {table_bytes >> 10} KiB table ({label})"] = (measure.gather, (a, lut, key, b), "out")
     return found
 
 
@@ -114,7 +114,7 @@ def _compare(builds, baseline, cases, rounds):
     table, noise = {}, 1.0
     for name, (function, args, output) in cases.items():
         kernels = {key: kernel_with_stages(function, output, *how) for key, how in builds.items()}
-        times = bench.interleaved_times({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
+        times = measure.interleaved_times({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
         noise = max(noise, *(max(t) / min(t) for t in times.values()))
         medians = {key: statistics.median(t) for key, t in times.items()}
         for key in kernels:
@@ -212,12 +212,12 @@ def page_alias_workloads(mib, rng):
     alike do: triad with its destination 12 bytes past its sources, the
     5-point stencil with its output at its input's offset (4 bytes past
     the left neighbour it reads)."""
-    n = mib * bench.MIB // 4
+    n = mib * measure.MIB // 4
     b, c = at_page_offset((n,), 16, rng), at_page_offset((n,), 16, rng)
     width = 4096
     g = at_page_offset((n // width, width), 64, rng)
     return {"triad, destination 12 bytes past its sources":
-            (bench.stream_triad, (at_page_offset((n,), 28, rng), b, c, np.float32(3)), "a"),
+            (measure.stream_triad, (at_page_offset((n,), 28, rng), b, c, np.float32(3)), "a"),
             "5-point stencil, output at its input's offset": (jacobi5_f32, (at_page_offset(g.shape, 64, rng), g),
                                                               "out")}
 
@@ -241,7 +241,7 @@ def measure_page_alias(mib=64, rounds=5, report=print):
         kernels = {checked: kernel_with_stages(function, output, False, LoadStage(), sources,
                                                page_alias_bytes=STALLING_PAGE_ALIAS_BYTES if checked else 0)
                    for checked in (True, False)}
-        medians = bench.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
+        medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
         plain = kernels[True].stream_fallbacks().get("page_alias", 0)
         streamed = kernels[False].stream_calls()["streamed"]
         if not plain or not streamed:

@@ -1,12 +1,12 @@
-"""Plots of the benchmark tables (`bench.py`), for the CLI and notebooks.
+"""Plots of the benchmark tables (`measure/`), for the CLI and notebooks.
 
-Each function takes the rows a `bench` function returned, draws one figure,
+Each function takes the rows a `measure` function returned, draws one figure,
 saves it as PNG when given a path (with a non-interactive backend), and
 returns it, so a notebook shows it inline.
 """
 
-from .bench import MIB
 from .machine import cpu_name
+from .measure import MIB
 from .threshold import default_threshold, usable_cache_bytes
 
 
@@ -26,7 +26,7 @@ def _legend_beside(axis, **options):
 
 
 def _spread(values):
-    """Error bars from each `bench.Spread`'s min and max (none for plain floats)."""
+    """Error bars from each `measure.Spread`'s min and max (none for plain floats)."""
     return [[v - getattr(v, "low", v) for v in values], [getattr(v, "high", v) - v for v in values]]
 
 
@@ -67,7 +67,7 @@ def _envelope(rows, switches, what, path):
 
 
 def copy_envelope(rows, path=None):
-    """`bench.copy_envelope`, with the band where `copyto` streams marked."""
+    """`measure.copy_envelope`, with the band where `copyto` streams marked."""
     from .dropins import copy_bands
 
     streams_above, threads_from = copy_bands(threads=True)
@@ -76,7 +76,7 @@ def copy_envelope(rows, path=None):
 
 
 def stencil_envelope(rows, path=None):
-    """`bench.stencil_envelope`, with the ``threshold="auto"`` switch marked."""
+    """`measure.stencil_envelope`, with the ``threshold="auto"`` switch marked."""
     return _envelope(rows, {'threshold="auto"': default_threshold()[0]}, "4-point Jacobi sweep", path)
 
 
@@ -98,14 +98,14 @@ def _bars(rows, columns, labels, ylabel, title, path, legend=None, unit_line=Fal
 
 
 def stream_table(rows, path=None):
-    """GB/s per STREAM kernel and implementation (`bench.stream_table`)."""
+    """GB/s per STREAM kernel and implementation (`measure.stream_table`)."""
     columns = [k for k in rows[0] if k.endswith(" GB/s")]
     return _bars(rows, columns, [f"{r['kernel']}\n{r['dtype']}" for r in rows], "GB/s (read + write)",
                  f"STREAM, {rows[0]['MiB/array']} MiB per array", path, legend=[c[:-5] for c in columns])
 
 
 def ratios(rows, label_key, title, path=None):
-    """The ``* / njit`` columns of ``rows`` (e.g. `bench.stencil_dims_table`)."""
+    """The ``* / njit`` columns of ``rows`` (e.g. `measure.stencil_dims_table`)."""
     columns = [k for k in rows[0] if k.endswith(" / njit")]
     return _bars(rows, columns, [r[label_key] for r in rows], "speed / numba.njit loop", title, path,
                  legend=[c[:-7] for c in columns], unit_line=True)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import bench, calibration, machine
+from streamjit import calibration, machine, measure
 from streamjit.machine import LoadStage
 from test_codegen import needs_x86_avx
 
@@ -54,7 +54,7 @@ def test_calibrated_page_alias_row_is_read_kept_and_shown(profile_dir):
     profile = machine.machine_profile()
     assert profile.page_alias_bytes == 64 and profile.reasons["page_alias_bytes"] == "calibrated here: triad 0.5x"
     assert profile.sources == LoadStage("t1", 512) and profile.reasons["sources"] == "why"
-    assert sj.stream_kernel(stream_stores=["a"])(bench.stream_copy).stream_options.page_alias_bytes == 64
+    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.page_alias_bytes == 64
     assert calibration.machine_info()["4K aliasing check"].startswith("sources 1-64 bytes behind")
     machine.update_profile_file({"profile": {"page_alias_bytes": 5000}})
     with pytest.warns(sj.StreamWarning, match="profile.page_alias_bytes is 5000"):
@@ -352,10 +352,10 @@ def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_threshol
     measured = []
     monkeypatch.setattr(calibration, "measure_load_stages", lambda **kwargs: measured.append(kwargs) or
                         (LoadStage(), LoadStage(), {}, []))
-    wins = [{"bytes": b << 20, "streamed": bench.Spread([1.5, 1.6]), "always streamed": bench.Spread([1.5, 1.6])}
+    wins = [{"bytes": b << 20, "streamed": measure.Spread([1.5, 1.6]), "always streamed": measure.Spread([1.5, 1.6])}
             for b in (1, 2, 3)]
-    monkeypatch.setattr(bench, "copy_envelope", lambda sizes, rounds: wins)
-    monkeypatch.setattr(bench, "stencil_envelope", lambda sizes, rounds: wins)
+    monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds: wins)
+    monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds: wins)
     assert main(["calibrate", "--max-mib", "2"]) == 1
     out = capsys.readouterr().out
     assert "note: this machine is loaded (load average 1.90 over the last minute" in out

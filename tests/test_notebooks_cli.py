@@ -98,13 +98,13 @@ def test_help(command, capsys):
 def test_benchmarks_never_time_a_first_call():
     """Issue 25: the stencil tables timed the call that compiled a new loop
     nest (0.23-0.29 s against 0.0005 s): each runner now runs once untimed."""
-    from streamjit import bench
+    from streamjit import measure
 
     calls, timed = [], []
-    bench.interleaved_times({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 2,
-                            seconds=lambda run: timed.append(len(calls)) or run() or 1.0)
+    measure.interleaved_times({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 2,
+                              seconds=lambda run: timed.append(len(calls)) or run() or 1.0)
     assert timed == [2, 3, 4, 5]  # both ran before the first timed call
     first_calls = []
-    bench.interleaved_times({"compile": lambda: first_calls.append(1)}, 2, warm=False,
-                            seconds=lambda run: run() or 1.0)  # (compile_times: the first call is the subject)
+    measure.interleaved_times({"compile": lambda: first_calls.append(1)}, 2, warm=False,
+                              seconds=lambda run: run() or 1.0)  # (compile_times: the first call is the subject)
     assert first_calls == [1, 1]

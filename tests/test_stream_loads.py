@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 from test_codegen import needs_x86_avx
 
 PREFETCH_NTA = re.compile(r"^\s*prefetchnta\s", re.M)
@@ -27,8 +27,8 @@ def residual(h, f, g):
         h[i] = f[i] + g[i]
 
 
-gather = sj.stream_kernel(stream_loads=["key", "x"], stream_stores=["out"])(bench.gather)
-spmv = sj.stream_kernel(stream_loads=["indices", "values"], stream_stores=["y"])(bench.spmv)
+gather = sj.stream_kernel(stream_loads=["key", "x"], stream_stores=["out"])(measure.gather)
+spmv = sj.stream_kernel(stream_loads=["indices", "values"], stream_stores=["y"])(measure.spmv)
 
 
 @sj.stream_kernel(stream_loads=True, stream_stores=["out"])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import bench
+from streamjit import measure
 from streamjit import threshold as th
 from streamjit.__main__ import main
 
@@ -163,16 +163,16 @@ def test_cache_size_defaults(clean_env, monkeypatch):
 
 def _sweep(*ratios_per_size):
     """Envelope rows at sizes 1, 2, 4, ... whose column ``s`` holds the given per-round ratios."""
-    return [{"bytes": 1 << k, "s": bench.Spread(r)} for k, r in enumerate(ratios_per_size)]
+    return [{"bytes": 1 << k, "s": measure.Spread(r)} for k, r in enumerate(ratios_per_size)]
 
 
 def test_winning_band():
     rows = _sweep((0.5, 0.6), (1.1, 1.2), (0.9, 0.8), (1.0, 1.1), (1.4, 1.3), (1.2, 1.1), (0.9, 0.9))
-    assert bench.winning_band(rows, "s")[0] == (4, 32)          # stream above 4 up to 32: the longest run
-    assert bench.winning_band(rows[:6], "s")[0] == (4, None)    # ... up to the largest size
-    assert bench.winning_band(rows[1:3] + rows[3:4], "s")[0] is None   # two sizes apart: not a band
-    assert bench.winning_band(_sweep((1.1, 1.2), (1.3, 1.2)), "s")[0] == (0, None)  # wins from the first size on
-    band, why = bench.winning_band(rows[:1], "s")
+    assert measure.winning_band(rows, "s")[0] == (4, 32)          # stream above 4 up to 32: the longest run
+    assert measure.winning_band(rows[:6], "s")[0] == (4, None)    # ... up to the largest size
+    assert measure.winning_band(rows[1:3] + rows[3:4], "s")[0] is None   # two sizes apart: not a band
+    assert measure.winning_band(_sweep((1.1, 1.2), (1.3, 1.2)), "s")[0] == (0, None)  # wins from the first size on
+    band, why = measure.winning_band(rows[:1], "s")
     assert band is None and why == "streaming never won up to the largest size"
 
 
@@ -181,13 +181,13 @@ def test_winning_band_only_from_agreeing_rounds():
     0.55 at 4 MiB set the band. Sizes won in only some rounds are no band,
     one round decides nothing, and the answer says so."""
     noisy = _sweep((0.5, 0.6, 0.5), (1.1, 0.7, 0.8), (1.2, 0.9, 1.0), (0.55, 0.6, 0.5))
-    band, why = bench.winning_band(noisy, "s")
+    band, why = measure.winning_band(noisy, "s")
     assert band is None and why.startswith("could not decide") and "2 B, 4 B" in why
     one_round = _sweep((0.5,), (1.1,), (1.2,), (1.3,))
-    band, why = bench.winning_band(one_round, "s")
+    band, why = measure.winning_band(one_round, "s")
     assert band is None and "one round" in why
     agreeing = _sweep((0.5, 0.6, 0.5), (1.1, 0.7, 0.8), (1.2, 1.1, 1.0), (1.3, 1.2, 1.1))
-    assert bench.winning_band(agreeing, "s")[0] == (2, None)     # above the size some rounds lost
+    assert measure.winning_band(agreeing, "s")[0] == (2, None)     # above the size some rounds lost
 
 
 def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monkeypatch, capsys):
@@ -200,8 +200,8 @@ def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monke
     monkeypatch.setattr(calibration, "save_load_stages", lambda *stages: "profile")
     never = [{"bytes": row["bytes"], "streamed": row["s"], "always streamed": row["s"]}
              for row in _sweep((0.5, 0.6), (0.7, 0.8), (0.9, 0.8))]
-    monkeypatch.setattr(bench, "copy_envelope", lambda sizes, rounds: never)
-    monkeypatch.setattr(bench, "stencil_envelope", lambda sizes, rounds: never)
+    monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds: never)
+    monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds: never)
     assert main(["calibrate", "--max-mib", "2", "--rounds", "2"]) == 1
     assert "copyto: streaming never won up to the largest size; not saved" in capsys.readouterr().out
     assert th.copy_threshold() == (12345, f"calibration in {th.calibration_file()}")

@@ -1,7 +1,7 @@
 """Side-by-side measurements of streamed kernels, shared by the CLI
 (`python -m streamjit demo|bench|calibrate`) and the scripts in `bench/`:
 the kernels timed (`kernels.py`), how they are timed (`timing.py`) and the
-tables made of the times (`tables.py`). ``from streamjit import bench``
+tables made of the times (`tables.py`). ``from streamjit import measure``
 gives all three."""
 
 from .kernels import *  # noqa: F401,F403
