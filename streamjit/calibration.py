@@ -28,7 +28,6 @@ import dataclasses
 import math
 import os
 import platform
-import re
 import statistics
 
 import llvmlite
@@ -42,6 +41,7 @@ from .dispatcher import StreamDispatcher
 from .machine import (STALLING_PAGE_ALIAS_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
                       update_profile_file, vector_isa)
 from .options import validate_options
+from .protocol.targets import fence_forms, nt_store_forms
 
 NO_LOSS = 0.97
 GAIN = 1.02
@@ -263,14 +263,12 @@ def save_page_alias(page_alias_bytes, reason, rows):
                                             "reasons": {"page_alias_bytes": reason}}}, {"page_alias": rows})
 
 
-_NT_STORE = re.compile(r"^\s*(v?movnt(?:ps|pd|dq)\s+%[xyz]mm|stnp\s+q|stnt1\w)", re.M)
 _REGISTER_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
 
 
 def _nt_stores(asm):
     """The distinct NT store instructions in ``asm``, narrowest register first."""
-    found = {re.sub(r"\s+", " ", s) for s in _NT_STORE.findall(asm)}
-    return sorted(found, key=lambda s: (_REGISTER_BITS.get(s[-3:], 0), s))
+    return sorted(nt_store_forms(asm), key=lambda s: (_REGISTER_BITS.get(s[-3:], 0), s))
 
 
 def streaming_instructions():
@@ -288,7 +286,7 @@ def streaming_instructions():
     signature = "void(float32[::1], float32[::1])"
     asm = kernel.inspect_asm(signature)
     stores = _nt_stores(asm)
-    fences = sorted({re.sub(r"\s+", " ", f) for f in re.findall(r"^\s*(sfence|dmb\s+ishst)\b", asm, re.M)})
+    fences = sorted(fence_forms(asm))
     widest = stores[-1] if stores else "none"
     if llvm.get_host_cpu_features().get("avx512f", False) and not widest.endswith("zmm"):
         unpreferred = _nt_stores(kernel.inspect_asm(signature, cpu=llvm.get_host_cpu_name(),

@@ -16,17 +16,19 @@ import re
 from dataclasses import dataclass
 
 from numba import types
+from numba.core.datamodel import default_manager
 from numba.core.ir_utils import legalize_names
 
 from .protocol.targets import count_asm_streaming
 from .plan import LOOP_NOTE
 from .post_o3.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
 from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
-from .post_o3.module import LOCAL, Module
+from .post_o3.module import LOCAL, Module, argument_field
 from .post_o3.stream_memset import FILL
 
-# Numba passes an array argument as its fields; field 4 is the data pointer
-_DATA_ARG = re.compile(r"%arg\.(\w+)\.4")
+# Numba passes an array argument as its fields (`argument_field`); the
+# position of the data pointer among them, from Numba's data model
+_DATA_FIELD = default_manager.lookup(types.Array(types.float64, 1, "C")).get_field_position("data")
 
 
 # The table's columns: ArrayReport fields, their heads, what they count.
@@ -162,9 +164,9 @@ def _origin_arrays(pointer, definitions, seen=None):
     if pointer is None or pointer in seen:
         return set()
     seen.add(pointer)
-    match = _DATA_ARG.fullmatch(pointer)
-    if match:
-        return {match.group(1)}
+    field = argument_field(pointer)
+    if field is not None and field[1] == _DATA_FIELD:
+        return {field[0]}
     inst = definitions.get(pointer)
     if inst is None:
         return set()

@@ -4,19 +4,18 @@ The development machines are x86-64 with AVX-512, but users run on
 Graviton, Apple silicon and older x86. This takes the kernel's linked LLVM module as it
 was *before* optimization (kept by `library.StreamCodeLibrary`), points it
 at another target triple / CPU / feature set, swaps the host's store fence
-for that target's (`protocol/targets.py`), and runs what the host build runs: O3
+for that target's (`retarget.py`), and runs what the host build runs: O3
 with that target's vectorizer, the same post-O3 stages
 (`post_o3/stages.py`, exit fences included), then assembly from llvmlite's
 target machine. Nothing is executed, so any target llvmlite was built with
 can be inspected.
 """
 
-import re
-
 import llvmlite.binding as llvm
 
 from ..post_o3.stages import run_post_o3
-from ..protocol.targets import Target, retarget_host_text
+from ..protocol.targets import Target
+from .retarget import retarget_host_text
 
 _initialized = False
 
@@ -43,8 +42,7 @@ def _parse(text, triple, tm):
 def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
     """Return ``(final LLVM IR text, assembly)`` of the module for that target."""
     tm = _target_machine(triple, cpu, features)
-    text = re.sub(r'^target (?:datalayout|triple) = .*$', "", unoptimized_llvm_ir, flags=re.M)
-    text = retarget_host_text(text, triple)
+    text = retarget_host_text(unoptimized_llvm_ir, triple)
     module = _parse(text, triple, tm)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True

@@ -80,6 +80,24 @@ def _matching_paren(text, start):
     return next((k for k, _, depth in _scan(text, start) if depth < 0), len(text))
 
 
+def argument_field(name):
+    """``(parameter, position)`` for a function argument Numba named
+    ``%arg.<parameter>.<position>``: the field at that position of the
+    parameter's data model (an array is passed as its fields); None for any
+    other name."""
+    parts = unquoted(name).split(".")
+    if len(parts) == 3 and parts[0] == "arg" and re.fullmatch(r"\w+", parts[1]) and parts[2].isdigit():
+        return parts[1], int(parts[2])
+    return None
+
+
+def argument_align(argument):
+    """The ``N`` of a call argument's ``align N`` attribute (``ptr align 64
+    %p``), or None."""
+    found = _ALIGN.search(argument)
+    return int(found.group(1)) if found else None
+
+
 def _strip_comment(text):
     """``text`` without a trailing ``; comment`` (outside quotes)."""
     if ";" not in text:

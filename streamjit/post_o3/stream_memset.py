@@ -14,15 +14,12 @@ below its threshold), carry no mark and stay ``memset``: in cache it is the
 faster fill.
 """
 
-import re
-
 from ..protocol.markers import STREAM_STORE_SCOPE
-from .module import Inst
+from .module import Inst, argument_align
 
 MEMSET = "llvm.memset.p0.i64"
 FILL = "streamjit.stream_fill"
 _MIN_BYTES = 16
-_ALIGN = re.compile(r"\balign (\d+) ")
 
 
 def _definition(width, nt_id):
@@ -64,8 +61,8 @@ def _fill_width(inst, marked):
     if inst.callee != MEMSET or inst.scope() not in marked or inst.arguments[3:] != ["i1 false"] \
             or inst.pointer is None:
         return 0
-    align = _ALIGN.search(inst.arguments[0])
-    return min(int(align.group(1)), 64) if align and int(align.group(1)) >= _MIN_BYTES else 0
+    align = argument_align(inst.arguments[0])
+    return min(align, 64) if align and align >= _MIN_BYTES else 0
 
 
 def run(module, target):

@@ -103,46 +103,23 @@ def emit_store_fence(builder, triple):
         builder.fence("release")
 
 
-_X86_SFENCE_CALL = re.compile(r"(?:tail )?call void @llvm\.x86\.sse\.sfence\(\)")
-_X86_SFENCE_DECL = re.compile(r"^declare void @llvm\.x86\.sse\.sfence\(\).*$", re.M)
+def nt_store_forms(asm):
+    """The distinct vector non-temporal stores in assembly text, each as its
+    mnemonic and register class: ``vmovntps %zmm``, ``stnp q``, ``stnt1w``."""
+    forms = set()
+    for mnemonic, operands in _NT_STORE_ASM.findall(asm):
+        if mnemonic.startswith("stnt1"):
+            forms.add(mnemonic[:6])
+        elif re.fullmatch(r"v?movnt(?:ps|pd|dq)", mnemonic) and re.match(r"%[xyz]mm", operands):
+            forms.add(f"{mnemonic} {operands[:4]}")
+        elif mnemonic == "stnp" and operands.startswith("q"):
+            forms.add("stnp q")
+    return forms
 
 
-# x86's middle end turns Numba's reference-count decrement (atomic sub, then
-# test for zero) into `llvm.x86.atomic.sub.cc`; condition code 4 is "equal to
-# zero", 5 "not equal".
-_X86_ATOMIC_CC = re.compile(
-    r"^(\s*)(%[\w.\-]+) = call i8 @llvm\.x86\.atomic\.(add|sub)\.cc\.(i\d+)\(ptr ([^,]+), \4 ([^,]+), i32 ([45])\)\s*$",
-    re.M)
-_X86_ATOMIC_CC_DECL = re.compile(r"^declare i8 @llvm\.x86\.atomic\.\w+\.cc\.i\d+\(.*$", re.M)
-
-
-def _generic_atomic_cc(match):
-    indent, result, op, ty, ptr, value, cc = match.groups()
-    tmp = f"%streamjit.atomic.{result.lstrip('%').replace('.', '_')}"
-    predicate = "eq" if cc == "4" else "ne"
-    return (f"{indent}{tmp}.old = atomicrmw {op} ptr {ptr}, {ty} {value} seq_cst\n"
-            f"{indent}{tmp}.new = {op} {ty} {tmp}.old, {value}\n"
-            f"{indent}{tmp}.cc = icmp {predicate} {ty} {tmp}.new, 0\n"
-            f"{indent}{result} = zext i1 {tmp}.cc to i8")
-
-
-def retarget_host_text(llvm_text, triple):
-    """Make host (x86) LLVM text compilable for ``triple``: its store fences
-    become that target's, x86-only atomic intrinsics generic atomics."""
-    arch = arch_of(triple)
-    if arch == "x86":
-        return llvm_text
-    text = _X86_ATOMIC_CC_DECL.sub("", _X86_ATOMIC_CC.sub(_generic_atomic_cc, llvm_text))
-    if arch == "aarch64":
-        fence, declaration = "call void @llvm.aarch64.dmb(i32 10)", "\ndeclare void @llvm.aarch64.dmb(i32 immarg)\n"
-    else:
-        fence, declaration = "fence release", ""
-    fenced, count = _X86_SFENCE_CALL.subn(fence, text)
-    text = _X86_SFENCE_DECL.sub("", fenced) + (declaration if count else "")
-    unknown = re.search(r"@llvm\.x86\.[\w.]+", text)
-    if unknown:
-        raise ValueError(f"cannot compile for {triple}: the module uses the x86 intrinsic {unknown.group(0)}")
-    return text
+def fence_forms(asm):
+    """The distinct store fences (`emit_store_fence`) in assembly text."""
+    return {re.sub(r"\s+", " ", fence) for fence in _FENCE_ASM.findall(asm)}
 
 
 def count_asm_streaming(asm):
