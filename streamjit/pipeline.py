@@ -135,6 +135,18 @@ def _check_dump_env(pm):
                       f"{', '.join(names)}, or 'all'", StreamWarning, stacklevel=2)
 
 
+def add_stream_passes(pm, untyped, typed, lowered=()):
+    """Insert stream pass classes into Numba's nopython pipeline ``pm``, each
+    list in its order: ``untyped`` after Numba inlines ``inline="always"``
+    helpers, ``typed`` after it inlines overloads, ``lowered`` after its
+    lowering."""
+    lowering = next(cls for cls, _ in pm.passes if cls in (NativeLowering, NativeParforLowering))
+    for classes, previous in ((untyped, InlineInlinables), (typed, InlineOverloads), (lowered, lowering)):
+        for cls in classes:
+            pm.add_pass_after(cls, previous)
+            previous = cls
+
+
 class StreamCompiler(CompilerBase):
     """Numba's nopython pipeline with the stream passes added. The stream
     options arrive as the class attribute ``stream_options`` (see
@@ -146,18 +158,7 @@ class StreamCompiler(CompilerBase):
         self.state.stream_facts = StreamFacts(options=self.stream_options)
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
         if self.stream_options is not None:
-            previous = InlineInlinables
-            for cls in _UNTYPED:
-                pm.add_pass_after(cls, previous)
-                previous = cls
-            previous = InlineOverloads
-            for cls in _TYPED:
-                pm.add_pass_after(cls, previous)
-                previous = cls
-            previous = next(cls for cls, _ in pm.passes if cls in (NativeLowering, NativeParforLowering))
-            for cls in _LOWERED:
-                pm.add_pass_after(cls, previous)
-                previous = cls
+            add_stream_passes(pm, _UNTYPED, _TYPED, _LOWERED)
         pm.finalize()
         _check_dump_env(pm)
         return [pm]

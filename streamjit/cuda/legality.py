@@ -17,8 +17,6 @@ from dataclasses import replace
 from numba.core import compiler, types
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.registry import cpu_target
-from numba.core.typed_passes import InlineOverloads
-from numba.core.untyped_passes import InlineInlinables
 
 from .. import pipeline
 from ..passes.facts import StreamFacts
@@ -62,14 +60,7 @@ class _DecidingCompiler(pipeline.StreamCompiler):
     def define_pipelines(self):
         self.state.stream_facts = StreamFacts(options=self.stream_options)
         pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
-        previous = InlineInlinables
-        for cls in _UNTYPED:
-            pm.add_pass_after(cls, previous)
-            previous = cls
-        previous = InlineOverloads
-        for cls in _TYPED + [_StopAfterLegality]:
-            pm.add_pass_after(cls, previous)
-            previous = cls
+        pipeline.add_stream_passes(pm, _UNTYPED, _TYPED + [_StopAfterLegality])
         pm.finalize()
         return [pm]
 
