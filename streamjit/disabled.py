@@ -6,7 +6,10 @@ same, and a `stencil` becomes a Python function that calls the kernel at
 each point (``numba.stencil`` itself fails to run then); `copyto` and
 `memcpy` are NumPy's copies. The dispatcher's inspection methods exist on
 them and say that JIT is disabled (nothing is compiled, so nothing
-streams), so code that prints a report keeps running.
+streams), so code that prints a report keeps running: `stream_calls` and
+`stream_fallbacks` give their dicts with zero counts and
+``"jit_disabled": True``; ``inspect_llvm()`` and ``inspect_asm()`` the dict
+of compiled signatures Numba's dispatcher gives (none).
 """
 
 import functools
@@ -15,6 +18,7 @@ import itertools
 import numpy as np
 from numba.core import config
 
+from .codegen import CALL_PATHS, FALLBACK_CHECKS
 from .plan import StreamResult
 
 
@@ -32,11 +36,17 @@ def python_function(func, name=None):
     def says(*args, **kwargs):
         return message
 
-    func.stream_report = func.inspect_llvm = func.inspect_asm = says
+    def code(signature=None, **kwargs):
+        # (as Numba's dispatcher: one signature's text, else a dict of every compiled one's, here none)
+        return {} if signature is None else message
+
+    func.stream_report = says
+    func.inspect_llvm = func.inspect_asm = code
     func.stream_result = lambda *args, **kwargs: StreamResult(notes={"": [message]})
     func.above_threshold = lambda *args, **kwargs: False  # (no call streams)
-    # (nothing compiled counts calls: as for a kernel that streams no store)
-    func.stream_calls = func.stream_fallbacks = lambda *args, **kwargs: None
+    # (nothing compiled counts calls: zeros, as for a kernel that streams no store, and why)
+    func.stream_calls = lambda *args, **kwargs: dict.fromkeys(CALL_PATHS, 0) | {"jit_disabled": True}
+    func.stream_fallbacks = lambda *args, **kwargs: dict.fromkeys(FALLBACK_CHECKS, 0) | {"jit_disabled": True}
     return func
 
 

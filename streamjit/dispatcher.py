@@ -11,6 +11,9 @@ for other CPUs in `inspect_asm(target=..., cpu=...)`.
 
 import ctypes
 import inspect
+import sys
+import warnings
+import weakref
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -20,14 +23,15 @@ from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache
-from .errors import StreamError, warnings_once
+from .errors import StreamError, StreamWarning, warnings_once
 from .backend.cross_target import compile_for_target
 from .backend.library import stream_code_libraries
 from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
-from .report import build_report
+from .report import FALLBACK_REMEDIES, FALLBACK_WORDS, build_report
 from .codegen import CALL_PATHS, FALLBACK_CHECKS
+from .codegen.control import on_first_fallback
 
 
 class StreamDispatcher(CPUDispatcher):
@@ -51,6 +55,8 @@ class StreamDispatcher(CPUDispatcher):
         self._signature = inspect.signature(py_func)
         self._cross_compiled = {}  # (signature, target, cpu, features) -> (LLVM IR, assembly)
         self._warnings_given = set()  # (line, message): a StreamWarning once per kernel, not per signature
+        self._fallbacks_warned = set()  # the run-time checks whose fallback was warned about (once per kernel)
+        self._streamed_trial = {}  # signature -> what stream_stores=True would do (a kernel naming nothing)
         if cache:
             self.enable_caching()
 
@@ -108,32 +114,44 @@ class StreamDispatcher(CPUDispatcher):
         return result
 
     def stream_calls(self, signature=None):
-        """How many calls of one signature took each path, counted by the
-        compiled code itself (`passes/call_record.py`), as Numba's ``stats``.
+        """How many calls took each path, counted by the compiled code
+        itself (`passes/call_record.py`), as Numba's ``stats``.
+
+        Parameters
+        ----------
+        signature : tuple of Numba types, or a signature string, optional
+            Count the calls of this signature only (compiled first if it is
+            not); by default the calls of every compiled signature, summed.
 
         Returns
         -------
-        dict or None
+        dict
             ``{"streamed": n, "below_threshold": n, "after_check": n,
             "plain": n}``: an aligned loop ran; the streamed arrays were
             below ``threshold``; a run-time check (alignment, bounds,
             overlapping operands, a non-contiguous view) sent every loop to
             its plain version (`stream_fallbacks` says which); no aligned
             loop was reached (empty or short loops, or none could be
-            aligned: ``stream_report`` says why). None for a kernel that
-            streams no store.
+            aligned: ``stream_report`` says why). All zero before the first
+            call, and for code that streams no store (its calls, which run
+            the plain loops, are not counted).
         """
-        counters = self._call_counters(signature)
-        return None if counters is None else dict(zip(CALL_PATHS, counters))
+        return dict(zip(CALL_PATHS, self._summed_counters(signature)))
 
     def stream_fallbacks(self, signature=None):
         """Of the calls `stream_calls` counts ``after_check``, how many
         each run-time check sent to the plain code (a call may fail more
         than one).
 
+        Parameters
+        ----------
+        signature : tuple of Numba types, or a signature string, optional
+            As for `stream_calls`: one signature, or by default every
+            compiled signature's calls, summed.
+
         Returns
         -------
-        dict or None
+        dict
             ``{"bounds": n, "alignment": n, "contiguous": n, "page_alias":
             n, "operands": n}``: an index outside its array; streamed
             stores of different alignments; a row that is not contiguous;
@@ -141,7 +159,9 @@ class StreamDispatcher(CPUDispatcher):
             streamed store modulo 4 KiB (its loads would wait for the stores
             in flight, on CPUs where they stall); a whole-array
             operand that overlaps the destination or has another shape.
-            None where `stream_calls` is None.
+            All zero where `stream_calls` counts nothing. The first call
+            each check sends to the plain code gives a `StreamWarning`
+            naming the remedy, once per kernel and check.
 
         Examples
         --------
@@ -156,17 +176,55 @@ class StreamDispatcher(CPUDispatcher):
         >>> fill.stream_calls()["after_check"], fill.stream_fallbacks()["alignment"]
         (1, 1)
         """
-        counters = self._call_counters(signature)
-        return None if counters is None else dict(zip(FALLBACK_CHECKS, counters[len(CALL_PATHS):]))
+        return dict(zip(FALLBACK_CHECKS, self._summed_counters(signature)[len(CALL_PATHS):]))
 
-    def _call_counters(self, signature):
+    def _summed_counters(self, signature):
+        """The call counters of one signature, or summed over every compiled one."""
+        sigs = [self._signature_of(signature)] if signature is not None else list(self.overloads)
+        total = [0] * (len(CALL_PATHS) + len(FALLBACK_CHECKS))
+        for sig in sigs:
+            counters = self._call_counters(sig)
+            if counters is not None:
+                total = [a + b for a, b in zip(total, counters)]
+        return total
+
+    def _call_counters(self, sig):
         """The compiled code's call counters (`passes/call_record.py`), or None."""
-        sig = self._signature_of(signature)
         result = self.overloads[sig].metadata.get(METADATA_KEY)
         if result is None or result.call_counter is None:
             return None
         address = self.targetctx.codegen()._engine.get_global_value_address(result.call_counter)
         return list((ctypes.c_int64 * (len(CALL_PATHS) + len(FALLBACK_CHECKS))).from_address(address))
+
+    def _listen_for_fallbacks(self):
+        """Have each compiled signature's first fallback per check reach
+        `_warn_fallback` (`codegen.control.on_first_fallback`)."""
+        listener = _fallback_listener(self)
+        for overload in self.overloads.values():
+            result = overload.metadata.get(METADATA_KEY)
+            if result is not None and result.call_counter is not None:
+                on_first_fallback(result.call_counter, listener)
+
+    def _warn_fallback(self, check):
+        """A `StreamWarning`, once per kernel and check, at the line that
+        called the kernel: a run-time check sent a call to the plain loops,
+        why, and what to change so that such calls stream."""
+        if check in self._fallbacks_warned:
+            return
+        self._fallbacks_warned.add(check)
+        name = self.py_func.__name__
+        message = (f"a call of {name} ran plain stores, not streamed ones: {FALLBACK_WORDS[check]}; to stream, "
+                   f"{FALLBACK_REMEDIES[check]} (said once per kernel and reason; {name}.stream_fallbacks() "
+                   "counts such calls)")
+        frame = _caller_frame()
+        if frame is None:
+            code = self.py_func.__code__
+            warnings.warn_explicit(message, StreamWarning, code.co_filename, code.co_firstlineno,
+                                   module=self.py_func.__module__)
+        else:
+            warnings.warn_explicit(message, StreamWarning, frame.f_code.co_filename, frame.f_lineno,
+                                   module=frame.f_globals.get("__name__", "<unknown>"),
+                                   registry=frame.f_globals.setdefault("__warningregistry__", {}))
 
     def above_threshold(self, *args, **kwargs):
         """Whether a call with these arguments would stream.
@@ -216,9 +274,10 @@ class StreamDispatcher(CPUDispatcher):
             self._compiler.pipeline_class = compiler_for(self.stream_options)
             if isinstance(self._cache, StreamFunctionCache):
                 self.enable_caching()
-        with stream_code_libraries(self.targetctx.codegen()), warnings_once(self._warnings_given):
+        with stream_code_libraries(self.targetctx.codegen(), self.py_func.__qualname__), warnings_once(self._warnings_given):
             entry = super().compile(sig)
         self._check_stages_ran()
+        self._listen_for_fallbacks()
         return entry
 
     def _check_stages_ran(self):
@@ -369,8 +428,56 @@ class StreamDispatcher(CPUDispatcher):
         (True, 1)
         """
         sig = self._signature_of(signature)
-        return build_report(self, sig, self.inspect_llvm(sig, target=target, cpu=cpu, features=features),
-                            self.inspect_asm(sig, target=target, cpu=cpu, features=features))
+        report = build_report(self, sig, self.inspect_llvm(sig, target=target, cpu=cpu, features=features),
+                              self.inspect_asm(sig, target=target, cpu=cpu, features=features))
+        if self.stream_options is None:
+            report.done = self._unnamed_line(sig)
+        return report
+
+    def _unnamed_line(self, sig):
+        """The report's first line for a kernel that names nothing: what
+        ``stream_stores=True`` would do to it, found by compiling it so
+        (once per signature, when the report asks)."""
+        head = (f"{self.py_func.__name__}: nothing is named in stream_stores or stream_loads, so nothing is fused "
+                "or streamed (numba.njit's code)")
+        if self._options.get("forceobj"):
+            return head
+        if sig not in self._streamed_trial:
+            options = {k: v for k, v in self._options.items() if k not in ("cache", "stream_stores")}
+            trial = make_dispatcher(self.py_func, stream_stores=True, **options)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    trial.compile(sig)
+            except StreamError as exc:
+                self._streamed_trial[sig] = f"stream_stores=True would not compile: {exc}"
+            else:
+                report = trial.stream_report(sig)
+                self._streamed_trial[sig] = "with stream_stores=True: " + report.done.split(": ", 1)[1]
+        return f"{head}; {self._streamed_trial[sig]}"
+
+
+def _fallback_listener(dispatcher):
+    """`StreamDispatcher._warn_fallback` of ``dispatcher`` without keeping
+    it alive (the listeners outlive no kernel)."""
+    reference = weakref.ref(dispatcher)
+
+    def listener(check):
+        kernel = reference()
+        if kernel is not None:
+            kernel._warn_fallback(check)
+
+    return listener
+
+
+def _caller_frame():
+    """The innermost Python frame outside streamjit: the line that called
+    the kernel (compiled code has no frame), or None."""
+    frame = sys._getframe(1)
+    package = __name__.rpartition(".")[0]
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == package:
+        frame = frame.f_back
+    return frame
 
 
 def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold="auto", prefetch_distance=None,

@@ -54,7 +54,11 @@ class StreamReport:
     Jupyter) it is the table of the README's tour. ``arrays`` maps each
     array to its `ArrayReport` (accesses counted in the final LLVM IR);
     ``fences`` and the ``machine_nt_*`` counts are read off the assembly;
-    ``calls`` and ``fallbacks`` are the per-call record so far."""
+    ``calls`` and ``fallbacks`` are the per-call record so far. ``done``,
+    its first line, says what streamjit did to the kernel: the slice and
+    array expressions it fused into loops, the arrays whose stores stream,
+    those left plain and why (for a kernel that names nothing, what
+    ``stream_stores=True`` would do)."""
     signature: tuple
     arrays: dict
     fences: int
@@ -66,6 +70,8 @@ class StreamReport:
     loads: str = ""  # how loads were lowered: the machine profile used (calibrated or default) and its choices
     calls: dict = None  # calls so far per path (`StreamDispatcher.stream_calls`), None where not counted
     fallbacks: dict = None  # of the after_check calls, per failed check (`StreamDispatcher.stream_fallbacks`)
+    done: str = ""  # what streamjit did to the kernel (`what_was_done`)
+    streams: bool = True  # whether any store of this code streams (what an uncounted calls line says)
 
     def _title(self):
         return f"stream report for ({', '.join(map(str, self.signature))})"
@@ -99,15 +105,15 @@ class StreamReport:
             lines.append(f"  {self.exit_fences} returns fenced for exceptions raised inside a streamed nest")
         if self.loads:
             lines.append(f"loads: {self.loads}")
-        if self.calls is not None:
-            lines.append(calls_line(self.calls, self.fallbacks))
+        lines.append(calls_line(self.calls, self.fallbacks, self.streams))
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
         return lines
 
     def __str__(self):
         width = max([len(h) for h in COLUMN_HEADS] + [len(n) for n in self.arrays])
-        lines = [self._title(), "  ".join(h.rjust(width) for h in ("array",) + COLUMN_HEADS)]
+        lines = [self.done] if self.done else []
+        lines += [self._title(), "  ".join(h.rjust(width) for h in ("array",) + COLUMN_HEADS)]
         for name, rep in self.arrays.items():
             lines.append("  ".join([name.rjust(width)] + [str(getattr(rep, c)).rjust(width) for c in COLUMNS]))
         return "\n".join(lines + [LEGEND, self._summary()] + self._tail())
@@ -123,7 +129,8 @@ class StreamReport:
         rows = "".join(f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{getattr(rep, c)}</td>" for c in COLUMNS)
                        + "</tr>" for name, rep in self.arrays.items())
         text = "\n".join([LEGEND, self._summary()] + self._tail())
-        return (f"<div><b>{html.escape(self._title())}</b><table><tr><th>array</th>{heads}</tr>{rows}</table>"
+        done = f"<p>{html.escape(self.done)}</p>" if self.done else ""
+        return (f"<div>{done}<b>{html.escape(self._title())}</b><table><tr><th>array</th>{heads}</tr>{rows}</table>"
                 f"<pre>{html.escape(text)}</pre></div>")
 
 
@@ -131,18 +138,39 @@ class StreamReport:
 FALLBACK_WORDS = {"bounds": "an index outside its array", "alignment": "streamed stores of different alignments",
                   "contiguous": "a row that is not contiguous",
                   "page_alias": "a source a few bytes behind a streamed store modulo 4 KiB, which stalls streamed stores on "
-                                "this CPU (the machine profile's page_alias_bytes); "
-                                "allocate the output with streamjit.empty_like",
+                                "this CPU (the machine profile's page_alias_bytes)",
                   "operands": "an operand overlapping its destination, or of another shape"}
 
 
-def calls_line(calls, fallbacks=None):
+# What to change so that calls a check sends to the plain code stream:
+# the remedy a fallback's warning names (`StreamDispatcher`).
+FALLBACK_REMEDIES = {
+    "bounds": "keep every index inside its array over the loop's range (Python wraps a negative index such as "
+              "a[i - 1] at i = 0 around; the aligned loop does not): start the loop where every index is valid",
+    "alignment": "pass streamed arrays that start at the same offset within a cache line (whole arrays, or views "
+                 "offset by the same number of elements)",
+    "contiguous": "pass arrays whose rows are contiguous (np.ascontiguousarray(x)); for a reversed view "
+                  "(x[::-1]), pass the array itself and run the loop backwards, range(n - 1, -1, -1)",
+    "page_alias": "allocate the output with streamjit.empty_like(source) instead of np.empty_like, np.zeros_like "
+                  "or .copy(), which place it at the source's offset in its 4 KiB page (for a copy: "
+                  "out = sj.empty_like(a); out[...] = a)",
+    "operands": "pass operands of the destination's shape that do not overlap it (write into another array, then "
+                "swap the two)",
+}
+
+
+def calls_line(calls, fallbacks=None, streams=True):
     """What ran: the calls so far, per path (`passes/call_record.py`), and
-    which run-time checks sent calls to the plain code."""
+    which run-time checks sent calls to the plain code; None: not counted
+    (``streams``: whether any store of the code streams)."""
+    if calls is None:
+        return "calls: not counted" + ("" if streams else " (no store streams: every call runs the plain loops)")
     words = {"streamed": "streamed", "below_threshold": "plain below the threshold",
              "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"}
     parts = [f"{calls[path]} {words[path]}" for path in words]
-    failed = [f"{n}: {FALLBACK_WORDS[check]}" for check, n in (fallbacks or {}).items() if n]
+    failed = [f"{n}: {FALLBACK_WORDS[check]}" + ("; allocate the output with streamjit.empty_like"
+                                                 if check == "page_alias" else "")
+              for check, n in (fallbacks or {}).items() if n]
     if failed:
         parts[2] += f" ({'; '.join(failed)})"
     return "calls: " + ", ".join(parts)
@@ -219,6 +247,47 @@ def _loads_line(options):
     return f"{'; '.join(parts)} ({options.profile})"
 
 
+# How the notes of `passes/array_stores.py` say a store became an element loop.
+_FUSED_NOTE = "element loop"
+
+
+def fused_expressions(result):
+    """How many slice assignments, in-place operators and array expressions
+    became element loops (no temporaries), as the notes of
+    `passes/array_stores.py` record them."""
+    return sum(_FUSED_NOTE in note and "where the operands allow it" in note
+               for notes in result.notes.values() for note in notes)
+
+
+def _why_plain(notes):
+    """The first reason among an array's notes, without its line and details."""
+    for note in notes:
+        if note.endswith(LOOP_NOTE) or _FUSED_NOTE in note:
+            continue
+        reason = re.sub(r"^line \d+: ", "", note)
+        return re.split(r": |; ", reason, maxsplit=1)[0]
+    return "no store to it could be aligned to a full vector"
+
+
+def _names(names):
+    return ", ".join(sorted(names))
+
+
+def what_was_done(name, result, streamed, plain):
+    """The report's first line: ``name``'s fused expressions, the arrays
+    whose stores stream (``streamed``), and those left plain, with why
+    (``plain``: names)."""
+    fused = fused_expressions(result)
+    parts = ["no slice or array expression fused" if not fused else
+             f"fused {fused} slice/array expression{'s' if fused > 1 else ''} into "
+             f"{'loops' if fused > 1 else 'a loop'} (no temporar{'ies' if fused > 1 else 'y'})",
+             f"streamed stores to {_names(streamed)}" if streamed else "streamed no store"]
+    if plain:
+        parts.append("left " + ", ".join(f"{array} plain ({_why_plain(result.notes.get(array, []))})"
+                                         for array in sorted(plain)))
+    return f"{name}: " + "; ".join(parts)
+
+
 def build_report(dispatcher, sig, llvm_text, asm_text):
     """The report of one signature from its final LLVM IR and assembly."""
     module = Module(llvm_text)
@@ -249,10 +318,22 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     for rep in reports.values():
         if rep.nt_vector_stores + rep.nt_scalar_stores and not vector + scalar:
             rep.notes.append("this target has no non-temporal store instruction: the backend emitted plain stores")
+    streamed = {name for name in result.streamed_stores & set(reports)
+                if reports[name].nt_vector_stores + reports[name].nt_scalar_stores}
+    options = dispatcher.stream_options
+    named = set(options.stream_stores) if options and isinstance(options.stream_stores, tuple) else set()
+    # left plain: what was named, or under True what a note says stayed plain
+    plain = {name for name in reports if name not in streamed and (
+        name in named or name in result.streamed_stores or options and options.stream_stores is True
+        and any(not n.endswith(LOOP_NOTE) for n in result.notes.get(name, [])))}
+    counted = result.call_counter is not None
     return StreamReport(signature=sig, arrays=reports, fences=fences,
                         peeled_loops=result.peeled_loops,
                         machine_nt_vector_stores=vector, machine_nt_scalar_stores=scalar,
                         unfenced_stores=sum(unfenced_returns(f)[0] for f in functions),
                         exit_fences=sum(EXIT_FENCE_MARK in i.text for f in functions for _, _, i in f.instructions()),
                         loads=_loads_line(dispatcher.stream_options) if dispatcher.stream_options else "",
-                        calls=dispatcher.stream_calls(sig), fallbacks=dispatcher.stream_fallbacks(sig))
+                        calls=dispatcher.stream_calls(sig) if counted else None,
+                        fallbacks=dispatcher.stream_fallbacks(sig) if counted else None,
+                        done=what_was_done(dispatcher.py_func.__name__, result, streamed, plain),
+                        streams=bool(result.streamed_stores))

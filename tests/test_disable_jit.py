@@ -25,6 +25,7 @@ dst = np.zeros(10)
 kernel(dst, src)
 found["kernel"] = [kernel is copy, eager is copy, dst.tolist() == src.tolist(), str(kernel.stream_report()),
                    kernel.above_threshold(dst, src), sorted(kernel.stream_result().streamed_stores),
+                   sorted(map(str, kernel.inspect_asm())), sorted(map(str, kernel.inspect_llvm())),
                    kernel.stream_calls(), kernel.stream_fallbacks()]
 g = np.random.default_rng(0).random((5, 7))
 for name, options in (("stencil", {}), ("stencil-cval", {"cval": -1.0})):
@@ -52,8 +53,13 @@ def _run(disable):
 def test_kernels_run_as_python_and_say_so():
     off, on = _run("0"), _run("1")
     assert on["kernel"] == [True, True, True, "NUMBA_DISABLE_JIT=1: copy runs as Python; nothing is compiled, "
-                                              "so nothing streams", False, [], None, None]
+                                              "so nothing streams", False, [], [], [],
+                                              {"streamed": 0, "below_threshold": 0, "after_check": 0, "plain": 0,
+                                               "jit_disabled": True},
+                                              {"bounds": 0, "alignment": 0, "contiguous": 0, "page_alias": 0,
+                                               "operands": 0, "jit_disabled": True}]
     assert off["kernel"][:3] == [False, False, True]  # the control: compiled, the same result
+    assert len(off["kernel"][-4]) == len(off["kernel"][-3]) == 1  # (a dict keyed by the compiled signature)
     assert sum(off["kernel"][-2].values()) == 1         # (counted when compiled)
     for name in ("stencil", "stencil-cval", "stencil-out"):
         assert on[name] == off[name] if name == "stencil-out" else on[name][0] == off[name][0]

@@ -16,12 +16,60 @@ def test_repl_and_jupyter_show_the_table_with_its_legend():
     report = K.copy.stream_report()
     assert repr(report) == str(report)                           # not the raw dataclass
     lines = str(report).splitlines()
-    assert lines[1].split() == ["array", "NT", "vec", "st", "NT", "scal", "st", "plain", "st", "NT", "ld", "plain",
+    assert lines[0] == "copy_source: no slice or array expression fused; streamed stores to dst"
+    assert lines[1].startswith("stream report for (")
+    assert lines[2].split() == ["array", "NT", "vec", "st", "NT", "scal", "st", "plain", "st", "NT", "ld", "plain",
                                 "ld", "prefetch"]
     assert LEGEND in lines and "NT: non-temporal" in LEGEND and "not executions" in LEGEND
     page = report._repr_html_()
     assert page.count("<tr>") == 1 + len(report.arrays) and all(head in page for head in COLUMN_HEADS)
     assert 'title="non-temporal (streamed) vector stores"' in page and "fences: 1" in page
+    assert "<p>copy_source: no slice or array expression fused" in page
+
+
+def test_the_first_line_names_fusion_and_streaming_separately():
+    @sj.stream_kernel(stream_stores=True, threshold=None)
+    def update(out, a, b, u):
+        out[:] = np.sqrt(a * a + b * b)
+        u += a
+
+    n = 1000
+    update(np.empty(n), np.ones(n), np.ones(n), np.ones(n))
+    first = str(update.stream_report()).splitlines()[0]
+    # (u's update is fused too: one loop, no temporary, with plain stores)
+    assert first == ("update: fused 2 slice/array expressions into loops (no temporaries); streamed stores to out; "
+                     "left u plain (only updated in place)")
+    calls = update.stream_calls()  # (or a fallback: np.empty and np.ones may share an offset in a page)
+    assert calls["streamed"] + calls["after_check"] == 1
+
+
+def test_a_kernel_naming_nothing_says_so_and_what_stream_stores_true_would_do():
+    @sj.stream_kernel
+    def scale(out, a):
+        out[:] = 2.0 * a
+
+    scale(np.empty(100), np.ones(100))
+    text = str(scale.stream_report())
+    assert text.splitlines()[0] == (
+        "scale: nothing is named in stream_stores or stream_loads, so nothing is fused or streamed (numba.njit's "
+        "code); with stream_stores=True: fused 1 slice/array expression into a loop (no temporary); streamed stores "
+        "to out")
+    assert "calls: not counted (no store streams: every call runs the plain loops)" in text.splitlines()
+    assert scale.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 0, "plain": 0}
+    assert set(scale.stream_fallbacks().values()) == {0}
+
+
+def test_calls_are_summed_over_signatures_unless_one_is_given():
+    @sj.stream_kernel(stream_stores=["out"], threshold=None)
+    def double(out, a):
+        for i in range(a.shape[0]):
+            out[i] = 2 * a[i]
+
+    assert double.stream_calls()["streamed"] == 0  # (nothing compiled yet: zeros)
+    for dtype in (np.float32, np.float64, np.float64):
+        double(np.empty(100, dtype), np.ones(100, dtype))
+    assert double.stream_calls()["streamed"] == 3
+    assert [double.stream_calls(sig)["streamed"] for sig in double.signatures] == [1, 2]
 
 
 def test_counts_that_differ_say_why():

@@ -1,9 +1,13 @@
 """Control around the streamed loops: keep a head loop scalar, the
 per-target store fence, a flag LLVM cannot see through, and the per-call
-record of which path ran (`passes/call_record.py`)."""
+record of which path ran (`passes/call_record.py`), which tells Python the
+first time each run-time check sends a kernel's call to its plain code
+(`on_first_fallback`)."""
 
+import ctypes
 import functools
 
+import llvmlite.binding as llvm
 import llvmlite.ir as llir
 from numba import types
 from numba.core import cgutils
@@ -63,6 +67,84 @@ CALL_PATHS = ("streamed", "below_threshold", "after_check", "plain")
 FALLBACK_CHECKS = ("bounds", "alignment", "contiguous", "page_alias", "operands")
 
 
+# The symbols the call record's compiled code calls, made known to LLVM at
+# import (before any kernel, compiled or loaded from the cache, is linked):
+# whether the calling thread holds the GIL (CPython's own test), and the
+# notice of a first fallback (`_first_fallback`).
+_HOLDS_GIL = "streamjit_holds_gil"
+_FALLBACK_NOTICE = "streamjit_first_fallback"
+# counter global's name -> function of the check's name, called on its first fallback
+_fallback_listeners = {}
+
+
+def on_first_fallback(counter_name, listener):
+    """Call ``listener(check)`` (a name of FALLBACK_CHECKS) the first time
+    that check sends a call counted by the global ``counter_name`` to the
+    plain code, in a thread holding the GIL (a call made without it, from a
+    ``nogil`` kernel's thread or a parallel worker, leaves the notice to the
+    next such call made with it). ``listener`` runs inside the kernel's call."""
+    _fallback_listeners[counter_name] = listener
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64)
+def _first_fallback(counter_name, check):
+    listener = _fallback_listeners.get(counter_name.decode())
+    if listener is not None:
+        listener(FALLBACK_CHECKS[check])
+
+
+llvm.add_symbol(_HOLDS_GIL, ctypes.cast(ctypes.pythonapi.PyGILState_Check, ctypes.c_void_p).value)
+llvm.add_symbol(_FALLBACK_NOTICE, ctypes.cast(_first_fallback, ctypes.c_void_p).value)
+
+
+_NOTE_FALLBACKS = "streamjit.note_first_fallbacks"
+
+
+def _note_fallbacks_function(module, counters_type):
+    """``void note(counters, name, fell...)``, defined once per module:
+    for each check that failed (``fell``, one count per FALLBACK_CHECKS)
+    for the first time (its notice slot, after the counters, still zero) in
+    a thread holding the GIL, mark the slot and call `_first_fallback`.
+    Out of line and never inlined, so that each return's call record stays
+    one straight block: LLVM merges the returns' identical tails (their
+    store fence among them), where branches in them would keep a fence per
+    return."""
+    function = module.globals.get(_NOTE_FALLBACKS)
+    if function is not None:
+        return function
+    i64, i32, text = llir.IntType(64), llir.IntType(32), llir.IntType(8).as_pointer()
+    function = llir.Function(module, llir.FunctionType(llir.VoidType(), [counters_type, text]
+                                                       + [i64] * len(FALLBACK_CHECKS)), _NOTE_FALLBACKS)
+    function.linkage = "linkonce_odr"
+    function.attributes.add("noinline")
+    holds_gil = cgutils.get_or_insert_function(module, llir.FunctionType(i32, []), _HOLDS_GIL)
+    notice = cgutils.get_or_insert_function(module, llir.FunctionType(llir.VoidType(), [text, i64]), _FALLBACK_NOTICE)
+    counters, name, *failed = function.args
+    builder = llir.IRBuilder(function.append_basic_block("entry"))
+    with builder.if_then(builder.icmp_unsigned("!=", functools.reduce(builder.or_, failed), i64(0)), likely=False):
+        for k, check_failed in enumerate(failed):
+            slot = builder.gep(counters, [i32(0), i32(len(CALL_PATHS) + len(FALLBACK_CHECKS) + k)])
+            first = builder.and_(builder.icmp_unsigned("!=", check_failed, i64(0)),
+                                 builder.icmp_unsigned("==", builder.load(slot), i64(0)))
+            with builder.if_then(first, likely=False):
+                with builder.if_then(builder.icmp_unsigned("!=", builder.call(holds_gil, []), i32(0))):
+                    builder.store(i64(1), slot)
+                    builder.call(notice, [name, i64(k)])
+    builder.ret_void()
+    return function
+
+
+def _notify_first_fallbacks(builder, counters, name, failed):
+    """Call the module's `_note_fallbacks_function` with this call's
+    failed checks (a call per kernel call: the test is out of line)."""
+    module = builder.module
+    text = bytearray(name.encode() + b"\0")
+    constant = module.globals.get(f"{name}.name") or cgutils.global_constant(
+        module, f"{name}.name", llir.Constant(llir.ArrayType(llir.IntType(8), len(text)), text))
+    builder.call(_note_fallbacks_function(module, counters.type),
+                 [counters, builder.bitcast(constant, llir.IntType(8).as_pointer()), *failed])
+
+
 @intrinsic(prefer_literal=True)
 def record_call(typingctx, name, streamed, large, fell):
     """Add one to counter ``CALL_PATHS.index(path)`` of the module global
@@ -72,7 +154,8 @@ def record_call(typingctx, name, streamed, large, fell):
     how often each of FALLBACK_CHECKS failed, is not all zero: a run-time
     check sent a loop to its plain version), else ``plain``. An
     ``after_check`` call also adds one to the counter of each check that
-    failed, after the paths' counters."""
+    failed, after the paths' counters; the first failure of each check
+    is told to Python (`on_first_fallback`), marked in a slot after those."""
     if not (isinstance(name, types.StringLiteral) and isinstance(streamed, types.Integer)
             and isinstance(fell, types.BaseTuple) and len(fell) == len(FALLBACK_CHECKS)
             and all(isinstance(t, types.Integer) for t in fell)):
@@ -82,7 +165,7 @@ def record_call(typingctx, name, streamed, large, fell):
         i64, i32 = llir.IntType(64), llir.IntType(32)
         counters = builder.module.globals.get(name.literal_value)
         if counters is None:
-            ty = llir.ArrayType(i64, len(CALL_PATHS) + len(FALLBACK_CHECKS))
+            ty = llir.ArrayType(i64, len(CALL_PATHS) + 2 * len(FALLBACK_CHECKS))
             counters = llir.GlobalVariable(builder.module, ty, name.literal_value)
             counters.initializer = ty(None)
             counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
@@ -101,8 +184,10 @@ def record_call(typingctx, name, streamed, large, fell):
         add(path, i64(1))
         # (no branches: which checks failed, added only on the after_check path)
         counted = builder.icmp_unsigned("==", path, i64(2))
-        for k, check_failed in enumerate(failed):
-            add(i64(len(CALL_PATHS) + k), builder.select(counted, check_failed, i64(0)))
+        fallbacks = [builder.select(counted, check_failed, i64(0)) for check_failed in failed]
+        for k, fallback in enumerate(fallbacks):
+            add(i64(len(CALL_PATHS) + k), fallback)
+        _notify_first_fallbacks(builder, counters, name.literal_value, fallbacks)
         return context.get_dummy_value()
 
     return signature(types.none, name, streamed, types.boolean, fell), codegen
