@@ -45,6 +45,13 @@ def warnings_once(given):
         _given.reset(token)
 
 
+def given_in_kernel(func_id, message, line=None):
+    """Whether the kernel compiling now (`warnings_once`) has shown this
+    warning (``line``: as `warn_in_kernel` takes it)."""
+    given = _given.get()
+    return given is not None and (line or func_id.firstlineno, message) in given
+
+
 def warn_in_kernel(func_id, message, line=None):
     """A `StreamWarning` shown at the user's kernel (its file, and ``line``
     or the ``def`` line), not at the streamjit code that found it; once per

@@ -280,15 +280,21 @@ def _scale_in_place(C, b):
     C *= b
 
 
+def _return_expression(x):
+    return x * 2.0
+
+
 def _copy_slices(out, x):
     out[:] = x * 2.0
 
 
-@pytest.mark.parametrize("func, name, streamed", [(_fill_fresh, "r", False), (_scale_in_place, "C", False),
-                                                  (_copy_slices, "out", True)])
+# (an array the kernel makes, by its name or as "return", streams when named,
+# as a parameter does: the name says streaming is wanted; the threshold decides per call)
+@pytest.mark.parametrize("func, name, streamed", [(_fill_fresh, "r", True), (_return_expression, "return", True),
+                                                  (_scale_in_place, "C", False), (_copy_slices, "out", True)])
 def test_auto_threshold_leaves_what_measured_slower_plain_even_when_named(func, name, streamed):
     kernel = sj.stream_kernel(stream_stores=[name], threshold="auto")(func)
-    args = (np.arange(1001.0),) if func is _fill_fresh else (np.arange(1001.0), 2.0)
+    args = (np.arange(1001.0),) if func in (_fill_fresh, _return_expression) else (np.arange(1001.0), 2.0)
     theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     with contextlib.nullcontext() if streamed else pytest.warns(sj.StreamWarning, match="'auto' leaves it plain"):
         np.testing.assert_array_equal(kernel(*args), numba.njit(func)(*theirs))
@@ -296,6 +302,7 @@ def test_auto_threshold_leaves_what_measured_slower_plain_even_when_named(func, 
     row = kernel.stream_report().arrays[name]
     assert (row.nt_vector_stores > 0) == streamed
     assert any("threshold='auto' leaves it plain" in n for n in row.notes) != streamed
+    assert kernel.stream_calls()["streamed"] == streamed  # (the suite's threshold is 0 bytes)
 
 
 def _halves(a):

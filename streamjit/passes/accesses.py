@@ -127,12 +127,14 @@ def _element_of(analyzer, access):
             for f, atom in zip(forms, access.index)]
 
 
-def _measured_slower(scan, name, origin):
+def _measured_slower(scan, name, origin, named):
     """Whether ``name`` is an array the kernel makes (every array a ping-pong
-    variable may hold, for one), one a loop loads back (`read_back`) or
-    (once `array_stores.py` has made its loops: ``origin``) one only
-    updated in place."""
-    return scan.roots(name) <= scan.fresh or read_back(scan, name) is not None \
+    variable may hold, for one) and not ``named`` by the user, one a loop
+    loads back (`read_back`) or (once `array_stores.py` has made its loops:
+    ``origin``) one only updated in place. (Naming an array the kernel makes,
+    or "return", streams it as naming a parameter does, the threshold
+    deciding per call: the name says the user wants it streamed.)"""
+    return not named and scan.roots(name) <= scan.fresh or read_back(scan, name) is not None \
         or origin is not None and _only_in_place(scan, name, origin)
 
 
@@ -146,14 +148,14 @@ def streamed_store_names(options, scan, origin=None):
     """The arrays whose stores the options stream: with True, the array
     parameters stored to, except those only updated in place; a list names
     parameters or arrays the kernel makes, and with threshold="auto" it
-    keeps the same exceptions. A ping-pong variable (``A, B = B, A`` in a
+    keeps the same exceptions but for the arrays the kernel makes. A ping-pong variable (``A, B = B, A`` in a
     time loop) streams when the arrays it may hold are named; they join the
     streamed arrays."""
     stored = {a.array for a in scan.stores()}
     option = set(options.stream_stores or ()) if options.stream_stores is not True else None
     named = stored if option is None else {n for n in stored if n in option or scan.roots(n) <= option}
     if options.stream_stores is True or options.measured:
-        named = {name for name in named if not _measured_slower(scan, name, origin)}
+        named = {name for name in named if not _measured_slower(scan, name, origin, option is not None)}
     return named.union(*(scan.roots(name) for name in named))
 
 
@@ -231,10 +233,8 @@ def run_pass(state):
         for name in sorted(stored - scan.fresh - streamed - set(read_backs)):
             result.note(name, 0, IN_PLACE_NOTE)
     elif options.measured:
-        for name in sorted(set(options.stream_stores) & (stored | scan.results) - streamed
-                           - (set(read_backs) - scan.fresh)):
-            result.note(name, 0, AUTO_NOTE.format("an array the kernel makes" if name in scan.fresh
-                                                  else "an update in place"))
+        for name in sorted(set(options.stream_stores) & (stored | scan.results) - streamed - set(read_backs)):
+            result.note(name, 0, AUTO_NOTE.format("an update in place"))
     for array, line, text in facts.store_notes:
         result.note(array, line, text)
     for name, calls in sorted(passed.items()):

@@ -15,7 +15,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from ..errors import warn_in_kernel
+from ..errors import given_in_kernel, warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY
 from ..post_o3.counts import count_marked_stores, kernel_functions
 from ..post_o3.module import Module
@@ -29,6 +29,15 @@ def _reasons(result, name, stores):
     elif stores.plain_stores:
         notes.append("its aligned loop did not vectorize to full-width aligned vector stores")
     return notes or ["no store to it could be aligned to a full vector"]
+
+
+_AT_LINE = re.compile(r"^line (\d+): ")
+
+
+def _given_at_its_line(func_id, reason):
+    """Whether ``reason`` ("line N: text") was warned about as it stands, at line N."""
+    found = _AT_LINE.match(reason)
+    return found is not None and given_in_kernel(func_id, reason[found.end():], int(found.group(1)))
 
 
 def run_pass(state):
@@ -51,8 +60,11 @@ def run_pass(state):
         # (`movnti`, `movntsd`; `nontemporal.py` sends floats through `movnti`)
         if name in result.streamed_stores and (stores.nt_vector_stores or stores.nt_scalar_stores and x86):
             continue
-        reasons = _reasons(result, name, stores)
-        line = next((int(m.group(1)) for m in map(re.compile(r"^line (\d+):").match, reasons) if m), None)
+        # (a reason already shown as a warning of its own, at its line, is not repeated)
+        reasons = [r for r in _reasons(result, name, stores) if not _given_at_its_line(state.func_id, r)]
+        if not reasons:
+            continue
+        line = next((int(m.group(1)) for m in map(_AT_LINE.match, reasons) if m), None)
         warn_in_kernel(state.func_id, f"stream_stores names '{name}', but no store to it is streamed in "
                        f"{state.func_id.func_qualname}: " + "; ".join(reasons), line)
     return False
