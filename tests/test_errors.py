@@ -315,7 +315,7 @@ def test_unknown_dump_after_warns_with_the_pass_names(monkeypatch, capsys):
     monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "bogus")
     with pytest.warns(sj.StreamWarning, match=r"STREAMJIT_DUMP_AFTER='bogus' names no streamjit pass or stage, so "
                                               r"nothing is printed; the names: canonical_loops, .*align_peel, "
-                                              r".*nontemporal, .*exit_fences, huge_pages, or 'all'"):
+                                              r".*nontemporal, .*exit_fences, array_pool, or 'all'"):
         sj.stream_kernel(stream_stores=["dst"])(copy)(np.zeros(3), np.ones(3))
     monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "legality")
     with warnings.catch_warnings():
@@ -336,6 +336,27 @@ def test_while_loop_named_at_its_own_line():
     with pytest.raises(sj.StreamLegalityError) as info:
         sj.stream_kernel(stream_stores=["out"])(in_a_while)(np.zeros(5), np.ones(5))
     assert f"while loop (line {line_of(in_a_while, 'while i <')})" in str(info.value)
+    assert "as `for i in range(start, stop):`" in str(info.value)  # (the rewrite that streams)
+
+
+def test_ndenumerate_shows_the_rewrite_that_streams():
+    def doubled(out, a):
+        for idx, v in np.ndenumerate(a):
+            out[idx] = 2 * v
+
+    def rewritten(out, a):
+        for idx in np.ndindex(a.shape):
+            out[idx] = 2 * a[idx]
+
+    a = np.ones((20, 30))
+    with pytest.raises(sj.StreamLegalityError) as info:
+        sj.stream_kernel(stream_stores=["out"])(doubled)(np.zeros_like(a), a)
+    assert f"{__file__}:{line_of(doubled, 'out[idx] =')}:" in str(info.value)
+    assert "`for idx in np.ndindex(a.shape):` with `v = a[idx]`" in str(info.value)
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(rewritten)
+    out = np.zeros_like(a)
+    kernel(out, a)
+    assert (out == 2).all() and kernel.stream_calls()["streamed"] == 1
 
 
 @pytest.mark.parametrize("signature, problem", [

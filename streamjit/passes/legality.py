@@ -52,12 +52,22 @@ def _fail(store, reason):
     raise StreamLegalityError(f"{store.loc.filename}:{store.line}: cannot stream stores to '{store.array}': {reason}")
 
 
+def _rewrite(loop):
+    """How to write ``loop`` (not over a ``range``) so that its variable
+    selects the element: a loop Numba users write, and its rewrite."""
+    if loop.kind == "while":
+        return (f"; write the loop at line {loop.line} as `for i in range(start, stop):` (a while loop's counter, "
+                "`i += 1`, is not a loop variable streamjit can follow)")
+    return (f"; for the loop at line {loop.line}, write `for i in range(a.shape[0]):` (one loop per dimension), "
+            "or `for idx in np.ndindex(a.shape):` with `v = a[idx]` in place of `for idx, v in np.ndenumerate(a):`")
+
+
 def _not_affine(store):
     loop = next((l for l in reversed(store.loops) if not l.is_range), None)
     if loop is not None:
         kind = "while" if loop.kind == "while" else "non-range for"
         _fail(store, f"the store is inside a {kind} loop (line {loop.line}) and its index is not an affine "
-              "function of range() loop variables, so its iterations may write the same element")
+              "function of range() loop variables, so its iterations may write the same element" + _rewrite(loop))
     _fail(store, "the index is not an affine function of range() loop variables (a scatter or computed "
           "index may write one element twice)")
 
@@ -86,7 +96,9 @@ def nest_root(store, dims):
 def analyze_store(scan, store):
     """(nest root, dims) of a store, or a `StreamLegalityError`."""
     if store.kind == "opaque":
-        _fail(store, "the index is not visible to the compiler (a tuple index built elsewhere)")
+        loop = next((l for l in reversed(store.loops) if not l.is_range), None)
+        _fail(store, "the index is not visible to the compiler (a tuple index built elsewhere)"
+              + (_rewrite(loop) if loop is not None else ""))
     if store.kind == "view":
         _fail(store, f"the store goes through a view of the parameter (made at line {store.view.loc.line}, "
               "e.g. a reassignment to a slice), whose elements streamjit cannot relate to the parameter's")
@@ -115,7 +127,7 @@ def analyze_store(scan, store):
         if not loop.is_range:
             kind = "while" if loop.kind == "while" else "non-range for"
             _fail(store, f"the store is inside a {kind} loop (line {loop.line}) within its nest, whose "
-                  "iterations may write the same element")
+                  "iterations may write the same element" + _rewrite(loop))
         if any(d.only_loop() is loop for d in dims):
             continue
         if not any(loop in d.coeffs for d in dims):
