@@ -11,6 +11,7 @@ for other CPUs in `inspect_asm(target=..., cpu=...)`.
 
 import ctypes
 import inspect
+import io
 import sys
 import warnings
 import weakref
@@ -308,6 +309,18 @@ class StreamDispatcher(CPUDispatcher):
         if args not in self.overloads:
             self.compile(args)
         return args
+
+    def inspect_types(self, file=None, signature=None, pretty=False, style="default", **kwargs):
+        """Numba's ``inspect_types``, without the lines of the statements the
+        stream passes add (their variables are named ``$streamjit_...``):
+        the annotated source reads as the user's code, typed. ``pretty=True``
+        is Numba's own annotation, every statement kept."""
+        if pretty:
+            return super().inspect_types(file, signature, pretty, style, **kwargs)
+        text = io.StringIO()
+        super().inspect_types(file=text, signature=signature, **kwargs)
+        (file or sys.stdout).write("".join(line for line in text.getvalue().splitlines(True)
+                                           if "$streamjit_" not in line))
 
     def inspect_llvm(self, signature=None, *, target=None, cpu=None, features=None):
         """The LLVM IR handed to the backend, after the non-temporal rewrite.

@@ -91,3 +91,10 @@ def test_the_tour_kernels_counts_agree():
     report = copy.stream_report("void(float32[::1], float32[::1])")
     table = sum(a.nt_vector_stores for a in report.arrays.values())
     assert table > 0 and ("machine code:" in str(report)) == (report.machine_nt_vector_stores != table)
+
+
+def test_inspect_types_shows_the_users_code_without_the_inserted_statements(capsys):
+    K.copy(np.zeros(101, np.float32), np.ones(101, np.float32))
+    K.copy.inspect_types()
+    printed = capsys.readouterr().out
+    assert "dst[i] = src[i]" in printed and "$streamjit_" not in printed
