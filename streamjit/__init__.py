@@ -21,6 +21,7 @@ from .allocation import empty_like
 from .dropins import copyto, memcpy, preload
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
+from .post_o3.array_pool import release_memory
 from .stencil import stencil
 
 
@@ -34,5 +35,5 @@ def __getattr__(name):
 
 __all__ = [
     "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "empty_like", "preload",
-    "stencil", "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
+    "release_memory", "stencil", "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
 ]

@@ -42,6 +42,7 @@ from numba.core.runtime import rtsys
 
 from .errors import StreamWarning
 from .plan import METADATA_KEY
+from .post_o3 import array_pool
 
 _DIGEST_BYTES = hashlib.sha256().digest_size
 
@@ -179,7 +180,10 @@ class StreamFunctionCache(FunctionCache):
             # `rebuild` makes where the entry needs it (see above; private,
             # stable in the tested range, versions.py)
             with self._guard_against_spurious_io_errors():
-                return self._load_overload(sig, target_context)
+                loaded = self._load_overload(sig, target_context)
+                if loaded is not None:
+                    array_pool.switch_on()  # (its code may allocate through the pool)
+                return loaded
             return None  # (what the guard swallowed)
         except Exception as exc:  # anything unreadable: recompile instead
             warnings.warn(f"ignoring an unreadable cache entry of {self._name} ({exc}); recompiling", StreamWarning)

@@ -326,8 +326,6 @@ def machine_info():
         "4K aliasing check": (f"sources 1-{profile.page_alias_bytes} bytes behind a streamed store modulo 4 KiB run "
                               "the plain loop" if profile.page_alias_bytes else "none")
                              + f" ({profile.reasons.get('page_alias_bytes', '')})",
-        "huge pages": ("NumPy's advice for the large arrays kernels allocate" if profile.huge_pages else "none")
-                      + f" ({profile.reasons.get('huge_pages', '')})",
         "threshold (auto)": _threshold_line(*default_threshold()),
         "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "
                           + _parallel_line(*parallel_copy_bytes()),

@@ -168,7 +168,6 @@ _PROFILE_KEYS = {
     "sources": _STAGE,
     "page_alias_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v < 4096,
                          "a number of bytes from 0 to 4095"),
-    "huge_pages": (lambda v: isinstance(v, bool), "true or false"),
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
 _warned = set()  # (path, file version, key): each damaged entry is reported once
@@ -286,8 +285,6 @@ class MachineProfile:
     - ``stream_loads``: how the loads the user streams are lowered;
     - ``sources``: the unit-stride sources of a loop whose stores stream,
       when their arrays are not streamed themselves;
-    - ``huge_pages``: whether the large arrays a kernel allocates get
-      NumPy's huge-page advice (`post_o3/huge_pages.py`);
     - ``page_alias_bytes``: how far (in bytes, modulo 4 KiB) a source may
       trail a streamed store before the store stalls the loop's loads (4K
       aliasing: the core compares the low 12 address bits of a load with
@@ -302,11 +299,10 @@ class MachineProfile:
     origin: str
     reasons: dict = field(default_factory=dict, compare=False)
     page_alias_bytes: int = 0
-    huge_pages: bool = False
 
 
 # The rows of every profile.
-ROWS = ("stream_loads", "sources", "page_alias_bytes", "huge_pages")
+ROWS = ("stream_loads", "sources", "page_alias_bytes")
 # The page_alias_bytes of CPUs where trailing sources stall streamed stores
 # (measured on a Zen 2, below), and of CPUs nobody measured: a call that
 # would stall falls back to the plain loop, never much slower than njit.
@@ -356,10 +352,6 @@ _AMD_ZEN2 = {
                          "bytes behind send the call to the plain loop"),
 }
 _UNMEASURED = {
-    "huge_pages": (False, "measured on an Intel Xeon VM only, where it was mixed (bench/README.md, Intel Xeon VM "
-                          "2026-12-05): a + 1.0 on 256 MiB 116-129 -> 62-64 ms, NPBench go_fast 1.0x -> 1.92x njit, "
-                          "but softmax 0.64x and deriche 0.67-0.87x, their calls after the first slower: off until a "
-                          "rule measured never to lose; a profile file may turn it on"),
     "stream_loads": (LoadStage(), "no measurement of this kind of CPU (the measured ones disagree: prefetchnta "
                                   "gained on Zen 5, lost on Zen 2 and Intel): plain loads until `python -m "
                                   "streamjit calibrate` measures it"),
@@ -388,8 +380,7 @@ def default_profile(vendor, family):
     rows = {**_UNMEASURED, **_cpu_kind(vendor, family)}
     name = f"{vendor} family {family}" if family is not None else vendor
     return MachineProfile(rows["stream_loads"][0], rows["sources"][0], f"default for {name} (not calibrated)",
-                          {row: why for row, (_, why) in rows.items()}, rows["page_alias_bytes"][0],
-                          rows["huge_pages"][0])
+                          {row: why for row, (_, why) in rows.items()}, rows["page_alias_bytes"][0])
 
 
 def _stage(record):
@@ -431,5 +422,5 @@ def machine_profile():
             origin += f" ({', '.join(calibrated)} only; the rest: {default.origin})"
         _cached.clear()
         _cached[key] = MachineProfile(rows["stream_loads"], rows["sources"], origin, reasons,
-                                      rows["page_alias_bytes"], rows["huge_pages"])
+                                      rows["page_alias_bytes"])
     return _cached[key]

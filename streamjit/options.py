@@ -147,4 +147,4 @@ def validate_options(func, stream_stores, stream_loads, threshold, prefetch_dist
     loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
     rows = machine_profile()
     return StreamOptions(stores, loads, loads_stage, sources_stage, threshold, bool(numba_options.get("parallel")),
-                         measured, rows.page_alias_bytes, rows.huge_pages, profile), numba_options
+                         measured, rows.page_alias_bytes, profile), numba_options

@@ -40,16 +40,13 @@ class StreamOptions:
     # bytes within which a source trailing a streamed store modulo 4 KiB sends
     # a call to the plain loop (the machine profile's row; 0: no check)
     page_alias_bytes: int = 0
-    # whether the large arrays the kernel allocates get NumPy's huge-page
-    # advice (the profile's row; read by `post_o3/huge_pages.py` as it runs)
-    huge_pages: bool = False
     # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
     profile: str = field(default="", compare=False)
 
     def cache_key(self):
         """What, besides the source, decides the compiled code."""
         return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.threshold,
-                self.measured, self.page_alias_bytes, self.huge_pages)
+                self.measured, self.page_alias_bytes)
 
 
 @dataclass

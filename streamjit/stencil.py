@@ -233,7 +233,7 @@ class StreamStencil(ReduceMixin):
         options = resolved(self._pipeline.stream_options)  # "auto" is read at the first call, not at decoration
         if options is not self._pipeline.stream_options:
             self._pipeline = compiler_for(options)
-        with stream_code_libraries(targetctx.codegen()):
+        with stream_code_libraries(targetctx.codegen(), func_ir.func_id.func_qualname):
             cres = compiler.compile_ir(self._numba._typingctx, targetctx, func_ir, loop_types, None, flags, {},
                                        pipeline_class=self._pipeline)
         return LoopNest(cres, func_ir.func_id.func, dtype, neighborhood)

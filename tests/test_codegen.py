@@ -326,7 +326,7 @@ def test_a_compile_that_skipped_the_post_o3_stages_raises():
 
     script = ("import contextlib, numpy as np, streamjit as sj\n"
               "from streamjit import dispatcher\n"
-              "dispatcher.stream_code_libraries = lambda codegen: contextlib.nullcontext()\n"
+              "dispatcher.stream_code_libraries = lambda codegen, kernel_name: contextlib.nullcontext()\n"
               "def copy(dst, src):\n"
               "    for i in range(src.shape[0]):\n"
               "        dst[i] = src[i]\n"

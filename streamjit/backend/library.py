@@ -31,6 +31,9 @@ class StreamCodeLibrary(JITCodeLibrary):
 
     streamed_llvm_ir = None
     _unoptimized_module = None
+    # the name of the kernel being compiled (`stream_code_libraries`): only
+    # its own library gets the stages that change code Numba shares
+    kernel_name = None
 
     @property
     def unoptimized_llvm_ir(self):
@@ -41,7 +44,7 @@ class StreamCodeLibrary(JITCodeLibrary):
         self._unoptimized_module = self._final_module.clone()
         super()._optimize_final_module()
         text = str(self._final_module)
-        rewritten, changed = run_post_o3(text, Target(), self.name)
+        rewritten, changed = run_post_o3(text, Target(), self.name, own_library=self.name == self.kernel_name)
         if changed:
             module = llvm.parse_assembly(rewritten)
             module.verify()
@@ -51,17 +54,22 @@ class StreamCodeLibrary(JITCodeLibrary):
 
 
 @contextlib.contextmanager
-def stream_code_libraries(codegen):
-    """While compiling a streamjit kernel, every code library the codegen
-    creates is a `StreamCodeLibrary`: the kernel's own, and those Numba makes
-    on the way, such as the separate gufunc functions of `prange` loops
-    (`parallel=True`), so the rewrite reaches every function that holds a
-    streamed store. Libraries without marked accesses come out unchanged.
+def stream_code_libraries(codegen, kernel_name):
+    """While compiling the streamjit kernel ``kernel_name`` (its qualified
+    name, which Numba names its library after), every code library the
+    codegen creates is a `StreamCodeLibrary`: the kernel's own, and those
+    Numba makes on the way, such as the separate gufunc functions of
+    `prange` loops (`parallel=True`), so the rewrite reaches every function
+    that holds a streamed store. Libraries without marked accesses come out
+    unchanged. Numba keeps the libraries of its internal helpers (the
+    allocator of arrays, ``np.copy``) and links them into later `numba.njit`
+    compiles too, so stages that change unmarked code (``array_pool``) run
+    on the kernel's own library only, where the helpers are linked in.
     Held under Numba's compiler lock, so no other compile sees the switch."""
     with global_compiler_lock:
-        previous = codegen._library_class
-        codegen._library_class = StreamCodeLibrary
+        previous, previous_name = codegen._library_class, StreamCodeLibrary.kernel_name
+        codegen._library_class, StreamCodeLibrary.kernel_name = StreamCodeLibrary, kernel_name
         try:
             yield
         finally:
-            codegen._library_class = previous
+            codegen._library_class, StreamCodeLibrary.kernel_name = previous, previous_name

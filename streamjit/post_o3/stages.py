@@ -18,8 +18,8 @@ function on the records of `module.py`:
 6. ``prefetch``: prefetches ahead of the marked loads that ask for them;
 7. ``exit_fences``: a store fence before every return an NT store reaches
    unfenced (the exceptions raised inside a streamed nest);
-8. ``huge_pages``: the large arrays the kernel allocates get NumPy's
-   huge-page advice.
+8. ``array_pool``: the large arrays the kernel allocates reuse the memory
+   of freed ones, instead of fresh pages.
 
 The host build (`backend/library.py`) and the inspection for other CPUs
 (`backend/cross_target.py`) both run `run_post_o3`, so they cannot drift
@@ -30,12 +30,15 @@ stage, for each module that holds streamjit marks.
 from ..dump import dump_after
 from ..protocol.keep_scalar import MARKER as KEEP_SCALAR
 from ..protocol.markers import DOMAIN_NAME
-from . import (exit_fences, huge_pages, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset,
+from . import (array_pool, exit_fences, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset,
                widen_stores)
 from .module import Module
 
 STAGES = (keep_scalar, stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch, exit_fences,
-          huge_pages)
+          array_pool)
+# The stages that change code without streamjit's marks: they run on the
+# kernel's own module only, never on the helpers Numba links into `numba.njit` code too.
+SHARED_CODE_STAGES = (array_pool,)
 
 
 def stage_name(stage):
@@ -47,20 +50,25 @@ def stage_name(stage):
 STAGE_NAMES = tuple(map(stage_name, STAGES))
 
 
-def run_post_o3(text, target, module_name=""):
+def run_post_o3(text, target, module_name="", own_library=True):
     """(``text`` after every stage for ``target``, whether any changed it).
 
     Numba makes many modules while it compiles a kernel (its helpers, the
     wrappers), and most hold nothing of streamjit's: no mark, no
     keep-scalar call and no allocation to advise, so no stage has work
     there. Those are passed through without being parsed (first-call
-    compile time)."""
+    compile time). Modules of code Numba shares with other compiles
+    (``own_library=False``: its internal helpers, `backend/library.py`)
+    skip the stages that change unmarked code (`SHARED_CODE_STAGES`)."""
     marked = f'!"{DOMAIN_NAME}' in text
-    if not marked and KEEP_SCALAR not in text and not huge_pages.has_work(text):
+    allocates = own_library and array_pool.has_work(text)
+    if not marked and KEEP_SCALAR not in text and not allocates:
         return text, False
     module = Module(text)
     changed = False
     for stage in STAGES:
+        if stage in SHARED_CODE_STAGES and not own_library:
+            continue
         changed |= stage.run(module, target)
         if marked:
             dump_after(stage_name(stage), f"LLVM IR of {module_name or 'the module'}", lambda: print(module))

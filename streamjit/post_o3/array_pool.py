@@ -1,0 +1,329 @@
+"""Large arrays a kernel allocates reuse the memory of freed ones, instead of fresh pages.
+
+Numba's runtime takes each array from ``malloc``, and glibc serves every
+block above 32 MiB (its largest mmap threshold) with fresh pages from the
+kernel, which fault in 4 KiB at a time on first touch and are given back on
+``free``. A kernel that makes a large temporary on every iteration or call
+(``pn = p.copy()`` in a time loop, ``return a + 1.0``) pays those faults
+each time: NPBench's cavity_flow pressure loop (3000x3000 float64, 10
+iterations) ran 772 ms with ``pn = p.copy()`` against 450 ms with ``pn[:] =
+p`` into a buffer made once (Intel Xeon VM, family 6 model 167,
+``/tmp``-free script in bench/README.md "Fresh memory"). DaCe allocates
+such arrays once per program; PyTorch's caching allocator keeps freed
+blocks for the next request of their size. This stage does the latter for
+the arrays streamjit kernels allocate.
+
+What it rewrites: every call to Numba's allocation of an array's memory
+(``NRT_MemInfo_alloc_aligned``: the kernel's own and those of the Numba
+functions linked into it) becomes a call to ``streamjit.pool.alloc``,
+defined once per module. From `POOLED_FROM_BYTES` on it allocates through
+NRT's external-allocator interface (``NRT_MemInfo_alloc_external``, whose
+counters stay balanced) with the pool as the allocator: its ``malloc``
+takes a held block of the size needed, up to an eighth more, else one from
+libc's ``malloc``, and its ``free``, which Numba's release of the array
+calls (``NRT_dealloc``), hands the block back to the pool. Below that size,
+Numba's allocation as before.
+
+The pool (`STATE`, shared by every module through one symbol) holds up to
+`SLOTS` blocks and at most the cap in bytes (`cap_bytes`); a block that
+does not fit is freed. Taking and giving back are lock-free (``cmpxchg`` on
+the slots), as arrays are freed from any thread. A block's contents are
+whatever its last array left: ``np.empty`` promises nothing more, and
+``np.zeros`` writes its zeros itself. The pool is off (every block freed)
+until a kernel that allocates is compiled or loaded in the process, and
+off where ``STREAMJIT_POOL_BYTES=0``. `release_memory` frees what it holds.
+"""
+
+import ctypes
+import functools
+import os
+
+import llvmlite.binding as llvm
+from numba.core.runtime import _nrt_python
+
+from .module import Inst
+
+ALLOCATE = "NRT_MemInfo_alloc_aligned"
+POOLED = "streamjit.pool.alloc"
+SYMBOL = "streamjit_array_pool"
+ENV_VAR = "STREAMJIT_POOL_BYTES"
+# From NumPy's huge-page threshold (numpy/_core/src/multiarray/alloc.c):
+# below it glibc's heap keeps freed memory anyway, and faults cost little.
+POOLED_FROM_BYTES = 4 << 20
+SLOTS = 16
+ALLOCATE_EXTERNAL = "NRT_MemInfo_alloc_external"
+# Numba's struct MemInfo (numba/core/runtime/nrt.cpp: refct, dtor,
+# dtor_info, data, size, external_allocator, 8 bytes each), which
+# NRT_MemInfo_alloc_external puts just before the data
+MEMINFO_BYTES = 48
+# The data of a pooled array starts on a cache line (Numba asks for 32
+# bytes or its dtype's size; larger requests are not pooled).
+DATA_ALIGN_BYTES = 64
+# A block holds its size at its start and, 8 bytes before what the
+# allocator returns, its start; with the alignment, 128 bytes more than
+# NRT asks for.
+SLACK_BYTES = 128
+
+# [0] bytes held, [1] cap in bytes, [2, 2 + SLOTS) block addresses (0: free
+# slot), [2 + SLOTS, 2 + 2 * SLOTS) their sizes, as a hint read before taking
+STATE = (ctypes.c_int64 * (2 + 2 * SLOTS))()
+llvm.add_symbol(SYMBOL, ctypes.addressof(STATE))
+# NRT's allocation through an external allocator (numba/core/runtime/
+# nrt_external.h), which Numba does not make known to LLVM itself
+# (exported by its runtime module, the one Numba loads for NRT: private,
+# present in every Numba streamjit supports, tests/post_o3/test_array_pool.py)
+llvm.add_symbol(ALLOCATE_EXTERNAL, ctypes.cast(getattr(ctypes.CDLL(_nrt_python.__file__), ALLOCATE_EXTERNAL),
+                                               ctypes.c_void_p).value)
+
+
+def _slot(k):
+    return f"getelementptr inbounds ([{2 + 2 * SLOTS} x i64], ptr @{SYMBOL}, i64 0, i64 {k})"
+
+
+HELD, CAP = _slot(0), _slot(1)
+
+
+def _take():
+    """``take(need)``: a held block of ``need`` bytes up to an eighth more,
+    claimed by swapping its slot to 0, else null."""
+    lines = [f'define linkonce_odr ptr @"streamjit.pool.take"(i64 %need) {{',
+             "entry:", "  %extra = lshr i64 %need, 3", "  %limit = add i64 %need, %extra", "  br label %slot0"]
+    for i in range(SLOTS):
+        address, hint, after = _slot(2 + i), _slot(2 + SLOTS + i), f"slot{i + 1}"
+        lines += [
+            f"slot{i}:",
+            f"  %hint{i} = load atomic i64, ptr {hint} monotonic, align 8",
+            f"  %above{i} = icmp uge i64 %hint{i}, %need",
+            f"  %below{i} = icmp ule i64 %hint{i}, %limit",
+            f"  %fits{i} = and i1 %above{i}, %below{i}",
+            f"  br i1 %fits{i}, label %try{i}, label %{after}",
+            f"try{i}:",
+            f"  %held{i} = load atomic i64, ptr {address} monotonic, align 8",
+            f"  %some{i} = icmp ne i64 %held{i}, 0",
+            f"  br i1 %some{i}, label %claim{i}, label %{after}",
+            f"claim{i}:",
+            f"  %swap{i} = cmpxchg ptr {address}, i64 %held{i}, i64 0 acq_rel monotonic",
+            f"  %won{i} = extractvalue {{ i64, i1 }} %swap{i}, 1",
+            f"  br i1 %won{i}, label %got{i}, label %{after}",
+            f"got{i}:",
+            f"  %block{i} = inttoptr i64 %held{i} to ptr",
+            f"  %bytes{i} = load i64, ptr %block{i}, align 8",
+            f"  %ignored{i} = atomicrmw sub ptr {HELD}, i64 %bytes{i} monotonic",
+            # the hint may have been another block's: the header is the truth
+            f"  %ok.above{i} = icmp uge i64 %bytes{i}, %need",
+            f"  %ok.below{i} = icmp ule i64 %bytes{i}, %limit",
+            f"  %ok{i} = and i1 %ok.above{i}, %ok.below{i}",
+            f"  br i1 %ok{i}, label %take{i}, label %back{i}",
+            f"take{i}:",
+            f"  ret ptr %block{i}",
+            f"back{i}:",
+            f'  call void @"streamjit.pool.give"(ptr %block{i})',
+            f"  br label %{after}",
+        ]
+    lines += [f"slot{SLOTS}:", "  ret ptr null", "}"]
+    return "\n".join(lines)
+
+
+def _give():
+    """``give(block)``: the block back into a free slot while the pool's
+    bytes stay under its cap, else freed; and ``free(meminfo, _)``, the
+    pool's ``free`` as NRT's external allocator (``NRT_dealloc`` calls it
+    with what ``malloc`` returned, 8 bytes after which the block's start
+    is kept)."""
+    lines = ['define linkonce_odr void @"streamjit.pool.free"(ptr %given, ptr %unused) {',
+             "entry:",
+             "  %base.field = getelementptr i8, ptr %given, i64 -8",
+             "  %block = load ptr, ptr %base.field, align 8",
+             '  call void @"streamjit.pool.give"(ptr %block)',
+             "  ret void", "}",
+             'define linkonce_odr void @"streamjit.pool.give"(ptr %block) {',
+             "entry:",
+             "  %bytes = load i64, ptr %block, align 8",
+             "  %address = ptrtoint ptr %block to i64",
+             f"  %cap = load atomic i64, ptr {CAP} monotonic, align 8",
+             f"  %before = atomicrmw add ptr {HELD}, i64 %bytes monotonic",
+             "  %after = add i64 %before, %bytes",
+             "  %over = icmp ugt i64 %after, %cap",
+             "  br i1 %over, label %drop, label %slot0"]
+    for i in range(SLOTS):
+        lines += [
+            f"slot{i}:",
+            f"  %swap{i} = cmpxchg ptr {_slot(2 + i)}, i64 0, i64 %address acq_rel monotonic",
+            f"  %won{i} = extractvalue {{ i64, i1 }} %swap{i}, 1",
+            f"  br i1 %won{i}, label %kept{i}, label %{'slot' + str(i + 1) if i + 1 < SLOTS else 'drop'}",
+            f"kept{i}:",
+            f"  store atomic i64 %bytes, ptr {_slot(2 + SLOTS + i)} monotonic, align 8",
+            "  ret void",
+        ]
+    lines += ["drop:",
+              f"  %ignored = atomicrmw sub ptr {HELD}, i64 %bytes monotonic",
+              "  call void @free(ptr %block)",
+              "  ret void", "}"]
+    return "\n".join(lines)
+
+
+_ALLOC = f"""
+@"streamjit.pool.allocator" = linkonce_odr global {{ ptr, ptr, ptr, ptr }} {{ ptr @"streamjit.pool.malloc", ptr null, ptr @"streamjit.pool.free", ptr null }}
+
+define linkonce_odr ptr @"{POOLED}"(i64 %size, i32 %align) {{
+entry:
+  %large = icmp uge i64 %size, {POOLED_FROM_BYTES}
+  %aligned = icmp ule i32 %align, {DATA_ALIGN_BYTES}
+  %pooled = and i1 %large, %aligned
+  br i1 %pooled, label %pool, label %numba
+numba:
+  %mi = call ptr @{ALLOCATE}(i64 %size, i32 %align)
+  ret ptr %mi
+pool:
+  %pool.mi = call ptr @{ALLOCATE_EXTERNAL}(i64 %size, ptr @"streamjit.pool.allocator")
+  ret ptr %pool.mi
+}}
+
+define linkonce_odr ptr @"streamjit.pool.malloc"(i64 %bytes, ptr %unused) {{
+entry:
+  %need = add i64 %bytes, {SLACK_BYTES}
+  %taken = call ptr @"streamjit.pool.take"(i64 %need)
+  %missed = icmp eq ptr %taken, null
+  br i1 %missed, label %fresh, label %place
+fresh:
+  %new = call ptr @malloc(i64 %need)
+  %failed = icmp eq ptr %new, null
+  br i1 %failed, label %out.of.memory, label %fresh.sized
+out.of.memory:
+  ret ptr null
+fresh.sized:
+  store i64 %need, ptr %new, align 8
+  br label %place
+place:
+  %block = phi ptr [ %taken, %entry ], [ %new, %fresh.sized ]
+  %start = ptrtoint ptr %block to i64
+  %past = add i64 %start, {MEMINFO_BYTES + 16 + DATA_ALIGN_BYTES - 1}
+  %data = and i64 %past, -{DATA_ALIGN_BYTES}
+  %given = sub i64 %data, {MEMINFO_BYTES}
+  %result = inttoptr i64 %given to ptr
+  %base.field = getelementptr i8, ptr %result, i64 -8
+  store ptr %block, ptr %base.field, align 8
+  ret ptr %result
+}}
+"""
+
+_DEFINITIONS = "\n".join((_ALLOC, _take(), _give()))
+_DECLARATIONS = ("declare ptr @malloc(i64)", "declare void @free(ptr)", f"declare ptr @{ALLOCATE_EXTERNAL}(i64, ptr)",
+                 f"@{SYMBOL} = external global [{2 + 2 * SLOTS} x i64]")
+
+
+def _top_level_name(line):
+    """The name a top-level ``define``, ``declare`` or global line defines."""
+    name = line.split("@", 1)[1]
+    return name[1:].split('"', 1)[0] if name.startswith('"') else name.split("(", 1)[0].split(" ", 1)[0]
+
+
+def _missing_definitions(module):
+    """The pool's definitions and declarations that ``module`` lacks: a
+    module linked in brings some along, and O3 may have inlined and dropped
+    its functions while keeping the allocator they referenced."""
+    present = {f.name for f in module.functions} | {
+        _top_level_name(p) for p in module.parts if isinstance(p, str) and (p.startswith(("@", "declare ")))}
+    items, lines = [], _DEFINITIONS.strip().split("\n") + list(_DECLARATIONS)
+    k = 0
+    while k < len(lines):
+        end = lines.index("}", k) if lines[k].startswith("define ") else k
+        if lines[k].strip() and _top_level_name(lines[k]) not in present:
+            items.append("\n".join(lines[k:end + 1]))
+        k = end + 1
+    return "\n".join(items)
+
+
+def cap_bytes():
+    """The most bytes the pool holds: ``STREAMJIT_POOL_BYTES``, else a
+    quarter of the machine's memory, at most 8 GiB."""
+    env = os.environ.get(ENV_VAR)
+    if env is not None:
+        if not env.isdigit():
+            raise ValueError(f"environment variable {ENV_VAR} must be a number of bytes, got {env!r}")
+        return int(env)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = 0
+    return min(memory // 4, 8 << 30)
+
+
+def switch_on():
+    """Set the pool's cap (it holds nothing until then): called as a kernel
+    that allocates is compiled or loaded."""
+    STATE[1] = cap_bytes()
+
+
+def has_work(text):
+    """Whether the module ``text`` allocates array memory (`stages.run_post_o3`
+    parses no module otherwise: first-call compile time)."""
+    return ALLOCATE in text
+
+
+def run(module, target):
+    """Route every allocation of array memory through the pool (its
+    functions defined once: a module linked in may bring them along)."""
+    if not module.declares(ALLOCATE) or "linux" not in (target.triple or llvm.get_process_triple()):
+        return False
+    changed = False
+    for function in module.functions:
+        if function.name.startswith("streamjit.pool."):
+            continue
+        for block, k, inst in function.instructions():
+            if inst.opcode == "call" and inst.callee == ALLOCATE:
+                block.insts[k] = Inst(inst.text.replace(f"@{ALLOCATE}(", f'@"{POOLED}"(', 1))
+                changed = True
+    if changed:
+        module.append(_missing_definitions(module) + "\n")
+        switch_on()
+    return changed
+
+
+_RELEASE = f"""
+@{SYMBOL} = external global [{2 + 2 * SLOTS} x i64]
+declare void @free(ptr)
+define i64 @release() {{
+entry:
+  br label %slot0
+""" + "\n".join(f"""slot{i}:
+  %freed{i} = phi i64 [ {0 if i == 0 else f'%total{i - 1}'}, %{'entry' if i == 0 else f'next{i - 1}'} ]
+  %held{i} = atomicrmw xchg ptr {_slot(2 + i)}, i64 0 acq_rel
+  %some{i} = icmp ne i64 %held{i}, 0
+  br i1 %some{i}, label %free{i}, label %next{i}
+free{i}:
+  %block{i} = inttoptr i64 %held{i} to ptr
+  %bytes{i} = load i64, ptr %block{i}, align 8
+  %ignored{i} = atomicrmw sub ptr {HELD}, i64 %bytes{i} monotonic
+  call void @free(ptr %block{i})
+  br label %next{i}
+next{i}:
+  %counted{i} = phi i64 [ 0, %slot{i} ], [ %bytes{i}, %free{i} ]
+  %total{i} = add i64 %freed{i}, %counted{i}
+  br label %slot{i + 1}""" for i in range(SLOTS)) + f"""
+slot{SLOTS}:
+  ret i64 %total{SLOTS - 1}
+}}
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _releaser():
+    """``release()`` compiled on first use, in an engine of its own."""
+    module = llvm.parse_assembly(_RELEASE)
+    machine = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    return engine, ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("release"))
+
+
+def release_memory():
+    """Free the blocks the pool holds (memory of large arrays streamjit
+    kernels allocated and released), returning how many bytes. Safe while
+    kernels run in other threads: each block is taken out atomically."""
+    return int(_releaser()[1]())
+
+
+def pool_state():
+    """``{"blocks", "bytes", "cap_bytes"}``: what the pool holds now, and its cap."""
+    return {"blocks": sum(1 for k in range(SLOTS) if STATE[2 + k]), "bytes": int(STATE[0]), "cap_bytes": int(STATE[1])}

@@ -1,0 +1,180 @@
+"""`post_o3/array_pool.py`: the large arrays a streamjit kernel allocates
+reuse the blocks of freed ones (no fresh pages), through NRT's external
+allocator, thread-safely, and never in `numba.njit` code compiled beside."""
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numba
+import numpy as np
+import pytest
+from llvm_fixtures import X86, verified
+from numba.core.runtime import _nrt_python, rtsys
+
+import streamjit as sj
+from streamjit.post_o3 import array_pool
+from streamjit.post_o3.module import Module
+
+ALLOCATING = """
+declare noalias ptr @NRT_MemInfo_alloc_aligned(i64, i32)
+
+define ptr @kernel(i64 %n) {
+entry:
+  %a = tail call ptr @NRT_MemInfo_alloc_aligned(i64 %n, i32 32)
+  ret ptr %a
+}
+"""
+LARGE = (8 << 20) // 8  # float64 elements: 8 MiB, above POOLED_FROM_BYTES
+
+
+@sj.stream_kernel(stream_stores=True)
+def plus_one(a):
+    return a + 1.0
+
+
+@sj.stream_kernel(stream_stores=True, nogil=True)
+def smoothed_sum(a):
+    b = a.copy()
+    b[1:] = 0.5 * (a[1:] + a[:-1])
+    return b.sum()
+
+
+def test_allocations_go_through_the_pool_once_defined():
+    module = Module(ALLOCATING)
+    assert array_pool.run(module, X86)
+    text = str(module)
+    assert f'call ptr @"{array_pool.POOLED}"(i64 %n, i32 32)' in text
+    verified(text)
+    # a module that links this one in brings the definitions along
+    again = Module(text.replace(f'@"{array_pool.POOLED}"(i64 %n', "@NRT_MemInfo_alloc_aligned(i64 %n"))
+    assert array_pool.run(again, X86)
+    assert str(again).count(f'define linkonce_odr ptr @"{array_pool.POOLED}"') == 1
+    verified(str(again))
+
+
+def test_a_freed_array_gives_its_block_to_the_next_one():
+    a = np.random.default_rng(1).random(LARGE)
+    first = plus_one(a)
+    np.testing.assert_array_equal(first, a + 1.0)
+    assert first.ctypes.data % array_pool.DATA_ALIGN_BYTES == 0
+    address = first.ctypes.data
+    del first
+    assert array_pool.pool_state()["blocks"] >= 1
+    second = plus_one(a * 2)
+    assert second.ctypes.data == address  # the same memory, no fresh pages
+    np.testing.assert_array_equal(second, a * 2 + 1.0)
+
+
+def test_small_arrays_are_numbas():
+    array_pool.release_memory()
+    small = plus_one(np.ones(1000))
+    del small
+    assert array_pool.pool_state()["blocks"] == 0
+
+
+def test_njit_code_compiled_beside_never_uses_the_pool():
+    a = np.random.default_rng(2).random(LARGE)
+    plus_one(a)  # the streamjit kernel compiles first: Numba's allocator helper is shared
+    njit_plus_one = numba.njit(lambda a: a + 1.0)
+    array_pool.release_memory()
+    pooled = plus_one(a)
+    pooled_address = pooled.ctypes.data
+    del pooled
+    held = array_pool.pool_state()
+    plain = njit_plus_one(a)
+    assert plain.ctypes.data != pooled_address
+    del plain
+    assert array_pool.pool_state() == held
+
+
+def test_nrt_counters_stay_balanced():
+    a = np.random.default_rng(3).random(LARGE)
+    plus_one(a)
+    _nrt_python.memsys_enable_stats()
+    try:
+        before = rtsys.get_allocation_stats()
+        for _ in range(3):
+            result = plus_one(a)
+            del result
+        after = rtsys.get_allocation_stats()
+    finally:
+        _nrt_python.memsys_disable_stats()
+    assert after.alloc - before.alloc == after.free - before.free > 0
+    assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free > 0
+
+
+def test_threads_allocating_at_once_get_their_own_blocks():
+    arrays = [np.random.default_rng(k).random(LARGE + 8 * k) for k in range(4)]
+    expected = [a[0] + (0.5 * (a[1:] + a[:-1])).sum() for a in arrays]
+    smoothed_sum(arrays[0])
+    failures = []
+
+    def work(k):
+        for _ in range(20):
+            got = smoothed_sum(arrays[k])
+            if not np.isclose(got, expected[k], rtol=1e-12):
+                failures.append((k, got, expected[k]))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    state = array_pool.pool_state()
+    assert state["blocks"] <= array_pool.SLOTS and state["bytes"] <= state["cap_bytes"]
+
+
+def test_release_memory_frees_what_the_pool_holds():
+    result = plus_one(np.ones(LARGE))
+    del result
+    held = array_pool.pool_state()["bytes"]
+    assert held > 0
+    assert array_pool.release_memory() == held
+    assert array_pool.pool_state()["blocks"] == array_pool.pool_state()["bytes"] == 0
+
+
+def _run(code, **env):
+    import os
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=120)
+
+
+def test_a_zero_cap_frees_every_block():
+    done = _run("""
+        import numpy as np, streamjit as sj
+        from streamjit.post_o3 import array_pool
+        kernel = sj.stream_kernel(stream_stores=True)(lambda a: a + 1.0)
+        result = kernel(np.ones((8 << 20) // 8))
+        del result
+        print(array_pool.pool_state())
+    """, STREAMJIT_POOL_BYTES="0")
+    assert done.returncode == 0, done.stderr
+    assert "'blocks': 0, 'bytes': 0, 'cap_bytes': 0" in done.stdout
+
+
+def test_cached_code_allocates_through_the_pool_in_a_new_process(tmp_path):
+    (tmp_path / "kernels.py").write_text(textwrap.dedent("""
+        import streamjit as sj
+
+        @sj.stream_kernel(stream_stores=True, cache=True)
+        def plus_one(a):
+            return a + 1.0
+    """))
+    run = """
+        import sys; sys.path.insert(0, %r)
+        import numpy as np
+        from kernels import plus_one
+        from streamjit.post_o3 import array_pool
+        a = np.arange((8 << 20) // 8, dtype=np.float64)
+        result = plus_one(a)
+        assert (result == a + 1.0).all()
+        del result
+        print(array_pool.pool_state()["blocks"], plus_one.stats.cache_hits)
+    """ % str(tmp_path)
+    first, second = _run(run), _run(run)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert first.stdout.split() == ["1", "Counter()"]
+    assert second.stdout.split()[0] == "1" and "Counter()" not in second.stdout
