@@ -1,0 +1,190 @@
+"""A Numba user's first programs, as they write them: each one streams on
+its calls, or says once, in one `StreamWarning` per reason, why it does
+not and what to change; every result equals ``numba.njit``'s.
+
+The outputs are allocated as users allocate them (``np.empty_like``,
+``np.zeros_like``, ``.copy()``), which may put them at their sources'
+offset in a 4 KiB page; on the suite's machine profile (`conftest.py`:
+the page-alias check on, the threshold 0 bytes) such calls run the plain
+loops, and the warning then names the check and ``streamjit.empty_like``.
+Where NumPy places an array depends on the allocator's state, so a program
+here may stream or warn: either is right, silence with a fallback is not.
+"""
+
+import importlib.util
+import warnings
+
+import numba
+import numpy as np
+import pytest
+
+import streamjit as sj
+from streamjit.report import FALLBACK_REMEDIES, FALLBACK_WORDS
+
+N = 1 << 16  # 512 KiB of float64: allocated by mmap, at a fixed offset in a page, as large arrays are
+
+
+def blur(out, img):
+    for y in range(1, img.shape[0] - 1):
+        for x in range(1, img.shape[1] - 1):
+            out[y, x] = 0.2 * (img[y, x] + img[y - 1, x] + img[y + 1, x] + img[y, x - 1] + img[y, x + 1])
+
+
+def heat(a, b, c, steps):
+    for _ in range(steps):
+        for i in range(1, a.shape[0] - 1):
+            b[i] = a[i] + c * (a[i - 1] - 2.0 * a[i] + a[i + 1])
+        a, b = b, a
+
+
+def particles(x_next, v_next, x, v, force, dt):
+    for i in range(x.shape[0]):
+        v_next[i] = v[i] + force[i] * dt
+        x_next[i] = x[i] + v_next[i] * dt
+
+
+def magnitude(out, a, b):
+    out[:] = np.sqrt(a * a + b * b)
+
+
+def prefix_sums(out, a):
+    out[0] = a[0]
+    for i in range(1, a.shape[0]):
+        out[i] = out[i - 1] + a[i]
+
+
+def stencil_3d(out, a):
+    out[1:-1, 1:-1, 1:-1] = (a[:-2, 1:-1, 1:-1] + a[2:, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1] + a[1:-1, 2:, 1:-1]
+                             + a[1:-1, 1:-1, :-2] + a[1:-1, 1:-1, 2:]) / 6.0
+
+
+@numba.njit(inline="always")
+def _smooth_step(t):
+    return t * t * (3.0 - 2.0 * t)
+
+
+def with_a_helper(out, t):
+    for i in range(t.shape[0]):
+        out[i] = _smooth_step(t[i])
+
+
+def parallel_scale(out, a, s):
+    for i in numba.prange(a.shape[0]):
+        out[i] = s * a[i]
+
+
+def saxpy(a, x, y):
+    r = np.empty_like(x)
+    for i, xi in enumerate(x):
+        r[i] = a * xi + y[i]
+    return r
+
+
+CACHED_SOURCE = '''
+import streamjit as sj
+
+@sj.stream_kernel(stream_stores=["out"], cache=True)
+def scaled(out, a):
+    for i in range(a.shape[0]):
+        out[i] = 3.0 * a[i]
+'''
+
+
+def _cached_kernel(tmp_path):
+    """A kernel with ``cache=True`` from a module of its own (its cache
+    beside it, not among the suite's files)."""
+    path = tmp_path / "newcomer_cached.py"
+    path.write_text(CACHED_SOURCE)
+    spec = importlib.util.spec_from_file_location("newcomer_cached", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.scaled
+
+
+def _arrays(rng):
+    a = rng.random(N)
+    return a, rng.random(N)
+
+
+# name -> (function, streamjit options, arguments as a user makes them)
+PROGRAMS = {
+    "blur": (blur, {"stream_stores": ["out"]},
+             lambda rng: (lambda img: (np.zeros_like(img), img))(rng.random((256, 256)))),
+    "heat with a swap": (heat, {"stream_stores": ["a", "b"]},
+                         lambda rng: (lambda a: (a, a.copy(), 0.1, 3))(rng.random(N))),
+    "particles": (particles, {"stream_stores": ["x_next", "v_next"]},
+                  lambda rng: (lambda x, v, f: (np.empty_like(x), np.empty_like(v), x, v, f, 0.01))(
+                      rng.random(N), rng.random(N), rng.random(N))),
+    "fused sqrt": (magnitude, {"stream_stores": ["out"]},
+                   lambda rng: (lambda a, b: (np.empty_like(a), a, b))(*_arrays(rng))),
+    "prefix sums": (prefix_sums, {"stream_stores": ["out"]},
+                    lambda rng: (lambda a: (np.zeros_like(a), a))(rng.random(N))),
+    "3-D stencil": (stencil_3d, {"stream_stores": ["out"]},
+                    lambda rng: (lambda a: (np.zeros_like(a), a))(rng.random((40, 40, 40)))),
+    "helper": (with_a_helper, {"stream_stores": ["out"]},
+               lambda rng: (lambda t: (np.empty_like(t), t))(rng.random(N))),
+    "prange": (parallel_scale, {"stream_stores": ["out"], "parallel": True},
+               lambda rng: (lambda a: (np.empty_like(a), a, 2.5))(rng.random(N))),
+    "cache": (None, {}, lambda rng: (lambda a: (np.empty_like(a), a))(rng.random(N))),
+    "saxpy returning its array": (saxpy, {"stream_stores": ["r"]},
+                                  lambda rng: (2.0, *_arrays(rng))),
+}
+CALLS = 2
+
+
+def _copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_each_program_streams_or_says_once_why_not(name, tmp_path):
+    func, options, make = PROGRAMS[name]
+    kernel = _cached_kernel(tmp_path) if func is None else sj.stream_kernel(**options)(func)
+    reference = numba.njit(parallel=options.get("parallel", False))(func or kernel.py_func)
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(CALLS):
+            args = make(rng)
+            theirs = _copies(args)
+            got, expected = kernel(*args), reference(*theirs)
+            if expected is not None:
+                np.testing.assert_array_equal(got, expected)
+            for mine, its in zip(args, theirs):
+                if isinstance(mine, np.ndarray):
+                    np.testing.assert_array_equal(mine, its)
+    said = [str(w.message) for w in caught if issubclass(w.category, sj.StreamWarning)]
+    calls, fallbacks = kernel.stream_calls(), kernel.stream_fallbacks()
+    if calls["streamed"] == CALLS:
+        assert said == [], said
+        return
+    failed = [check for check, n in fallbacks.items() if n]
+    if failed:  # run-time checks sent calls to the plain loops: one warning per check, its remedy named
+        assert calls["streamed"] + calls["after_check"] == CALLS and len(said) == len(failed), said
+        for check in failed:
+            (message,) = [m for m in said if FALLBACK_WORDS[check] in m]
+            assert FALLBACK_REMEDIES[check] in message and f"{kernel.py_func.__name__}.stream_fallbacks()" in message
+    else:  # left plain when compiled: one warning, the reason, and what streams it anyway
+        assert len(said) == 1 and "no store to it is streamed" in said[0] and "anyway" in said[0], said
+
+
+def test_the_fallback_warning_points_at_the_call_and_names_sj_empty_like():
+    """The case the README's readers meet: a second buffer made by
+    ``.copy()`` sits at its source's offset in a page, and a loop that
+    reads ``a[i - 1]`` trails its stores by 8 bytes."""
+    kernel = sj.stream_kernel(stream_stores=["b"])(heat)
+    buffer = np.empty(2 * 4096 + 1)
+    a, b = buffer[1:4097], buffer[4097:]  # (32 KiB apart: the same offset in a page, as .copy() places them)
+    a[...] = np.random.default_rng(1).random(4096)
+    assert (b.ctypes.data - a.ctypes.data) % 4096 == 0
+    with pytest.warns(sj.StreamWarning, match="streamjit.empty_like") as caught:
+        kernel(a, b, 0.1, 1)
+        kernel(a, b, 0.1, 1)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert kernel.stream_fallbacks()["page_alias"] == 2
+    fresh = sj.empty_like(a)
+    fresh[...] = a
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sj.StreamWarning)
+        kernel(a, fresh, 0.1, 1)
+    assert kernel.stream_calls()["streamed"] == 1
