@@ -361,3 +361,18 @@ def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_threshol
     assert "note: this machine is loaded (load average 1.90 over the last minute" in out
     assert "the stored thresholds are kept (kernel: 23456 bytes, copy: 12345 bytes)" in out
     assert measured[0]["loaded"] and th.stored_thresholds() == {"copy": 12345, "kernel": 23456}
+
+
+def test_rounds_that_keep_disagreeing_choose_nothing_and_say_so(monkeypatch):
+    """A comparison whose rounds disagree is measured again, up to RETRIES
+    times; still disagreeing, no load lowering is chosen (calibrate then
+    saves none)."""
+    measured = []
+    monkeypatch.setattr(calibration, "_compare", lambda builds, baseline, cases, rounds: measured.append(1) or
+                        ({key: {"copy": 1.0} for key in builds}, 7.34))
+    monkeypatch.setattr(calibration, "workloads", lambda mib, rng: {})
+    printed = []
+    assert calibration.measure_load_stages(mib=1, rounds=3, report=printed.append) is None
+    assert len(measured) == calibration.RETRIES + 1
+    assert printed[-1] == "note: rounds of one build disagree by up to 7.34x (more than 1.15x): giving up"
+    assert printed[0].endswith(f"measuring again (1 of {calibration.RETRIES})")
