@@ -2,13 +2,13 @@
 makes Numba use it.
 
 Numba optimizes each function's final LLVM module inside its code library.
-``StreamCodeLibrary`` lets that happen unchanged, then runs the post-O3
-stages on the optimized module (`post_o3/stages.py`: keep_scalar,
-stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch,
-exit_fences) before machine code is generated. It keeps the rewritten text for `stream_report` (Numba's
-`inspect_llvm` shows the module only after the backend has changed it in
-place) and the text before optimization, to compile for other targets
-(`cross_target.py`).
+``StreamCodeLibrary`` builds it with `o3.build` instead: Numba's O3, the
+same passes and flags, then the post-O3 stages on the optimized module
+(`post_o3/stages.py`), before machine code is generated. It keeps the
+rewritten text for `stream_report` (Numba's `inspect_llvm` shows the module
+only after the backend has changed it in place) and the text before
+optimization, to compile for other targets (`cross_target.py`, which builds
+it with the same `o3.build`).
 
 `stream_code_libraries` makes Numba create such libraries while it compiles
 a streamjit kernel, so the rewrite reaches exactly the code compiled for
@@ -18,12 +18,11 @@ rewritten one.
 
 import contextlib
 
-import llvmlite.binding as llvm
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
-from ..post_o3.stages import run_post_o3
 from ..protocol.targets import Target
+from .o3 import build, host_machine, timing_records
 
 
 class StreamCodeLibrary(JITCodeLibrary):
@@ -42,15 +41,9 @@ class StreamCodeLibrary(JITCodeLibrary):
 
     def _optimize_final_module(self):
         self._unoptimized_module = self._final_module.clone()
-        super()._optimize_final_module()
-        text = str(self._final_module)
-        rewritten, changed = run_post_o3(text, Target(), self.name, own_library=self.name == self.kernel_name)
-        if changed:
-            module = llvm.parse_assembly(rewritten)
-            module.verify()
-            module.name = self._final_module.name
-            self._final_module = module
-        self.streamed_llvm_ir = rewritten
+        self._final_module, self.streamed_llvm_ir = build(
+            self._final_module, host_machine(self), Target(), self.name, own_library=self.name == self.kernel_name,
+            record=timing_records(self))
 
 
 @contextlib.contextmanager

@@ -1,0 +1,105 @@
+"""Build a linked module into final code: Numba's O3, then the post-O3 stages.
+
+The host build (`library.py`) and the build for another CPU
+(`cross_target.py`) both call `build`, for their own target machine, so
+they run the same sequence:
+
+1. ``o3``: Numba's CPU optimization of a library's final module, as
+   ``CPUCodeLibrary._optimize_final_module`` runs it:
+   - a cheap module pipeline that inlines as much as it can, so the
+     reference-count pruner sees whole functions: O0 without vectorizers
+     (``NUMBA_OPT=max``: O3 with the loop vectorizer), then loop rotation,
+     instcombine and jump threading (unless ``NUMBA_OPT=0``), then refprune;
+   - Numba's text-level reference-count pruner instead, when
+     ``NUMBA_LLVM_REFPRUNE_PASS=0``;
+   - the full module pipeline: ``NUMBA_OPT``, the loop vectorizer as
+     ``NUMBA_LOOP_VECTORIZE`` says (on by default) and the SLP vectorizer as
+     ``NUMBA_SLP_VECTORIZE`` says (off by default), then refprune;
+2. the stages of `post_o3/stages.py`, on the optimized text.
+
+What O3 does depends on the target machine (its vector width, its cost
+model), so it is run with the machine the code is built for: the host
+build's is Numba's own (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``).
+
+The Numba internals O3 needs are named here and nowhere else: the pass
+builder and refprune flags of ``numba.core.codegen`` (the same in Numba
+0.66, 0.67 and 0.68), the text pruner of ``numba.core.runtime.nrtopt``, and a
+code library's target machine and timing records. `tests/test_targets.py`
+checks that ``o3`` leaves a module exactly as Numba's own method does.
+"""
+
+import contextlib
+
+import llvmlite.binding as llvm
+from numba.core import config
+from numba.core.codegen import _parse_refprune_flags
+from numba.core.llvm_bindings import create_pass_builder
+from numba.core.runtime.nrtopt import remove_redundant_nrt_refct
+
+from ..post_o3.stages import run_post_o3
+
+# The names Numba records the two pipelines' timings under (NUMBA_LLVM_PASS_TIMINGS).
+CHEAP = "Module passes (cheap optimization for refprune)"
+FULL = "Module passes (full optimization)"
+
+
+def _no_record(name, builder):
+    return contextlib.nullcontext()
+
+
+def _module_pipeline(machine, opt, loop_vectorize, slp_vectorize, cheap=False):
+    """(module pass manager, pass builder), as ``CPUCodegen._module_pass_manager``."""
+    builder = create_pass_builder(machine, opt=opt, loop_vectorize=loop_vectorize, slp_vectorize=slp_vectorize)
+    manager = builder.getModulePassManager()
+    if cheap and config.OPT != 0:
+        # rotated loops early, so that fewer fail to vectorize on unknown
+        # PHI nodes; instcombine and jump threading let SVML calls vectorize
+        manager.add_loop_rotate_pass()
+        manager.add_instruction_combine_pass()
+        manager.add_jump_threading_pass()
+    if config.LLVM_REFPRUNE_PASS:
+        manager.add_refprune_pass(_parse_refprune_flags())
+    return manager, builder
+
+
+def o3(module, machine, record=_no_record):
+    """Optimize the linked ``module`` for the target machine ``machine`` as
+    Numba does (see the module docstring); return the optimized module (the
+    same object, unless the text-level pruner made a new one). ``record(name,
+    pass_builder)`` is a context manager timing each pipeline."""
+    opt_max = config.OPT.is_opt_max
+    cheap, cheap_builder = _module_pipeline(machine, 3 if opt_max else 0, loop_vectorize=opt_max,
+                                            slp_vectorize=False, cheap=True)
+    full, full_builder = _module_pipeline(machine, config.OPT, config.LOOP_VECTORIZE, config.SLP_VECTORIZE)
+    with record(CHEAP, cheap_builder):
+        cheap.run(module, cheap_builder)
+    if not config.LLVM_REFPRUNE_PASS:
+        module = remove_redundant_nrt_refct(module)
+    with record(FULL, full_builder):
+        full.run(module, full_builder)
+    return module
+
+
+def build(module, machine, target, name="", own_library=True, record=_no_record):
+    """``(final module, its text)``: ``module`` (linked, unoptimized, with
+    the data layout of ``machine``) after `o3` and the post-O3 stages for
+    ``target`` (a `protocol.targets.Target`). ``name`` names the module in
+    dumps; ``own_library`` is `post_o3.stages.run_post_o3`'s."""
+    module = o3(module, machine, record)
+    text, changed = run_post_o3(str(module), target, name, own_library=own_library)
+    if changed:
+        rewritten = llvm.parse_assembly(text)
+        rewritten.verify()
+        rewritten.name = module.name
+        module = rewritten
+    return module, text
+
+
+def host_machine(library):
+    """The target machine of a Numba code library's code generator."""
+    return library._codegen._tm
+
+
+def timing_records(library):
+    """``record(name, pass_builder)`` of a Numba code library (`o3`)."""
+    return library._recorded_timings.record
