@@ -29,7 +29,10 @@ The pool (`STATE`, shared by every module through one symbol) holds up to
 does not fit is freed. Taking and giving back are lock-free (``cmpxchg`` on
 the slots), as arrays are freed from any thread. A block's contents are
 whatever its last array left: ``np.empty`` promises nothing more, and
-``np.zeros`` writes its zeros itself. The pool is off (every block freed)
+``np.zeros`` writes its zeros itself. A fresh block gets NumPy's huge-page
+advice (``madvise(MADV_HUGEPAGE)``, all blocks being from NumPy's 4 MiB
+threshold on) wherever NumPy gives its own arrays that advice, and not
+where ``NUMPY_MADVISE_HUGEPAGE=0`` turns it off. The pool is off (every block freed)
 until a kernel that allocates is compiled or loaded in the process, and
 off where ``STREAMJIT_POOL_BYTES=0``. `release_memory` frees what it holds.
 """
@@ -39,8 +42,10 @@ import functools
 import os
 
 import llvmlite.binding as llvm
+import numpy as np
 from numba.core.runtime import _nrt_python
 
+from ..protocol.targets import PAGE_BYTES
 from .module import Inst
 
 ALLOCATE = "NRT_MemInfo_alloc_aligned"
@@ -63,11 +68,21 @@ DATA_ALIGN_BYTES = 64
 # allocator returns, its start; with the alignment, 128 bytes more than
 # NRT asks for.
 SLACK_BYTES = 128
+MADVISE = "madvise"
+MADV_HUGEPAGE = 14
 
-# [0] bytes held, [1] cap in bytes, [2, 2 + SLOTS) block addresses (0: free
-# slot), [2 + SLOTS, 2 + 2 * SLOTS) their sizes, as a hint read before taking
-STATE = (ctypes.c_int64 * (2 + 2 * SLOTS))()
+# [0] bytes held, [1] cap in bytes, [2] 1 where fresh blocks get NumPy's
+# huge-page advice, [3, 3 + SLOTS) block addresses (0: free slot), [3 +
+# SLOTS, 3 + 2 * SLOTS) their sizes, as a hint read before taking
+FIRST_BLOCK = 3
+STATE_WORDS = FIRST_BLOCK + 2 * SLOTS
+STATE = (ctypes.c_int64 * STATE_WORDS)()
 llvm.add_symbol(SYMBOL, ctypes.addressof(STATE))
+try:  # (libc's madvise, made known to LLVM so compiled and cached code calling it links)
+    llvm.add_symbol(MADVISE, ctypes.cast(ctypes.CDLL(None).madvise, ctypes.c_void_p).value)
+    _MADVISE_KNOWN = True
+except (OSError, AttributeError):
+    _MADVISE_KNOWN = False
 # NRT's allocation through an external allocator (numba/core/runtime/
 # nrt_external.h), which Numba does not make known to LLVM itself
 # (exported by its runtime module, the one Numba loads for NRT: private,
@@ -77,10 +92,18 @@ llvm.add_symbol(ALLOCATE_EXTERNAL, ctypes.cast(getattr(ctypes.CDLL(_nrt_python._
 
 
 def _slot(k):
-    return f"getelementptr inbounds ([{2 + 2 * SLOTS} x i64], ptr @{SYMBOL}, i64 0, i64 {k})"
+    return f"getelementptr inbounds ([{STATE_WORDS} x i64], ptr @{SYMBOL}, i64 0, i64 {k})"
 
 
-HELD, CAP = _slot(0), _slot(1)
+HELD, CAP, ADVISE = _slot(0), _slot(1), _slot(2)
+
+
+def _block(i):
+    return _slot(FIRST_BLOCK + i)
+
+
+def _hint(i):
+    return _slot(FIRST_BLOCK + SLOTS + i)
 
 
 def _take():
@@ -89,7 +112,7 @@ def _take():
     lines = [f'define linkonce_odr ptr @"streamjit.pool.take"(i64 %need) {{',
              "entry:", "  %extra = lshr i64 %need, 3", "  %limit = add i64 %need, %extra", "  br label %slot0"]
     for i in range(SLOTS):
-        address, hint, after = _slot(2 + i), _slot(2 + SLOTS + i), f"slot{i + 1}"
+        address, hint, after = _block(i), _hint(i), f"slot{i + 1}"
         lines += [
             f"slot{i}:",
             f"  %hint{i} = load atomic i64, ptr {hint} monotonic, align 8",
@@ -148,11 +171,11 @@ def _give():
     for i in range(SLOTS):
         lines += [
             f"slot{i}:",
-            f"  %swap{i} = cmpxchg ptr {_slot(2 + i)}, i64 0, i64 %address acq_rel monotonic",
+            f"  %swap{i} = cmpxchg ptr {_block(i)}, i64 0, i64 %address acq_rel monotonic",
             f"  %won{i} = extractvalue {{ i64, i1 }} %swap{i}, 1",
             f"  br i1 %won{i}, label %kept{i}, label %{'slot' + str(i + 1) if i + 1 < SLOTS else 'drop'}",
             f"kept{i}:",
-            f"  store atomic i64 %bytes, ptr {_slot(2 + SLOTS + i)} monotonic, align 8",
+            f"  store atomic i64 %bytes, ptr {_hint(i)} monotonic, align 8",
             "  ret void",
         ]
     lines += ["drop:",
@@ -192,10 +215,24 @@ fresh:
 out.of.memory:
   ret ptr null
 fresh.sized:
+  %advise = load atomic i64, ptr {ADVISE} monotonic, align 8
+  %advised = icmp ne i64 %advise, 0
+  br i1 %advised, label %advise.pages, label %fresh.ready
+advise.pages:
+  %new.start = ptrtoint ptr %new to i64
+  %new.up = add i64 %new.start, {PAGE_BYTES - 1}
+  %first = and i64 %new.up, -{PAGE_BYTES}
+  %new.end = add i64 %new.start, %need
+  %last = and i64 %new.end, -{PAGE_BYTES}
+  %pages.bytes = sub i64 %last, %first
+  %pages = inttoptr i64 %first to ptr
+  %ignored = call i32 @{MADVISE}(ptr %pages, i64 %pages.bytes, i32 {MADV_HUGEPAGE})
+  br label %fresh.ready
+fresh.ready:
   store i64 %need, ptr %new, align 8
   br label %place
 place:
-  %block = phi ptr [ %taken, %entry ], [ %new, %fresh.sized ]
+  %block = phi ptr [ %taken, %entry ], [ %new, %fresh.ready ]
   %start = ptrtoint ptr %block to i64
   %past = add i64 %start, {MEMINFO_BYTES + 16 + DATA_ALIGN_BYTES - 1}
   %data = and i64 %past, -{DATA_ALIGN_BYTES}
@@ -208,8 +245,8 @@ place:
 """
 
 _DEFINITIONS = "\n".join((_ALLOC, _take(), _give()))
-_DECLARATIONS = ("declare ptr @malloc(i64)", "declare void @free(ptr)", f"declare ptr @{ALLOCATE_EXTERNAL}(i64, ptr)",
-                 f"@{SYMBOL} = external global [{2 + 2 * SLOTS} x i64]")
+_DECLARATIONS = ("declare ptr @malloc(i64)", "declare void @free(ptr)", f"declare i32 @{MADVISE}(ptr, i64, i32)", f"declare ptr @{ALLOCATE_EXTERNAL}(i64, ptr)",
+                 f"@{SYMBOL} = external global [{STATE_WORDS} x i64]")
 
 
 def _top_level_name(line):
@@ -249,10 +286,20 @@ def cap_bytes():
     return min(memory // 4, 8 << 30)
 
 
+def numpy_advises_huge_pages():
+    """Whether NumPy gives its large arrays huge-page advice now (Linux,
+    unless ``NUMPY_MADVISE_HUGEPAGE=0`` or
+    ``np._core.multiarray._set_madvise_hugepage(False)``)."""
+    getter = getattr(getattr(np, "_core", None) or np.core, "multiarray")._get_madvise_hugepage
+    return bool(getter())
+
+
 def switch_on():
-    """Set the pool's cap (it holds nothing until then): called as a kernel
-    that allocates is compiled or loaded."""
+    """Set the pool's cap (it holds nothing until then) and whether its
+    fresh blocks get huge-page advice, as NumPy's arrays do: called as a
+    kernel that allocates is compiled or loaded."""
     STATE[1] = cap_bytes()
+    STATE[2] = int(_MADVISE_KNOWN and numpy_advises_huge_pages())
 
 
 def has_work(text):
@@ -281,14 +328,14 @@ def run(module, target):
 
 
 _RELEASE = f"""
-@{SYMBOL} = external global [{2 + 2 * SLOTS} x i64]
+@{SYMBOL} = external global [{STATE_WORDS} x i64]
 declare void @free(ptr)
 define i64 @release() {{
 entry:
   br label %slot0
 """ + "\n".join(f"""slot{i}:
   %freed{i} = phi i64 [ {0 if i == 0 else f'%total{i - 1}'}, %{'entry' if i == 0 else f'next{i - 1}'} ]
-  %held{i} = atomicrmw xchg ptr {_slot(2 + i)}, i64 0 acq_rel
+  %held{i} = atomicrmw xchg ptr {_block(i)}, i64 0 acq_rel
   %some{i} = icmp ne i64 %held{i}, 0
   br i1 %some{i}, label %free{i}, label %next{i}
 free{i}:
@@ -326,4 +373,4 @@ def release_memory():
 
 def pool_state():
     """``{"blocks", "bytes", "cap_bytes"}``: what the pool holds now, and its cap."""
-    return {"blocks": sum(1 for k in range(SLOTS) if STATE[2 + k]), "bytes": int(STATE[0]), "cap_bytes": int(STATE[1])}
+    return {"blocks": sum(1 for k in range(SLOTS) if STATE[FIRST_BLOCK + k]), "bytes": int(STATE[0]), "cap_bytes": int(STATE[1])}

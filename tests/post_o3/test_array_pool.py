@@ -178,3 +178,33 @@ def test_cached_code_allocates_through_the_pool_in_a_new_process(tmp_path):
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert first.stdout.split() == ["1", "Counter()"]
     assert second.stdout.split()[0] == "1" and "Counter()" not in second.stdout
+
+
+def _vm_flags(address):
+    """The VmFlags of the mapping holding ``address`` (/proc/self/smaps)."""
+    with open("/proc/self/smaps") as smaps:
+        inside = False
+        for line in smaps:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                low, high = (int(x, 16) for x in head.split("-"))
+                inside = low <= address < high
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's huge-page advice")
+@pytest.mark.parametrize("numpy_advice", ["1", "0"])
+def test_fresh_blocks_get_numpys_huge_page_advice_where_numpy_gives_it(numpy_advice):
+    done = _run("""
+        import numpy as np, streamjit as sj
+        from streamjit.post_o3 import array_pool
+        from test_array_pool import _vm_flags
+        kernel = sj.stream_kernel(stream_stores=True)(lambda a: a + 1.0)
+        result = kernel(np.ones((64 << 20) // 8))
+        print(array_pool.numpy_advises_huge_pages(), "hg" in _vm_flags(result.ctypes.data + (1 << 20)))
+    """, NUMPY_MADVISE_HUGEPAGE=numpy_advice, PYTHONPATH=str(__import__("pathlib").Path(__file__).parent))
+    assert done.returncode == 0, done.stderr
+    advised = numpy_advice == "1" and "True" in done.stdout.split()[0]
+    assert done.stdout.split() == (["True", "True"] if advised else ["False", "False"])
