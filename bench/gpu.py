@@ -2,7 +2,7 @@
 (streamed loads ld.global.cs, and load_cache="nc": which is faster), against
 plain numba-cuda kernels, the same kernels with cuda.stcs/ldcs
 written by hand, and a device-to-device copy (cudaMemcpy) as the
-bandwidth limit; then a pipeline-depth sweep (prefetch_distance = the
+bandwidth limit; then a pipeline-depth sweep (pipeline_stages = the
 number of cp.async stages). One process, device arrays (no transfers in
 the timings), interleaved rounds, medians.
 
@@ -153,12 +153,12 @@ def depth_sweep(mib, rounds):
     a, b, c = (cuda.to_device(rng.random(n, dtype=np.float64).astype(np.float32)) for _ in range(3))
     args = (a, b, c, np.float32(3))
     runners = {depth: synced(sj.stream_kernel(triad, target="cuda", stream_stores=["a"],
-                                                    stream_loads=["b", "c"], prefetch_distance=depth), args)
+                                                    stream_loads=["b", "c"], pipeline_stages=depth), args)
                for depth in DEPTHS}
     for run in runners.values():
         run()
     medians = measure.interleaved_medians(runners, rounds)
-    print(f"\ntriad, cp.async pipeline depth (prefetch_distance; 0 = ld.global.cs), GB/s, median of {rounds}:")
+    print(f"\ntriad, cp.async pipeline depth (pipeline_stages; 0 = ld.global.cs), GB/s, median of {rounds}:")
     for depth, seconds in medians.items():
         print(f"  {depth:2d} {4 * n * 4 / seconds / 1e9:8.1f}")
 

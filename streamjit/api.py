@@ -49,16 +49,25 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
         16 MiB; "auto" also leaves plain, even when named, what measured
         slower streamed at every size (arrays the kernel makes, arrays only
         updated in place; the report says so). An int: that many bytes.
-        None: always stream.
+        None: always stream. With ``target="cuda"``, "auto" and None mean
+        the same (a GPU kernel has no size test: it streams at every size)
+        and an int raises `StreamConfigError`.
     prefetch_distance : int or None, default None
         Bytes ahead to prefetch streamed loads and the sources of streamed
-        stores (0: no prefetch). None: the machine profile's.
+        stores (0: no prefetch). None: the machine profile's. With
+        ``target="cuda"`` only 0 and None (no prefetch); the GPU's
+        asynchronous load stage is ``pipeline_stages=``.
     prefetch_hint : {"t0", "t1", "t2", "nta", "none"} or None, default None
-        The prefetch instruction for them. None: the machine profile's.
+        The prefetch instruction for them. None: the machine profile's. Not
+        with ``target="cuda"`` (a `StreamConfigError`).
     target : {"cpu", "cuda"}, default "cpu"
         "cuda" compiles the same function for an NVIDIA GPU (its ``prange``
-        nest becomes the grid; see ``streamjit.cuda``); a GPU kernel has no
-        size test, so ``threshold="auto"`` streams at every size there.
+        nest becomes the grid; see ``streamjit.cuda``), which also takes
+        ``pipeline_stages`` (1 to 8: an asynchronous ``cp.async`` load stage
+        of that many slots for the streamed loads), ``load_cache``,
+        ``threads_per_block`` and ``blocks``; the CPU does not. An option
+        one target does not take raises `StreamConfigError` naming it and
+        the target (`options.validate_options`).
     **numba_options
         Every keyword ``numba.njit`` takes, with Numba's meaning: ``cache``,
         ``fastmath``, ``boundscheck``, ``nogil``, ``error_model``,
@@ -112,8 +121,8 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
         if target != "cpu":  # a GPU kernel: only now is numba.cuda imported
             from .cuda.dispatcher import make_kernel
             return make_kernel(func, target=target, stream_stores=stream_stores, stream_loads=stream_loads,
-                               threshold=None if threshold == "auto" else threshold,
-                               prefetch_distance=prefetch_distance, sigs=sigs, **numba_options)
+                               threshold=threshold, prefetch_distance=prefetch_distance, prefetch_hint=prefetch_hint,
+                               sigs=sigs, **numba_options)
         return make_dispatcher(func, stream_stores=stream_stores, stream_loads=stream_loads, threshold=threshold,
                                prefetch_distance=prefetch_distance, prefetch_hint=prefetch_hint, sigs=sigs,
                                **numba_options)

@@ -8,12 +8,17 @@ address derives from an array parameter's data pointer (followed through
 `getelementptr`, `freeze`, `phi` and `select`) is attributed to that parameter, and
 classified as vector or scalar, non-temporal or plain. Fences and the total
 of streaming store instructions are counted in the machine code.
+
+A GPU kernel's report (``target="cuda"``, `cuda/ptx.py`) is the same
+`StreamReport`, counted in the PTX and SASS, with what the GPU has none of
+(fences, peeled loops, per-call counts) zero or None and the reason in
+``absent``.
 """
 
 import html
 import inspect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from numba import types
 from numba.core.datamodel import default_manager
@@ -72,20 +77,35 @@ class StreamReport:
     fallbacks: dict = None  # of the after_check calls, per failed check (`StreamDispatcher.stream_fallbacks`)
     done: str = ""  # what streamjit did to the kernel (`what_was_done`)
     streams: bool = True  # whether any store of this code streams (what an uncounted calls line says)
+    # A GPU kernel's (`cuda/ptx.py`); on the CPU: None, 0, empty.
+    cc: tuple = None  # the compute capability its PTX was compiled for
+    commits: int = 0  # cp.async.commit_group in the PTX (``pipeline_stages``)
+    waits: int = 0  # cp.async.wait_group
+    machine: dict = field(default_factory=dict)  # SASS opcode -> count (`cuda.ptx.SASS_HINTS`)
+    absent: str = ""  # why fences, peeled loops, calls and fallbacks are zeros or None here
+    legend: str = ""  # what the table counts, when not the CPU's LLVM IR (`LEGEND`)
 
     def _title(self):
-        return f"stream report for ({', '.join(map(str, self.signature))})"
+        where = f" (sm_{self.cc[0]}{self.cc[1]})" if self.cc else ""
+        return f"{'GPU ' if self.cc else ''}stream report for ({', '.join(map(str, self.signature))}){where}"
 
     def _summary(self):
         return (f"fences: {self.fences}   peeled loops: {self.peeled_loops}   machine NT stores: "
                 f"{self.machine_nt_vector_stores} vector, {self.machine_nt_scalar_stores} scalar")
+
+    def _gpu_lines(self):
+        if self.cc is None:
+            return []
+        return [f"commit_group: {self.commits}   wait_group: {self.waits}   SASS: "
+                + ", ".join(f"{k} {n}" for k, n in self.machine.items())] + ([f"  ({self.absent})"] if self.absent
+                                                                            else [])
 
     def _machine_note(self):
         """Why the machine code's count of vector NT stores differs from the
         table's, when it does: they count different things."""
         table = sum(rep.nt_vector_stores for rep in self.arrays.values())
         machine = self.machine_nt_vector_stores
-        if machine == table:
+        if machine == table or self.cc:  # (the GPU's: SASS for PTX, not LLVM IR; its legend says so)
             return None
         # (which of these it was, the report cannot tell from the text)
         why = ("the backend can split an LLVM vector store wider than a register into several, or duplicate "
@@ -116,7 +136,7 @@ class StreamReport:
         lines += [self._title(), "  ".join(h.rjust(width) for h in ("array",) + COLUMN_HEADS)]
         for name, rep in self.arrays.items():
             lines.append("  ".join([name.rjust(width)] + [str(getattr(rep, c)).rjust(width) for c in COLUMNS]))
-        return "\n".join(lines + [LEGEND, self._summary()] + self._tail())
+        return "\n".join(lines + [self.legend or LEGEND, self._summary()] + self._gpu_lines() + self._tail())
 
     def __repr__(self):
         """The table, as printed: what a REPL shows for ``k.stream_report()``."""
@@ -128,7 +148,7 @@ class StreamReport:
                         for c, h in zip(COLUMNS, COLUMN_HEADS))
         rows = "".join(f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{getattr(rep, c)}</td>" for c in COLUMNS)
                        + "</tr>" for name, rep in self.arrays.items())
-        text = "\n".join([LEGEND, self._summary()] + self._tail())
+        text = "\n".join([self.legend or LEGEND, self._summary()] + self._gpu_lines() + self._tail())
         done = f"<p>{html.escape(self.done)}</p>" if self.done else ""
         return (f"<div>{done}<b>{html.escape(self._title())}</b><table><tr><th>array</th>{heads}</tr>{rows}</table>"
                 f"<pre>{html.escape(text)}</pre></div>")

@@ -59,14 +59,14 @@ def cases():
     stages = {"": None, "-prefetch2": 2}
     for suffix, k in stages.items():
         triad = sj.stream_kernel(K.triad, target="cuda", stream_stores=["a"], stream_loads=["b", "c"],
-                                 prefetch_distance=k)
+                                 pipeline_stages=k)
         for n in (0, 1, 7, 33, 1001):
             yield f"triad-{n}{suffix}", lambda t=triad, n=n: same(
                 t, K.triad, (data(n + 1, np.float32)[1:], data(n, np.float32), data(n, np.float32), np.float32(1.5)))
         yield f"triad-strided{suffix}", lambda t=triad: same(
             t, K.triad, (data(2 * 77, np.float32)[::2], data(77, np.float32), data(77, np.float32), np.float32(0.5)))
         jacobi = sj.stream_kernel(K.jacobi, target="cuda", stream_stores=["out"], stream_loads=["g"],
-                                  prefetch_distance=k and k + 1)
+                                  pipeline_stages=k and k + 1)
         for shape in ((0, 0), (3, 3), (2, 9), (13, 37)):
             yield f"jacobi-{shape[0]}x{shape[1]}{suffix}", lambda j=jacobi, s=shape: same(j, K.jacobi,
                                                                                           (data(s), data(s)))
@@ -113,7 +113,7 @@ def cases():
             triad, K.triad, (data(1001, np.float32), data(1001, np.float32), data(1001, np.float32), np.float32(2)),
             launch)
     ringed = sj.stream_kernel(K.triad, target="cuda", stream_stores=["a"], stream_loads=["b", "c"],
-                              prefetch_distance=3, threads_per_block=64)
+                              pipeline_stages=3, threads_per_block=64)
     yield "triad-prefetch3-64-threads", lambda: same(ringed, K.triad, (data(777, np.float32), data(777, np.float32),
                                                                        data(777, np.float32), np.float32(2)))
     yield "device-arrays-in-place", lambda: _in_place(sj.stream_kernel(K.jacobi, target="cuda", stream_stores=["out"],

@@ -246,7 +246,12 @@ def test_both_reports_have_one_shape_and_agree_on_what_streams():
         out, acc = report.arrays["out"], report.arrays["acc"]
         assert out.nt_vector_stores + out.nt_scalar_stores >= 1  # (the CPU's peeled head and tail stay plain)
         assert acc.nt_vector_stores + acc.nt_scalar_stores == 0 and acc.plain_stores >= 1
-    assert COLUMN_HEADS[0] in str(gpu_report).splitlines()[1]
+    # one class: the first line says what was done, then the title and the table's head
+    assert type(gpu_report) is type(cpu_report) is sj.StreamReport
+    for report in (cpu_report, gpu_report):
+        lines = str(report).splitlines()
+        assert lines[0].startswith("accumulate: ") and COLUMN_HEADS[0] in lines[2]
+        assert any(line.startswith("calls: ") for line in lines)
 
 
 # A kernel storing through its first array's data pointer (parameter 4) and

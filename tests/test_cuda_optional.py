@@ -12,7 +12,8 @@ import streamjit as sj
 
 
 @pytest.mark.parametrize("options,message", [
-    (dict(prefetch_distance=9), "pipeline stages"), (dict(threshold=1 << 20), "no threshold"),
+    (dict(prefetch_distance=9), "pipeline_stages=k"), (dict(pipeline_stages=9), "from 1 to 8"),
+    (dict(threshold=1 << 20), "no size test"), (dict(prefetch_hint="t0"), "prefetch_hint='t0' is not supported"),
     (dict(target="tpu"), "target must be"), (dict(stream_stores=["nope"]), "not a parameter"),
     (dict(cache=True), "does not take the option"), (dict(load_cache="ca"), "load_cache must be")])
 def test_bad_gpu_options_are_config_errors(options, message):

@@ -11,8 +11,12 @@ kernel stores to except those only updated in place (``a[i] += x``,
 ``a[i] = a[i] * s``; stores to one constant element, boundary values, aside)
 and those a loop loads back at another element (``out[i] = out[i - 1] +
 a[i]``), with the CPU's notes; ``stream_loads=True`` every array parameter loaded and
-never stored. (A numba-cuda kernel allocates no NumPy arrays, so the CPU's
-other exception, fresh arrays, never applies.) A variable is an alias of a
+never stored. Under ``threshold="auto"`` (the default, as on the CPU),
+named arrays follow the same rule: those only updated in place or loaded
+back stay plain, with the CPU's notes (`passes.accesses.AUTO_NOTE`); with
+``threshold=None`` what is named streams. (A numba-cuda kernel allocates
+no NumPy arrays, so the CPU's other exception, fresh arrays, never
+applies.) A variable is an alias of a
 parameter as on the CPU (`rebindings.rebinding_roots`): whichever of its
 assignments ran, it holds that array, through chains of copies
 (``o = out; p = o``) and in-place operators (a loop function takes its
@@ -22,7 +26,7 @@ compares both targets' decisions and aliases on the same kernels.
 
 import ast
 
-from ..passes.accesses import IN_PLACE_NOTE, READ_BACK_NOTE
+from ..passes.accesses import AUTO_NOTE, IN_PLACE_NOTE, READ_BACK_NOTE
 from .source import assigned_names, element, used_names
 
 
@@ -150,26 +154,37 @@ def _read_back(kernel, array):
     return None
 
 
-def named(kernel, stores, loads):
+def _measured_slower(kernel, accesses, arrays):
+    """``(only updated in place, {array: (load line, store line)} loaded
+    back)`` among ``arrays``: what the CPU's rule leaves plain
+    (`accesses._measured_slower`, for parameters)."""
+    in_place = set()
+    for array in arrays:
+        mine = [(indices, body, at) for a, indices, body, at in accesses
+                if a == array and not all(map(_constant, indices))]
+        if mine and all(_updates_in_place(kernel, body, at, array, indices) for indices, body, at in mine):
+            in_place.add(array)
+    read_backs = {array: lines for array in sorted(set(arrays) - in_place)
+                  for lines in [_read_back(kernel, array)] if lines}
+    return in_place, read_backs
+
+
+def named(kernel, stores, loads, measured=False):
     """``(streamed stores, streamed loads, notes)`` for the options
     ``stores`` / ``loads`` (True, False or names): True by the CPU's rule
-    above; notes are (array, text) for the report."""
+    above, and names too when ``measured`` (``threshold="auto"``); notes
+    are (array, text) for the report."""
     accesses = _element_stores(kernel)
     stored = {array for array, *_ in accesses}
     loaded = {array for sub in ast.walk(kernel.tree) if isinstance(sub, ast.Subscript)
               and isinstance(sub.ctx, ast.Load) for array, _ in [element(sub, kernel) or (None, None)] if array}
     notes = []
-    if stores is True:
-        in_place = set()
-        for array in stored:
-            mine = [(indices, body, at) for a, indices, body, at in accesses
-                    if a == array and not all(map(_constant, indices))]
-            if mine and all(_updates_in_place(kernel, body, at, array, indices) for indices, body, at in mine):
-                in_place.add(array)
-        read_backs = {array: _read_back(kernel, array) for array in sorted(stored - in_place)}
-        notes = [(array, IN_PLACE_NOTE) for array in sorted(in_place)] + [
-            (array, READ_BACK_NOTE.format(load=lines[0], store=lines[1])) for array, lines in read_backs.items()
-            if lines]
-        stores = stored - in_place - {array for array, lines in read_backs.items() if lines}
+    if stores is True or measured and stores:
+        candidates = stored if stores is True else stored & set(stores)
+        in_place, read_backs = _measured_slower(kernel, accesses, candidates)
+        in_place_note = IN_PLACE_NOTE if stores is True else AUTO_NOTE.format("an update in place")
+        notes = [(array, in_place_note) for array in sorted(in_place)] + [
+            (array, READ_BACK_NOTE.format(load=lines[0], store=lines[1])) for array, lines in read_backs.items()]
+        stores = (stored if stores is True else set(stores)) - in_place - set(read_backs)
     loads = loaded - stored if loads is True else loads
     return frozenset(stores or ()), frozenset(loads or ()), notes

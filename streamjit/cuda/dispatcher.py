@@ -7,13 +7,16 @@ source goes through the GPU passes and then to ``numba.cuda.jit``:
 1. for a loop function, `legality.py` (the CPU front end's decision: which
    arrays stream, and the same `StreamLegalityError`s), then `grid.py`
    (the ``prange`` nest becomes grid-stride loops), `async_loads.py` (with
-   ``prefetch_distance=k``) and `vector.py`; for a numba-cuda kernel,
+   ``pipeline_stages=k``) and `vector.py`; for a numba-cuda kernel,
    `decision.py` (the CPU's rule, read off the syntax tree);
 2. `hints.py` (both kinds): the remaining element accesses of streamed
    arrays become hinted intrinsics.
 
-Either kind answers `stream_result` (the decision, a `StreamResult` as on
-the CPU) and `stream_report` (the CPU report's columns, counted in the PTX).
+Both kinds take their options through the CPU's `options.validate_options`
+(``target="cuda"``): an option means what it means on the CPU or raises
+`StreamConfigError`. Either kind answers `stream_result` (the decision, a
+`StreamResult` as on the CPU) and `stream_report` (the CPU's `StreamReport`,
+counted in the PTX).
 
 numba-cuda moves NumPy arguments to the device and back, and uses device
 arrays in place. A loop function's launch is configured by occupancy
@@ -33,8 +36,9 @@ import math
 import numpy as np
 
 from ..errors import StreamConfigError, StreamError
-from ..options import parse_array_names
-from ..plan import StreamOptions, StreamResult
+from ..options import validate_options
+from ..plan import LOOP_NOTE, StreamOptions, StreamResult
+from ..report import what_was_done
 from . import async_loads, decision, grid, hints, ptx, vector
 from .intrinsics import LOAD_CACHE
 from .source import Kernel, build, parse
@@ -82,27 +86,21 @@ def _signature(signature):
     return tuple(args)
 
 
-def _prefetch_stages(value):
-    if value is None or value == 0:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 8:
-        raise StreamConfigError(f"target='cuda': prefetch_distance is a number of pipeline stages from 1 to 8 "
-                                f"(0 or None: no asynchronous load stage), got {value!r}")
-    return value
-
-
 class CudaKernel:
     """A streamed GPU kernel: ``grid=True`` for a loop function (its prange
-    nest is the grid), False for a numba-cuda kernel (its own indexing)."""
+    nest is the grid), False for a numba-cuda kernel (its own indexing);
+    ``measured``: ``threshold="auto"``'s rule, named arrays that measured
+    slower streamed stay plain (`StreamOptions.measured`)."""
 
     def __init__(self, py_func, stores, loads, *, grid, prefetch=0, load_cache="cs", threads_per_block=None,
-                 blocks=None, cuda_options=None):
+                 blocks=None, cuda_options=None, measured=False):
         if load_cache not in LOAD_CACHE:
             raise StreamConfigError(f"load_cache must be one of {', '.join(map(repr, LOAD_CACHE))}, "
                                     f"got {load_cache!r}")
         self.py_func = py_func
         self.load_cache = load_cache
         self.stores, self.loads = stores, loads
+        self.measured = measured
         self.grid = grid
         self.prefetch = prefetch
         self.threads_per_block, self.blocks = threads_per_block, blocks
@@ -118,7 +116,8 @@ class CudaKernel:
 
     # -- compiling ---------------------------------------------------------
     def _options(self):
-        return StreamOptions(stream_stores=self.stores, stream_loads=self.loads, parallel=True)
+        return StreamOptions(stream_stores=self.stores, stream_loads=self.loads, parallel=True,
+                             measured=self.measured)
 
     def _kernel(self, argtypes, threads, sim):
         """(rewritten Python function, Kernel, StreamResult) for one signature."""
@@ -142,7 +141,7 @@ class CudaKernel:
         else:
             # (no typed IR for the CPU's decision: its rule, on the syntax tree)
             kernel.aliases = decision.aliases(kernel.tree, kernel.types)
-            kernel.stores, kernel.loads, notes = decision.named(kernel, self.stores, self.loads)
+            kernel.stores, kernel.loads, notes = decision.named(kernel, self.stores, self.loads, self.measured)
             result = StreamResult(streamed_stores=kernel.stores, streamed_loads=kernel.loads)
             for array, text in notes:
                 result.note(array, 0, text)
@@ -168,7 +167,7 @@ class CudaKernel:
             raise StreamError("inspect_ptx compiles for a GPU: unset NUMBA_ENABLE_CUDASIM")
         argtypes = self._argtypes(signature)
         if self.prefetch and self.grid and cc < (8, 0):
-            raise StreamError(f"prefetch_distance on the GPU uses cp.async, which needs sm_80 or later, not "
+            raise StreamError(f"pipeline_stages on the GPU uses cp.async, which needs sm_80 or later, not "
                               f"sm_{cc[0]}{cc[1]}")
         ring = self._ring_threads(threads_per_block)
         if (argtypes, ring, cc) not in self._ptx:
@@ -188,14 +187,27 @@ class CudaKernel:
         return self._kernel(self._argtypes(signature), self._ring_threads(threads_per_block), False)[2]
 
     def stream_report(self, signature=None, *, cc=DEFAULT_CC, threads_per_block=None):
-        """Per array, the PTX's streamed and plain loads and stores in the
-        CPU report's columns (`ptx.CudaStreamReport`), and the hinted SASS
-        opcodes."""
+        """The CPU's `StreamReport`, counted in the PTX: per array, its
+        streamed and plain loads and stores, and the hinted SASS opcodes;
+        fences 0 and calls None, with why (`ptx.ABSENT`)."""
         argtypes = self._argtypes(signature)
         code = self.inspect_ptx(argtypes, cc=cc, threads_per_block=threads_per_block)
         _, kernel, result = self._kernel(argtypes, self._ring_threads(threads_per_block), False)
         notes = [(array, text) for array, texts in result.notes.items() for text in texts] + kernel.notes
-        return ptx.report(kernel.types, cc, code, ptx.sass(code, cc), notes)
+        report = ptx.report(kernel.types, cc, code, ptx.sass(code, cc), notes, peeled_loops=kernel.peeled_loops,
+                            streams=bool(result.streamed_stores))
+        streamed = {a for a in result.streamed_stores & set(report.arrays)
+                    if report.arrays[a].nt_vector_stores + report.arrays[a].nt_scalar_stores}
+        named = set(self.stores) if isinstance(self.stores, tuple) else set()
+        plain = {a for a, rep in report.arrays.items() if a not in streamed and (
+            a in named or a in result.streamed_stores
+            or self.stores is True and any(not n.endswith(LOOP_NOTE) for n in rep.notes))}
+        report.done = what_was_done(self.py_func.__name__, result, streamed, plain)
+        if result.streamed_loads:
+            report.loads = "streamed loads: " + (f"cp.async into a {self.prefetch}-stage ring (pipeline_stages)"
+                                                 if self.grid and self.prefetch
+                                                 else f"ld.global.{LOAD_CACHE[self.load_cache]} (load_cache)")
+        return report
 
     def _argtypes(self, signature):
         if signature is None:
@@ -233,7 +245,7 @@ class CudaKernel:
         if argtypes not in self.signatures:
             self.signatures.append(argtypes)
         if self.grid and self.prefetch and not sim and cuda.get_current_device().compute_capability < (8, 0):
-            raise StreamError("prefetch_distance on the GPU uses cp.async, which needs sm_80 or later")
+            raise StreamError("pipeline_stages on the GPU uses cp.async, which needs sm_80 or later")
         ring = self._ring_threads(threads)
         key = (argtypes, ring, sim)
         func, kernel, _ = self._kernel(argtypes, ring, sim)
@@ -283,45 +295,38 @@ def _block_shape(threads, dims):
     return (x, max(1, threads // x)) + (1,) * (dims - 2)
 
 
-def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False, threshold=None,
-                prefetch_distance=None, load_cache="cs", threads_per_block=None, blocks=None, sigs=None,
-                **options):
-    """``stream_kernel(target="cuda", ...)``: a `CudaKernel` for a loop function."""
-    if target != "cuda":
-        raise StreamConfigError(f"target must be 'cpu' or 'cuda', got {target!r}")
-    params = list(inspect.signature(func).parameters)
-    if threshold is not None:
-        raise StreamConfigError("target='cuda' has no threshold: a GPU kernel streams at every size (unmeasured "
-                                "on hardware)")
-    unknown = sorted(set(options) - {"fastmath", "parallel", "nopython"})
-    if unknown:
-        raise StreamConfigError(f"target='cuda' does not take the option {unknown[0]!r}; it takes stream_stores, "
-                                "stream_loads, prefetch_distance (pipeline stages), load_cache, threads_per_block, "
-                                "blocks and fastmath")
-    kernel = CudaKernel(func, parse_array_names("stream_stores", stream_stores, params, func),
-                        parse_array_names("stream_loads", stream_loads, params, func), grid=True,
-                        prefetch=_prefetch_stages(prefetch_distance), load_cache=load_cache,
-                        threads_per_block=threads_per_block,
-                        blocks=blocks, cuda_options={"fastmath": options.get("fastmath", False)})
+def make_kernel(func, *, target="cuda", stream_stores=False, stream_loads=False, threshold="auto",
+                prefetch_distance=None, prefetch_hint=None, sigs=None, **options):
+    """``stream_kernel(target="cuda", ...)``: a `CudaKernel` for a loop
+    function, its options checked by `validate_options` for the GPU."""
+    stream, gpu = validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, prefetch_hint,
+                                   options, target=target)
+    kernel = CudaKernel(func, stream.stream_stores, stream.stream_loads, grid=True, measured=stream.measured, **gpu)
     _eager(kernel, sigs)
     return kernel
 
 
-def jit(func_or_sig=None, *, stream_stores=False, stream_loads=False, load_cache="cs", **cuda_options):
+def jit(func_or_sig=None, *, stream_stores=False, stream_loads=False, threshold="auto", load_cache="cs",
+        **cuda_options):
     """``numba.cuda.jit`` with ``stream_stores`` / ``stream_loads``: the named
     arrays' element stores and loads get the PTX hints (True: the arrays the
-    CPU's rule picks, `decision.py`), with no change to
-    the kernel body (``cuda.grid``, ``cuda.shared.array`` and the rest stay
-    numba-cuda's). Launch as numba-cuda kernels are launched,
+    CPU's rule picks, `decision.py`; ``threshold="auto"``, as on the CPU,
+    leaves named arrays plain where streaming measured slower, None streams
+    them all), with no change to the kernel body (``cuda.grid``,
+    ``cuda.shared.array`` and the rest stay numba-cuda's). The other
+    options are numba-cuda's; the CPU's ``prefetch_distance``,
+    ``prefetch_hint`` and a byte ``threshold`` raise `StreamConfigError`
+    (`options.validate_options`). Launch as numba-cuda kernels are launched,
     ``kernel[blocks, threads](...)``; a signature (or a list of them) first,
     as numba-cuda takes it, compiles for it at decoration."""
     sigs = func_or_sig if isinstance(func_or_sig, (str, list, tuple)) else None
+    prefetch = {name: cuda_options.pop(name, None) for name in ("prefetch_distance", "prefetch_hint")}
 
     def decorate(f):
-        params = list(inspect.signature(f).parameters)
-        kernel = CudaKernel(f, parse_array_names("stream_stores", stream_stores, params, f),
-                            parse_array_names("stream_loads", stream_loads, params, f), grid=False,
-                            load_cache=load_cache, cuda_options=cuda_options)
+        stream, gpu = validate_options(f, stream_stores, stream_loads, threshold, numba_options=dict(
+            cuda_options, load_cache=load_cache), target="cuda", numba_cuda_kernel=True, **prefetch)
+        kernel = CudaKernel(f, stream.stream_stores, stream.stream_loads, grid=False, measured=stream.measured,
+                            **gpu)
         _eager(kernel, sigs)
         return kernel
     return decorate(func_or_sig) if callable(func_or_sig) else decorate

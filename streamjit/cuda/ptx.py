@@ -6,11 +6,14 @@ wheels, or a CUDA toolkit on ``PATH``) turn it into SASS, where the hints
 show as ``STG.E.EF`` (``.128`` for a vector store, ``.U8`` ... for narrow
 numbers), ``LDG.E.EF`` (or
 ``LDG.E.NA...CONSTANT`` for ``load_cache="nc"``),
-``LDGSTS`` / ``LDGDEPBAR`` / ``DEPBAR.LE SB0, n``. The report has the CPU
-report's columns (`report.COLUMNS`, an `ArrayReport` per array): it counts
-global loads and stores, streamed (``.cs``, ``.L1::no_allocate``) or not, for
-the array parameter their address is computed from, and ``cp.async`` copies
-by the comment each carries (``// sj:cp:<array>``, `intrinsics.py`).
+``LDGSTS`` / ``LDGDEPBAR`` / ``DEPBAR.LE SB0, n``. The report is the CPU's
+`report.StreamReport` (an `ArrayReport` per array, in `report.COLUMNS`): it
+counts global loads and stores, streamed (``.cs``, ``.L1::no_allocate``) or
+not, for the array parameter their address is computed from, and
+``cp.async`` copies by the comment each carries (``// sj:cp:<array>``,
+`intrinsics.py`); the machine NT stores are the SASS's ``STG.E.EF``
+(``.128``: vector), and what the GPU has none of is zero or None, with
+why (`ABSENT`).
 """
 
 import importlib.util
@@ -20,11 +23,10 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
 
 from ..errors import StreamError
 from ..post_o3.counts import ArrayReport
-from ..report import COLUMN_HEADS, COLUMNS
+from ..report import StreamReport
 
 _HINT = re.compile(r"//\s*sj:(\w+):(\w*)")
 # SASS opcodes that show the hints, counted in the report
@@ -84,32 +86,14 @@ _ACCESS = re.compile(r"^\s*(?:@!?%\w+\s+)?(st|ld)\.global\.(\S*)[^\[]*\[(%\w+)")
 # tests of `vector.py` compute indices from one array's address, which do
 # not make the other arrays' accesses that use them its accesses.
 _POINTER_OPS = ("mov", "add", "sub", "mad", "cvta", "selp")
-@dataclass
-class CudaStreamReport:
-    """The CPU's report shape (`report.StreamReport`): an `ArrayReport` per
-    array, counted in the PTX; ``prefetches`` are the ``cp.async`` copies
-    into a load ring (``prefetch_distance``), and the SASS opcodes that
-    show the hints stand where the CPU counts its machine code's."""
-
-    signature: tuple
-    cc: tuple
-    arrays: dict  # name -> ArrayReport
-    commits: int = 0  # cp.async.commit_group
-    waits: int = 0  # cp.async.wait_group
-    machine: Counter = field(default_factory=Counter)  # SASS opcode -> count (SASS_HINTS)
-
-    def __str__(self):
-        width = max([len(h) for h in COLUMN_HEADS] + [len(n) for n in self.arrays])
-        lines = [f"GPU stream report for ({', '.join(map(str, self.signature))}) (sm_{self.cc[0]}{self.cc[1]})",
-                 "  ".join(h.rjust(width) for h in ("array",) + COLUMN_HEADS)]
-        lines += ["  ".join([name.rjust(width)] + [str(getattr(c, column)).rjust(width) for column in COLUMNS])
-                  for name, c in self.arrays.items()]
-        lines.append("(instructions in the PTX, not executions; NT: st/ld.global.cs (or .nc); prefetch: cp.async "
-                     "into a load ring)")
-        lines.append(f"commit_group: {self.commits}   wait_group: {self.waits}   SASS: "
-                     + ", ".join(f"{k} {self.machine[k]}" for k in SASS_HINTS))
-        lines += [f"  {name}: {note}" for name, c in self.arrays.items() for note in c.notes]
-        return "\n".join(lines)
+# The GPU's report is the CPU's class (kept under this name for code that imports it).
+CudaStreamReport = StreamReport
+# What the GPU report's table counts.
+LEGEND = ("(instructions in the PTX, not executions; NT: st/ld.global.cs (or .nc); prefetch: cp.async into a load "
+          "ring)")
+# Why a GPU report's fences are 0 and its calls and fallbacks None.
+ABSENT = ("GPU: fences 0, a .cs store is an ordinary store with a cache hint and the kernel's completion orders "
+          "every store; calls and fallbacks not counted, a GPU kernel has no size test and counts no launches")
 
 
 def _data_parameters(types):
@@ -181,14 +165,21 @@ def _field(access):
     return "nt_vector_stores" if {"v2", "v4"} & set(opcode) else "nt_scalar_stores"
 
 
-def report(types, cc, ptx, machine_code, notes):
-    """The report of one compile: ``types`` the kernel's parameters and
-    their types, ``notes`` (array, text) pairs. Global loads and stores of
+def report(types, cc, ptx, machine_code, notes, *, peeled_loops=0, done="", streams=True):
+    """The report of one compile, a `StreamReport`: ``types`` the kernel's
+    parameters and their types, ``notes`` (array, text) pairs, ``done`` its
+    first line (`report.what_was_done`), ``streams`` whether any store
+    streams. Global loads and stores of
     the kernel function count for the one array parameter their address
     derives from; the ``cp.async`` copies into load rings by the tag each
     carries."""
     counts = {name: ArrayReport() for name, ty in types.items() if hasattr(ty, "ndim")}
-    result = CudaStreamReport(tuple(types.values()), cc, counts)
+    machine = Counter({opcode: sum(bool(pattern.search(line)) for line in machine_code.splitlines())
+                       for opcode, pattern in SASS_HINTS.items()})
+    result = StreamReport(signature=tuple(types.values()), arrays=counts, fences=0, peeled_loops=peeled_loops,
+                          machine_nt_vector_stores=machine["STG.E.EF.128"],
+                          machine_nt_scalar_stores=machine["STG.E.EF"], done=done, streams=streams, cc=cc,
+                          machine=machine, absent=ABSENT, legend=LEGEND)
     kernel = _kernel_text(ptx)
     arrays = _address_arrays(kernel, _data_parameters(types))
     for line in kernel.splitlines():
@@ -204,9 +195,6 @@ def report(types, cc, ptx, machine_code, notes):
             continue
         entry = counts.setdefault(array, ArrayReport())
         setattr(entry, field_name, getattr(entry, field_name) + 1)
-    for line in machine_code.splitlines():
-        for opcode, pattern in SASS_HINTS.items():
-            result.machine[opcode] += bool(pattern.search(line))
     for array, text in notes:
         counts.setdefault(array, ArrayReport()).notes.append(text)
     return result

@@ -40,6 +40,7 @@ class Kernel:
     grid_loops: dict = field(default_factory=dict)  # id(For) -> LoopShape of a grid-stride loop (`grid.py`)
     grid_dims: int = 1  # dimensions of the grid the prange nest became
     pipelined: set = field(default_factory=set)  # id(For) of the loops `async_loads.py` made
+    peeled_loops: int = 0  # loops `vector.py` split into a head, aligned groups and a tail
     bindings: dict = field(default_factory=dict)  # global name -> intrinsic or value
     notes: list = field(default_factory=list)  # (array, text) for the report
     aliases: dict = field(default_factory=dict)  # local name -> the array parameter it always holds (`decision.py`)

@@ -190,3 +190,4 @@ def run_pass(kernel):
         if stores is None:
             continue
         replace(kernel.tree, loop, _rewrite(kernel, loop, shape, stores))
+        kernel.peeled_loops += 1
