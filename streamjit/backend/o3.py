@@ -22,10 +22,12 @@ model), so it is run with the machine the code is built for: the host
 build's is Numba's own (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``).
 
 The Numba internals O3 needs are named here and nowhere else: the pass
-builder and refprune flags of ``numba.core.codegen`` (the same in Numba
-0.66, 0.67 and 0.68), the text pruner of ``numba.core.runtime.nrtopt``, and a
-code library's target machine and timing records. `tests/test_targets.py`
-checks that ``o3`` leaves a module exactly as Numba's own method does.
+builder of ``numba.core.llvm_bindings``, the refprune flags of
+``numba.core.codegen`` (both the same in Numba 0.66, 0.67 and 0.68), the
+text pruner of ``numba.core.runtime.nrtopt``, and a code library's target
+machine and timing records.
+`tests/test_cross_target_host.py` checks that ``o3`` leaves a module exactly
+as Numba's own method does.
 """
 
 import contextlib
