@@ -37,10 +37,12 @@ import warnings
 import llvmlite
 import llvmlite.binding as llvm
 import numba
-from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
+from numba.core.caching import CompileResultCacheImpl
 from numba.core.runtime import rtsys
 
 from .errors import StreamWarning
+from .numba_internals.caching import CacheFile, FunctionCache
+from .numba_internals.codegen import cached_bitcode, symbol_defined
 from .plan import METADATA_KEY
 from .post_o3 import array_pool
 
@@ -70,7 +72,7 @@ def compiler_digest():
     return (numba.__version__, llvmlite.__version__, sources_digest(os.path.dirname(os.path.abspath(__file__))))
 
 
-class _ChecksummedCacheFile(IndexDataCacheFile):
+class _ChecksummedCacheFile(CacheFile):
     """Numba's index/data cache files, with a checksum on each data file,
     and each entry tied to its key.
 
@@ -83,11 +85,11 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
     holds its key: a load whose file holds another key is a miss."""
 
     def save(self, key, data):
-        name = self._data_name(int(hashlib.sha256(pickle.dumps(key, protocol=4)).hexdigest()[:15], 16))
-        self._save_data(name, (key, data))
-        overloads = self._load_index()
+        name = self.data_name(int(hashlib.sha256(pickle.dumps(key, protocol=4)).hexdigest()[:15], 16))
+        self.save_data(name, (key, data))
+        overloads = self.load_index()
         overloads[key] = name
-        self._save_index(overloads)
+        self.save_index(overloads)
 
     def load(self, key):
         stored = super().load(key)
@@ -95,13 +97,13 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
             return None
         return stored[1]
 
-    def _save_data(self, name, data):
-        payload = self._dump(data)
-        with self._open_for_write(self._data_path(name)) as f:
+    def save_data(self, name, data):
+        payload = self.dump(data)
+        with self.open_for_write(self.data_path(name)) as f:
             f.write(hashlib.sha256(payload).digest() + payload)
 
-    def _load_data(self, name):
-        path = self._data_path(name)
+    def load_data(self, name):
+        path = self.data_path(name)
         with open(path, "rb") as f:
             blob = f.read()
         digest, payload = blob[:_DIGEST_BYTES], blob[_DIGEST_BYTES:]
@@ -126,13 +128,12 @@ def declared_symbols_resolve(target_context, libdata):
     """Whether every function and global variable that the cached library
     ``libdata`` (Numba's `serialize_using_object_code`) declares without
     defining resolves in this process already."""
-    _, kind, data = libdata
-    if kind != "object":
+    bitcode = cached_bitcode(libdata)
+    if bitcode is None:
         return False
-    # (the engine's defined symbols: private, stable in the tested range, versions.py)
-    engine = target_context.codegen()._engine
-    module = llvm.parse_bitcode(data[1])
-    return all(engine.is_symbol_defined(value.name) or llvm.address_of_symbol(value.name)
+    codegen = target_context.codegen()
+    module = llvm.parse_bitcode(bitcode)
+    return all(symbol_defined(codegen, value.name) or llvm.address_of_symbol(value.name)
                for value in itertools.chain(module.functions, module.global_variables)
                if value.is_declaration and not value.name.startswith("llvm."))
 
@@ -162,38 +163,33 @@ class _InspectableCompileResults(CompileResultCacheImpl):
 class StreamFunctionCache(FunctionCache):
     """Numba's function cache, keyed also by the stream plan, and checked."""
 
-    _impl_class = _InspectableCompileResults
+    results_class = _InspectableCompileResults
 
     def __init__(self, py_func, stream_key):
         super().__init__(py_func)
         self._stream_key = stream_key
-        self._cache_file = _ChecksummedCacheFile(
-            cache_path=self._cache_path, filename_base=self._impl.filename_base,
-            source_stamp=self._impl.locator.get_source_stamp())
+        self.use_cache_file(_ChecksummedCacheFile)
 
-    def _index_key(self, sig, codegen):
-        return super()._index_key(sig, codegen) + (self._stream_key, compiler_digest())
+    def index_key(self, sig, codegen):
+        return super().index_key(sig, codegen) + (self._stream_key, compiler_digest())
 
     def load_overload(self, sig, target_context):
         try:
             # Numba's own load_overload without its refresh up front, which
-            # `rebuild` makes where the entry needs it (see above; private,
-            # stable in the tested range, versions.py)
-            with self._guard_against_spurious_io_errors():
-                loaded = self._load_overload(sig, target_context)
-                if loaded is not None:
-                    array_pool.switch_on()  # (its code may allocate through the pool)
-                return loaded
-            return None  # (what the guard swallowed)
+            # `rebuild` makes where the entry needs it (see above)
+            loaded = self.load_without_refresh(sig, target_context)
+            if loaded is not None:
+                array_pool.switch_on()  # (its code may allocate through the pool)
+            return loaded
         except Exception as exc:  # anything unreadable: recompile instead
-            warnings.warn(f"ignoring an unreadable cache entry of {self._name} ({exc}); recompiling", StreamWarning)
+            warnings.warn(f"ignoring an unreadable cache entry of {self.function_repr} ({exc}); recompiling", StreamWarning)
             return None
 
     def save_overload(self, sig, data):
         try:
             super().save_overload(sig, data)
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
-            warnings.warn(f"rewriting the unreadable cache index of {self._name} ({exc})", StreamWarning)
+            warnings.warn(f"rewriting the unreadable cache index of {self.function_repr} ({exc})", StreamWarning)
             with contextlib.suppress(OSError):
-                os.unlink(self._cache_file._index_path)
+                os.unlink(self.cache_file.index_path)
             super().save_overload(sig, data)

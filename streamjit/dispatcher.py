@@ -27,6 +27,9 @@ from .cache import StreamFunctionCache
 from .errors import StreamError, StreamWarning, warnings_once
 from .backend.cross_target import compile_for_target
 from .backend.library import stream_code_libraries
+from .numba_internals.codegen import global_value_address
+from .numba_internals.dispatch import (Reducible, dispatcher_cache, dispatcher_uuid, set_dispatcher_cache,
+                                       set_dispatcher_uuid, set_pipeline_class, unpickled_dispatcher)
 from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
@@ -35,7 +38,7 @@ from .codegen import CALL_PATHS, FALLBACK_CHECKS
 from .codegen.control import on_first_fallback
 
 
-class StreamDispatcher(CPUDispatcher):
+class StreamDispatcher(Reducible, CPUDispatcher):
     """A Numba dispatcher whose pipeline runs the stream passes."""
 
     def __init__(self, py_func, stream_options, numba_options, options, sigs=None):
@@ -63,22 +66,21 @@ class StreamDispatcher(CPUDispatcher):
 
     def enable_caching(self):
         key = self.stream_options.cache_key() if self.stream_options else None
-        self._cache = StreamFunctionCache(self.py_func, key)
+        set_dispatcher_cache(self, StreamFunctionCache(self.py_func, key))
 
-    def _reduce_states(self):
+    def pickled_states(self):
         """Pickled as the function (by value, as Numba pickles its own
         dispatchers: no source file is needed where it is rebuilt, e.g. on
         Dask workers) and the options; compiled again on first use."""
-        return dict(uuid=str(self._uuid), py_func=self.py_func, options=self._options, sigs=self._eager_sigs)
+        return dict(uuid=dispatcher_uuid(self), py_func=self.py_func, options=self._options, sigs=self._eager_sigs)
 
     @classmethod
-    def _rebuild(cls, uuid, py_func, options, sigs):
-        try:
-            return cls._memo[uuid]
-        except KeyError:
-            pass
+    def from_pickled_states(cls, uuid, py_func, options, sigs):
+        alive = unpickled_dispatcher(cls, uuid)
+        if alive is not None:
+            return alive
         self = make_dispatcher(py_func, sigs=sigs, **options)
-        self._set_uuid(uuid)
+        set_dispatcher_uuid(self, uuid)
         return self
 
     def stream_result(self, signature=None):
@@ -194,7 +196,7 @@ class StreamDispatcher(CPUDispatcher):
         result = self.overloads[sig].metadata.get(METADATA_KEY)
         if result is None or result.call_counter is None:
             return None
-        address = self.targetctx.codegen()._engine.get_global_value_address(result.call_counter)
+        address = global_value_address(self.targetctx.codegen(), result.call_counter)
         return list((ctypes.c_int64 * (len(CALL_PATHS) + len(FALLBACK_CHECKS))).from_address(address))
 
     def _listen_for_fallbacks(self):
@@ -269,11 +271,10 @@ class StreamDispatcher(CPUDispatcher):
 
     def compile(self, sig):
         if self.stream_options is not None and self.stream_options.threshold == "auto":
-            # read now, not at decoration (the pipeline and the on-disk cache key carry it;
-            # Numba's _FunctionCompiler.pipeline_class: private, tested range in versions.py)
+            # read now, not at decoration (the pipeline and the on-disk cache key carry it)
             self.stream_options = resolved(self.stream_options)
-            self._compiler.pipeline_class = compiler_for(self.stream_options)
-            if isinstance(self._cache, StreamFunctionCache):
+            set_pipeline_class(self, compiler_for(self.stream_options))
+            if isinstance(dispatcher_cache(self), StreamFunctionCache):
                 self.enable_caching()
         with stream_code_libraries(self.targetctx.codegen(), self.py_func.__qualname__), warnings_once(self._warnings_given):
             entry = super().compile(sig)

@@ -22,11 +22,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
-import numba.np.ufunc.parallel as numba_parallel
 import numpy as np
 
 from .disabled import jit_disabled
 from .api import stream_kernel
+from .numba_internals.runtime import thread_pool_launched
 from .threshold import copy_threshold, parallel_copy_bytes
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")
@@ -83,9 +83,8 @@ def copy_threads():
     the count is ``NUMBA_NUM_THREADS``. Launching it (loading the threading
     layer) took 26 ms, and up to 70 ms in a first large copy made while the
     copy kernel loads (256 MiB, AMD EPYC Zen 2 VM, bench/copy_threads.py --first-calls), which needs
-    none of its threads. (``_is_initialized``: private, read only; Numba
-    0.66-0.68.)"""
-    if not numba_parallel._is_initialized:
+    none of its threads."""
+    if not thread_pool_launched():
         return numba.config.NUMBA_NUM_THREADS
     return numba.get_num_threads()
 

@@ -128,7 +128,7 @@ def _check_dump_env(pm):
     """A ``STREAMJIT_DUMP_AFTER`` that names none of the passes in ``pm``
     nor a post-O3 stage would dump nothing, silently: warn, listing the names."""
     value = os.environ.get(DUMP_ENV)
-    names = [cls._name.removeprefix("streamjit_") for cls, _ in pm.passes if cls._name.startswith("streamjit_")]
+    names = [cls.name().removeprefix("streamjit_") for cls, _ in pm.passes if cls.name().startswith("streamjit_")]
     names += list(STAGE_NAMES) if names else []
     if value is not None and value != "all" and names and value not in names:
         warnings.warn(f"{DUMP_ENV}={value!r} names no streamjit pass or stage, so nothing is printed; the names: "

@@ -28,30 +28,30 @@ dimension becomes a `prange`. Called with Dask arrays, a stencil returns a
 lazy Dask array (`dask.py`). Not supported yet: calling a streamjit stencil
 from inside jitted code (call the `numba.stencil` kernel there).
 
-Private Numba APIs used here (``StencilFunc``'s methods, the layout of the
-IR it generates, ``compiler.compile_ir``) are why Numba is pinned to the
-releases tested (`versions.py`).
+The private parts of ``StencilFunc`` this relies on (its contexts, its
+``_stencil_wrapper`` with ``compiler.compile_ir`` captured) go through
+`numba_internals.stencils`; they and the layout of the IR it generates are
+why Numba is pinned to the releases tested (`versions.py`).
 """
 
-import contextlib
 from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numba
 import numpy as np
 from numba.core import compiler, ir, ir_utils, types
-from numba.core.compiler_lock import global_compiler_lock
 from numba.core.cpu import ParallelOptions
 from numba.core.errors import NumbaValueError, TypingError
-from numba.core.serialize import ReduceMixin
 from numba.extending import typeof_impl
 from numba.np.numpy_support import as_dtype
-from numba.stencils.stencil import StencilFunc
 
 from .codegen.placement import placed_apart
 from .dask import is_dask_array, stencil_on_dask
 from .disabled import jit_disabled, python_stencil
 from .backend.library import stream_code_libraries
+from .numba_internals.dispatch import Reducible
+from .numba_internals.ir import rebuild_definitions
+from .numba_internals.stencils import loop_nest, stencil_func, target_context, typing_context
 from .options import did_you_mean, resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
@@ -139,7 +139,7 @@ class LoopNest:
     neighborhood: tuple
 
 
-class StreamStencil(ReduceMixin):
+class StreamStencil(Reducible):
     """A stencil kernel; call it as ``kernel(*arrays, out=None, neighborhood=None)``
     (``neighborhood`` at call time is a streamjit extension)."""
 
@@ -200,28 +200,24 @@ class StreamStencil(ReduceMixin):
                 options.pop("cval", None)
             if neighborhood is not None:
                 options["neighborhood"] = neighborhood
-            # (StencilFunc's constructor and kernel_ir: private Numba API)
-            self._stencil_funcs[key] = StencilFunc(self._numba.kernel_ir, self.mode, options)
+            self._stencil_funcs[key] = stencil_func(self._numba, self.mode, options)
         return self._stencil_funcs[key]
 
     def _generate(self, argtys, out_type, neighborhood):
         """numba.stencil's loop nest for these types, not compiled: ``(IR,
         its argument types, output dtype, neighbourhood)``."""
-        stencil_func = self._stencil_func(neighborhood, out_type is not None)
+        func = self._stencil_func(neighborhood, out_type is not None)
         # the steps of StencilFunc.__call__, private Numba API: see functions
         # defined since, type the kernel, build the loop nest
-        stencil_func._typingctx.refresh()
-        return_type, typemap, calltypes = stencil_func.get_return_type(argtys)
+        typing_context(func).refresh()
+        return_type, typemap, calltypes = func.get_return_type(argtys)
         if out_type is None:
             _check_cval(self._numba, return_type.dtype)
             out_type = types.Array(return_type.dtype, return_type.ndim, "C")
-        with _compile_ir_captured() as captured:
-            # `result` (the first argument) only says whether the output is a parameter
-            stencil_func._stencil_wrapper(out_type, None, return_type, typemap, calltypes, *argtys, out_type)
-        (func_ir, loop_types), = captured
+        func_ir, loop_types = loop_nest(func, out_type, return_type, typemap, calltypes, argtys)
         _fold_loop_bounds(func_ir)
         return (func_ir, tuple(loop_types), as_dtype(return_type.dtype),
-                tuple(tuple(bounds) for bounds in stencil_func.neighborhood))
+                tuple(tuple(bounds) for bounds in func.neighborhood))
 
     def _compile(self, argtys, out_type, neighborhood):
         func_ir, loop_types, dtype, neighborhood = self._generate(argtys, out_type, neighborhood)
@@ -229,12 +225,12 @@ class StreamStencil(ReduceMixin):
         if self._parallel:
             _outer_loop_in_parallel(func_ir)
             flags.auto_parallel = ParallelOptions(True)
-        targetctx = self._numba._targetctx  # (the contexts numba.stencil compiles with)
+        targetctx = target_context(self._numba)  # (the contexts numba.stencil compiles with)
         options = resolved(self._pipeline.stream_options)  # "auto" is read at the first call, not at decoration
         if options is not self._pipeline.stream_options:
             self._pipeline = compiler_for(options)
         with stream_code_libraries(targetctx.codegen(), func_ir.func_id.func_qualname):
-            cres = compiler.compile_ir(self._numba._typingctx, targetctx, func_ir, loop_types, None, flags, {},
+            cres = compiler.compile_ir(typing_context(self._numba), targetctx, func_ir, loop_types, None, flags, {},
                                        pipeline_class=self._pipeline)
         return LoopNest(cres, func_ir.func_id.func, dtype, neighborhood)
 
@@ -245,7 +241,7 @@ class StreamStencil(ReduceMixin):
         _, _, dtype, neighborhood = self._generate(samples, None, _as_neighborhood(neighborhood))
         return stencil_on_dask(self, args, neighborhood, dtype)
 
-    def _reduce_states(self):
+    def pickled_states(self):
         """Pickled as the kernel function and the options, with Numba's
         pickler whatever pickler is used (the standard one too): the function
         by value where it cannot be imported under its own name, which is
@@ -255,7 +251,7 @@ class StreamStencil(ReduceMixin):
         return dict(py_func=self.py_func, mode=self.mode, options=self.options)
 
     @classmethod
-    def _rebuild(cls, py_func, mode, options):
+    def from_pickled_states(cls, py_func, mode, options):
         return cls(py_func, mode, options)
 
     def _compiled(self, signature):
@@ -307,7 +303,7 @@ def _check_cval(numba_stencil, dtype):
     loop nest makes only where it allocates the output."""
     if "cval" in numba_stencil.options:
         cval_type = numba.typeof(numba_stencil.options["cval"])
-        if not numba_stencil._typingctx.can_convert(cval_type, dtype):
+        if not typing_context(numba_stencil).can_convert(cval_type, dtype):
             raise NumbaValueError("cval type does not match stencil return type.")
 
 
@@ -321,27 +317,6 @@ def _fill_border(out, neighborhood, cval):
         out[tuple(index)] = cval
         index[dim] = slice(max(0, out.shape[dim] - max(0, hi)), None)
         out[tuple(index)] = cval
-
-
-@contextlib.contextmanager
-def _compile_ir_captured():
-    """While active, ``compiler.compile_ir`` records ``(func_ir, argument
-    types)`` and compiles nothing: `StencilFunc._stencil_wrapper` ends by
-    compiling the loop nest it built with Numba's own pipeline, and has no
-    parameter for another one. Numba's compiler lock keeps every other
-    compile out meanwhile."""
-    captured = []
-
-    def capture(typingctx, targetctx, func_ir, args, *rest, **options):
-        captured.append((func_ir, args))
-
-    with global_compiler_lock:
-        original = compiler.compile_ir
-        compiler.compile_ir = capture
-        try:
-            yield captured
-        finally:
-            compiler.compile_ir = original
 
 
 def _outer_loop_in_parallel(func_ir):
@@ -361,8 +336,7 @@ def _fold_loop_bounds(func_ir):
     kept Numba's negative-index wraparound and the plain loop vectorized
     into gathers (a 1000 x 1000 float64 5-point stencil took 2.2x as long).
     Calls of ``min`` and ``max`` on integer constants become their value."""
-    # (after numba.stencil's renaming; a private field Numba's passes rebuild the same way)
-    func_ir._definitions = ir_utils.build_definitions(func_ir.blocks)
+    rebuild_definitions(func_ir)  # (after numba.stencil's renaming)
     for block in func_ir.blocks.values():
         for stmt in block.body:
             call = stmt.value if isinstance(stmt, ir.Assign) else None

@@ -18,14 +18,14 @@ rewritten one.
 
 import contextlib
 
-from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 
+from ..numba_internals.codegen import NumbaCodeLibrary, library_class, set_library_class
 from ..protocol.targets import Target
 from .o3 import build, host_machine, timing_records
 
 
-class StreamCodeLibrary(JITCodeLibrary):
+class StreamCodeLibrary(NumbaCodeLibrary):
     """A JIT code library whose final module gets non-temporal stores."""
 
     streamed_llvm_ir = None
@@ -39,10 +39,10 @@ class StreamCodeLibrary(JITCodeLibrary):
         """The linked module before optimization, as text (None if unknown)."""
         return None if self._unoptimized_module is None else str(self._unoptimized_module)
 
-    def _optimize_final_module(self):
-        self._unoptimized_module = self._final_module.clone()
-        self._final_module, self.streamed_llvm_ir = build(
-            self._final_module, host_machine(self), Target(), self.name, own_library=self.name == self.kernel_name,
+    def optimize_final_module(self):
+        self._unoptimized_module = self.final_module.clone()
+        self.final_module, self.streamed_llvm_ir = build(
+            self.final_module, host_machine(self), Target(), self.name, own_library=self.name == self.kernel_name,
             record=timing_records(self))
 
 
@@ -60,9 +60,11 @@ def stream_code_libraries(codegen, kernel_name):
     on the kernel's own library only, where the helpers are linked in.
     Held under Numba's compiler lock, so no other compile sees the switch."""
     with global_compiler_lock:
-        previous, previous_name = codegen._library_class, StreamCodeLibrary.kernel_name
-        codegen._library_class, StreamCodeLibrary.kernel_name = StreamCodeLibrary, kernel_name
+        previous, previous_name = library_class(codegen), StreamCodeLibrary.kernel_name
+        set_library_class(codegen, StreamCodeLibrary)
+        StreamCodeLibrary.kernel_name = kernel_name
         try:
             yield
         finally:
-            codegen._library_class, StreamCodeLibrary.kernel_name = previous, previous_name
+            set_library_class(codegen, previous)
+            StreamCodeLibrary.kernel_name = previous_name

@@ -21,11 +21,10 @@ What O3 does depends on the target machine (its vector width, its cost
 model), so it is run with the machine the code is built for: the host
 build's is Numba's own (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``).
 
-The Numba internals O3 needs are named here and nowhere else: the pass
-builder of ``numba.core.llvm_bindings``, the refprune flags of
-``numba.core.codegen`` (both the same in Numba 0.66, 0.67 and 0.68), the
-text pruner of ``numba.core.runtime.nrtopt``, and a code library's target
-machine and timing records.
+The Numba internals O3 needs: the pass builder of ``numba.core.llvm_bindings``
+(the same in Numba 0.66, 0.67 and 0.68), the text pruner of
+``numba.core.runtime.nrtopt``, and, through `numba_internals.codegen`, the
+refprune flags and a code library's target machine and timing records.
 `tests/test_cross_target_host.py` checks that ``o3`` leaves a module exactly
 as Numba's own method does.
 """
@@ -34,10 +33,10 @@ import contextlib
 
 import llvmlite.binding as llvm
 from numba.core import config
-from numba.core.codegen import _parse_refprune_flags
 from numba.core.llvm_bindings import create_pass_builder
 from numba.core.runtime.nrtopt import remove_redundant_nrt_refct
 
+from ..numba_internals.codegen import refprune_flags, target_machine, timing_record
 from ..post_o3.stages import run_post_o3
 
 # The names Numba records the two pipelines' timings under (NUMBA_LLVM_PASS_TIMINGS).
@@ -60,7 +59,7 @@ def _module_pipeline(machine, opt, loop_vectorize, slp_vectorize, cheap=False):
         manager.add_instruction_combine_pass()
         manager.add_jump_threading_pass()
     if config.LLVM_REFPRUNE_PASS:
-        manager.add_refprune_pass(_parse_refprune_flags())
+        manager.add_refprune_pass(refprune_flags())
     return manager, builder
 
 
@@ -99,9 +98,9 @@ def build(module, machine, target, name="", own_library=True, record=_no_record)
 
 def host_machine(library):
     """The target machine of a Numba code library's code generator."""
-    return library._codegen._tm
+    return target_machine(library.codegen)
 
 
 def timing_records(library):
     """``record(name, pass_builder)`` of a Numba code library (`o3`)."""
-    return library._recorded_timings.record
+    return timing_record(library)

@@ -13,6 +13,7 @@ from numba import types
 from numba.core import cgutils
 from numba.core.typing import signature
 
+from ..numba_internals.codegen import target_machine
 from ..protocol.keep_scalar import emit_keep_scalar
 from ..protocol.targets import emit_store_fence
 from .registration import intrinsic
@@ -32,7 +33,7 @@ def keep_scalar(typingctx):
 def store_fence(typingctx):
     """Order this thread's streamed stores before anything that follows."""
     def codegen(context, builder, sig, args):
-        emit_store_fence(builder, context.codegen()._tm.triple)
+        emit_store_fence(builder, target_machine(context.codegen()).triple)
         return context.get_dummy_value()
 
     return signature(types.none), codegen

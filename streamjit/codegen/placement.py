@@ -31,13 +31,11 @@ NumPy.
 import numpy as np
 from numba import types
 from numba.core import cgutils
-# (_empty_nd_impl: Numba's own allocation of a new array while lowering, as
-# np.empty lowers; private, with no public equivalent; tested on Numba
-# 0.66-0.68, the range pyproject.toml declares)
-from numba.np.arrayobj import _empty_nd_impl, make_array, populate_array
+from numba.np.arrayobj import make_array, populate_array
 from numba.np.numpy_support import as_dtype
 
 from ..machine import line_bytes
+from ..numba_internals.arrays import allocate_array, structure_value
 from ..protocol.targets import PAGE_BYTES
 from .arrays import array_field
 from .registration import intrinsic
@@ -121,7 +119,7 @@ def placed_apart(typingctx, fresh, inputs):
         move = builder.and_(builder.icmp_signed(">=", nbytes, intp(PLACED_FROM_BYTES)), near)
         with builder.if_else(move, likely=False) as (moved, kept):
             with moved:
-                buffer = _empty_nd_impl(context, builder, types.Array(fresh.dtype, 1, "C"),
+                buffer = allocate_array(context, builder, types.Array(fresh.dtype, 1, "C"),
                                         [builder.add(allocated.nitems, intp(PAGE_BYTES // itemsize))])
                 skip = builder.and_(builder.sub(_apart_offset_ir(builder, starts, intp),
                                                 _page_offset(builder, buffer.data, intp)), intp(PAGE_BYTES - 1))
@@ -129,7 +127,7 @@ def placed_apart(typingctx, fresh, inputs):
                 populate_array(placed, data=builder.gep(buffer.data, [builder.udiv(skip, intp(itemsize))]),
                                shape=allocated.shape, strides=allocated.strides, itemsize=allocated.itemsize,
                                meminfo=buffer.meminfo)  # (the new buffer's one reference moves into the view)
-                builder.store(placed._getvalue(), result)
+                builder.store(structure_value(placed), result)
             with kept:
                 context.nrt.incref(builder, fresh, args[0])
         return builder.load(result)

@@ -37,6 +37,8 @@ import functools
 
 import numpy as np
 
+from ..numba_internals.cuda_simulator import host_array
+
 # Numbers the scalar hints apply to: the widths of integers and floats
 # numba-cuda's ``ldcs`` / ``stcs`` take (`numba.cuda.cache_hints.CONSTRAINT_MAP`).
 HINTED_BITS = (8, 16, 32, 64)
@@ -247,7 +249,7 @@ def _simulated():
 
     def address():
         def sj_address(array, index):
-            base = np.asarray(getattr(array, "_ary", array))
+            base = np.asarray(host_array(array))
             index = [i + n if i < 0 else i for i, n in zip(element(array, index), base.shape)]
             return base.__array_interface__["data"][0] + sum(i * s for i, s in zip(index, base.strides))
         return sj_address

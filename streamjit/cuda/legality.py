@@ -19,6 +19,7 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.registry import cpu_target
 
 from .. import pipeline
+from ..numba_internals.compiler import EarlyPipelineCompletion
 from ..passes.facts import StreamFacts
 from ..plan import METADATA_KEY, StreamResult
 
@@ -38,8 +39,7 @@ class _StopAfterLegality(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state):
-        raise compiler._EarlyPipelineCompletion((state.metadata.get(METADATA_KEY) or StreamResult(),
-                                                 _aliases(state)))
+        raise EarlyPipelineCompletion((state.metadata.get(METADATA_KEY) or StreamResult(), _aliases(state)))
 
 
 def _aliases(state):

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from numba.core import ir, types
 
+from ..numba_internals.ir import expr_fields, set_expr_fields
+
 _ADD = (operator.add, operator.iadd)
 _SUB = (operator.sub, operator.isub)
 _MUL = (operator.mul, operator.imul)
@@ -107,7 +109,7 @@ class AffineAnalyzer:
         if value.op == "getitem" and self.scan.canonical(value.value.name) in self.stored:
             return None  # an element of an array the kernel writes may change
         parts = [value.op]
-        for attr, operand in sorted(value._kws.items()):
+        for attr, operand in sorted(expr_fields(value).items()):
             if isinstance(operand, ir.Var):
                 operand = self.term_key(operand.name)
                 if operand is None:
@@ -173,12 +175,13 @@ def _emit_value(scan, name, emitter, inside):
         return ir.Var(emitter.scope, name, emitter.loc)
     value = copy.copy(scan.definition(name))
     if isinstance(value, ir.Expr):
-        value._kws = dict(value._kws)
-        for attr, operand in value._kws.items():
+        fields = dict(expr_fields(value))
+        set_expr_fields(value, fields)
+        for attr, operand in fields.items():
             if isinstance(operand, ir.Var):
-                value._kws[attr] = _emit_value(scan, operand.name, emitter, inside)
+                fields[attr] = _emit_value(scan, operand.name, emitter, inside)
             elif isinstance(operand, list):
-                value._kws[attr] = [_emit_value(scan, v.name, emitter, inside) if isinstance(v, ir.Var) else v
+                fields[attr] = [_emit_value(scan, v.name, emitter, inside) if isinstance(v, ir.Var) else v
                                     for v in operand]
     return emitter.assign(value, hint="term")
 

@@ -30,8 +30,9 @@ have run the pndindex loop).
 from numba import prange
 from numba.core import ir, types
 from numba.core.analysis import compute_cfg_from_blocks
-from numba.core.ir_utils import build_definitions, find_callname, get_definition, guard
+from numba.core.ir_utils import find_callname, get_definition, guard
 
+from ..numba_internals.ir import rebuild_definitions
 from .ir_build import Emitter, loop_nest, retarget
 
 _NDINDEX = {("ndindex", "numpy"): range, ("pndindex", "numba"): prange}
@@ -184,5 +185,5 @@ def run_pass(state):
             elif callname in _NDINDEX and not call.kws:
                 changed |= _rewrite_ndindex(state, label, at, getiter_stmt, call, _NDINDEX[callname])
     if changed:
-        state.func_ir._definitions = build_definitions(state.func_ir.blocks)
+        rebuild_definitions(state.func_ir)
     return changed

@@ -28,8 +28,9 @@ them would cost the copy the stream saves.
 """
 
 from numba.core import ir, types
-from numba.core.ir_utils import build_definitions, find_callname, guard
+from numba.core.ir_utils import find_callname, guard
 
+from ..numba_internals.ir import rebuild_definitions
 from ..plan import METADATA_KEY
 from .. import codegen
 from .ir_build import Emitter
@@ -55,7 +56,7 @@ def run_pass(state):
               if name in scan.arrays and isinstance(state.typemap[scan.arrays[name]], types.Array)
               and state.typemap[scan.arrays[name]].ndim >= 1]
     func_ir = state.func_ir
-    func_ir._definitions = build_definitions(func_ir.blocks)  # (the calls array_stores.py inserted)
+    rebuild_definitions(func_ir)  # (the calls array_stores.py inserted)
     changed = False
     for var in placed:
         # the parameters of the fresh array's dtype, of any layout: sources of

@@ -17,8 +17,9 @@ the typed stream passes, and `retype` after each typing.
 """
 
 from numba.core import ir
-from numba.core.ir_utils import build_definitions
 from numba.core.typed_passes import type_inference_stage
+
+from ..numba_internals.ir import rebuild_definitions
 
 _TERMINATORS = (ir.Jump, ir.Branch, ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)
 
@@ -46,7 +47,7 @@ def retype(state):
            if id(s) not in state.stream_facts.typed and not isinstance(s, _TERMINATORS)]
     if not new:
         return False
-    state.func_ir._definitions = build_definitions(blocks)
+    rebuild_definitions(state.func_ir)
     entry = blocks[min(blocks)]
     loc = entry.loc
     defined = {s.target.name for s in new if isinstance(s, ir.Assign)}
@@ -57,7 +58,7 @@ def retype(state):
     block.body = new + [ir.Assign(ir.Const(None, loc), none, loc), ir.Assign(ir.Expr.cast(none, loc), ret, loc),
                         ir.Return(ret, loc)]
     piece = state.func_ir.derive({0: block})
-    piece._definitions = build_definitions(piece.blocks)
+    rebuild_definitions(piece)
     typemap, _, calltypes, _ = type_inference_stage(
         state.typingctx, state.targetctx, piece, state.args, None, dict(state.locals or {}, **seeds),
         raise_errors=True)

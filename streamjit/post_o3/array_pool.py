@@ -43,8 +43,8 @@ import os
 
 import llvmlite.binding as llvm
 import numpy as np
-from numba.core.runtime import _nrt_python
 
+from ..numba_internals.runtime import nrt_function_address
 from ..protocol.targets import PAGE_BYTES
 from .module import Inst
 
@@ -85,10 +85,8 @@ except (OSError, AttributeError):
     _MADVISE_KNOWN = False
 # NRT's allocation through an external allocator (numba/core/runtime/
 # nrt_external.h), which Numba does not make known to LLVM itself
-# (exported by its runtime module, the one Numba loads for NRT: private,
-# present in every Numba streamjit supports, tests/post_o3/test_array_pool.py)
-llvm.add_symbol(ALLOCATE_EXTERNAL, ctypes.cast(getattr(ctypes.CDLL(_nrt_python.__file__), ALLOCATE_EXTERNAL),
-                                               ctypes.c_void_p).value)
+# (exported by its runtime module, the one Numba loads for NRT)
+llvm.add_symbol(ALLOCATE_EXTERNAL, nrt_function_address(ALLOCATE_EXTERNAL))
 
 
 def _slot(k):
