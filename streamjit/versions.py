@@ -1,7 +1,8 @@
 """The Numba releases streamjit is tested with, checked at import.
 
 streamjit subclasses Numba's compiler pipeline and code library and calls
-private Numba APIs (`pipeline.py`, `stencil.py`, `backend/`), whose
+private Numba APIs (all through `numba_internals/`, whose contract tests,
+`tests/test_numba_seam.py`, run on every release declared), whose
 behaviour changes between releases without an error: on Numba 0.62-0.65
 kernels still ran, but their aligned loops no longer vectorized (a copy got
 one scalar ``movnti``, and no warning); on 0.61 the report counted no
