@@ -9,12 +9,10 @@ LLVM rewrite (`backend/library.py`). It adds
 for other CPUs in `inspect_asm(target=..., cpu=...)`.
 """
 
-import ctypes
 import inspect
 import io
 import sys
 import warnings
-import weakref
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -24,18 +22,17 @@ from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache
-from .errors import StreamError, StreamWarning, warnings_once
+from .errors import StreamError, warnings_once
 from .backend.cross_target import compile_for_target
 from .backend.library import stream_code_libraries
-from .numba_internals.codegen import global_value_address
 from .numba_internals.dispatch import (Reducible, dispatcher_cache, dispatcher_uuid, set_dispatcher_cache,
                                        set_dispatcher_uuid, set_pipeline_class, unpickled_dispatcher)
 from .options import resolved, validate_options
 from .pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
-from .report import FALLBACK_REMEDIES, FALLBACK_WORDS, build_report
+from .report import build_report
 from .codegen import CALL_PATHS, FALLBACK_CHECKS
-from .codegen.control import on_first_fallback
+from .call_records import listen_for_fallbacks, summed_counters
 
 
 class StreamDispatcher(Reducible, CPUDispatcher):
@@ -139,7 +136,7 @@ class StreamDispatcher(Reducible, CPUDispatcher):
             call, and for code that streams no store (its calls, which run
             the plain loops, are not counted).
         """
-        return dict(zip(CALL_PATHS, self._summed_counters(signature)))
+        return dict(zip(CALL_PATHS, summed_counters(self, signature)))
 
     def stream_fallbacks(self, signature=None):
         """Of the calls `stream_calls` counts ``after_check``, how many
@@ -179,55 +176,7 @@ class StreamDispatcher(Reducible, CPUDispatcher):
         >>> fill.stream_calls()["after_check"], fill.stream_fallbacks()["alignment"]
         (1, 1)
         """
-        return dict(zip(FALLBACK_CHECKS, self._summed_counters(signature)[len(CALL_PATHS):]))
-
-    def _summed_counters(self, signature):
-        """The call counters of one signature, or summed over every compiled one."""
-        sigs = [self._signature_of(signature)] if signature is not None else list(self.overloads)
-        total = [0] * (len(CALL_PATHS) + len(FALLBACK_CHECKS))
-        for sig in sigs:
-            counters = self._call_counters(sig)
-            if counters is not None:
-                total = [a + b for a, b in zip(total, counters)]
-        return total
-
-    def _call_counters(self, sig):
-        """The compiled code's call counters (`passes/call_record.py`), or None."""
-        result = self.overloads[sig].metadata.get(METADATA_KEY)
-        if result is None or result.call_counter is None:
-            return None
-        address = global_value_address(self.targetctx.codegen(), result.call_counter)
-        return list((ctypes.c_int64 * (len(CALL_PATHS) + len(FALLBACK_CHECKS))).from_address(address))
-
-    def _listen_for_fallbacks(self):
-        """Have each compiled signature's first fallback per check reach
-        `_warn_fallback` (`codegen.control.on_first_fallback`)."""
-        listener = _fallback_listener(self)
-        for overload in self.overloads.values():
-            result = overload.metadata.get(METADATA_KEY)
-            if result is not None and result.call_counter is not None:
-                on_first_fallback(result.call_counter, listener)
-
-    def _warn_fallback(self, check):
-        """A `StreamWarning`, once per kernel and check, at the line that
-        called the kernel: a run-time check sent a call to the plain loops,
-        why, and what to change so that such calls stream."""
-        if check in self._fallbacks_warned:
-            return
-        self._fallbacks_warned.add(check)
-        name = self.py_func.__name__
-        message = (f"a call of {name} ran plain stores, not streamed ones: {FALLBACK_WORDS[check]}; to stream, "
-                   f"{FALLBACK_REMEDIES[check]} (said once per kernel and reason; {name}.stream_fallbacks() "
-                   "counts such calls)")
-        frame = _caller_frame()
-        if frame is None:
-            code = self.py_func.__code__
-            warnings.warn_explicit(message, StreamWarning, code.co_filename, code.co_firstlineno,
-                                   module=self.py_func.__module__)
-        else:
-            warnings.warn_explicit(message, StreamWarning, frame.f_code.co_filename, frame.f_lineno,
-                                   module=frame.f_globals.get("__name__", "<unknown>"),
-                                   registry=frame.f_globals.setdefault("__warningregistry__", {}))
+        return dict(zip(FALLBACK_CHECKS, summed_counters(self, signature)[len(CALL_PATHS):]))
 
     def above_threshold(self, *args, **kwargs):
         """Whether a call with these arguments would stream.
@@ -279,7 +228,7 @@ class StreamDispatcher(Reducible, CPUDispatcher):
         with stream_code_libraries(self.targetctx.codegen(), self.py_func.__qualname__), warnings_once(self._warnings_given):
             entry = super().compile(sig)
         self._check_stages_ran()
-        self._listen_for_fallbacks()
+        listen_for_fallbacks(self)
         return entry
 
     def _check_stages_ran(self):
@@ -469,29 +418,6 @@ class StreamDispatcher(Reducible, CPUDispatcher):
                 report = trial.stream_report(sig)
                 self._streamed_trial[sig] = "with stream_stores=True: " + report.done.split(": ", 1)[1]
         return f"{head}; {self._streamed_trial[sig]}"
-
-
-def _fallback_listener(dispatcher):
-    """`StreamDispatcher._warn_fallback` of ``dispatcher`` without keeping
-    it alive (the listeners outlive no kernel)."""
-    reference = weakref.ref(dispatcher)
-
-    def listener(check):
-        kernel = reference()
-        if kernel is not None:
-            kernel._warn_fallback(check)
-
-    return listener
-
-
-def _caller_frame():
-    """The innermost Python frame outside streamjit: the line that called
-    the kernel (compiled code has no frame), or None."""
-    frame = sys._getframe(1)
-    package = __name__.rpartition(".")[0]
-    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == package:
-        frame = frame.f_back
-    return frame
 
 
 def make_dispatcher(func, *, stream_stores=False, stream_loads=False, threshold="auto", prefetch_distance=None,
