@@ -38,6 +38,8 @@ def dispatcher_cache(dispatcher):
 
 
 def set_dispatcher_cache(dispatcher, cache):
+    """Give ``dispatcher`` the on-disk cache ``cache`` (``cache=True``: a
+    `cache.StreamFunctionCache`, keyed by the stream options too)."""
     dispatcher._cache = cache
 
 

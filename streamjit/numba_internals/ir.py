@@ -18,4 +18,7 @@ def expr_fields(expr):
 
 
 def set_expr_fields(expr, fields):
+    """Replace the fields (``fn``, ``args``, ``index``...) of the Numba IR
+    expression ``expr`` with the dict ``fields``, as a pass rewriting it in
+    place does."""
     expr._kws = fields
