@@ -296,3 +296,44 @@ def view_at(array, offset_bytes):
     placed = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
     placed[...] = array
     return placed
+
+
+def _page_distance_to(address, start):
+    ahead = (address - start) % 4096
+    return min(ahead, 4096 - ahead)
+
+
+def test_a_fortran_ordered_inputs_rows_are_its_columns():
+    """The rows of a Fortran-ordered input lie a column stride apart, along
+    its last axis: its first axis is the contiguous one. (The rule took
+    ``strides[:-1]`` as the rows everywhere: for a Fortran input, the start
+    plus and minus one element, so an output starting on the input's next
+    column modulo a page was kept there.)"""
+    u = view_at(np.zeros((257, 300)), 0).T  # (at page offset 0, its columns 2400 bytes apart)
+    assert u.flags.f_contiguous and u.ctypes.data % 4096 == 0 and u.strides == (8, 2400)
+    backing = np.empty(300 * 257 + 1024)
+    at = (2400 - backing.ctypes.data) % 4096 // 8          # (fresh on u's second column modulo a page)
+    fresh = backing[at:at + 300 * 257].reshape((300, 257), order="F")
+    for placed in (_placed_in_a_kernel(fresh, (u,)), placed_apart(fresh, (u,))):
+        assert placed.ctypes.data != fresh.ctypes.data and placed.strides == fresh.strides
+        for column in (u.ctypes.data, u.ctypes.data + 2400, u.ctypes.data - 2400):
+            assert _page_distance_to(placed.ctypes.data, column) >= 512
+    assert sorted(row_starts((u,))) == [0, 1696, 2400]
+
+
+def test_an_array_no_placement_improves_on_stays_where_it_is():
+    """Inputs starting every 256 bytes round the page leave no cache line
+    more than 128 bytes from one of them: an output 128 bytes from the
+    nearest is as far apart as it can be, and is not allocated again (it
+    was, to the same page offset). One nearer is moved."""
+    raw = np.empty(16 * 1024 + 1024)
+    first = (-raw.ctypes.data) % 4096 // 8
+    inputs = tuple(raw[first + 32 * k:first + 32 * k + 8] for k in range(16))
+    assert sorted(row_starts(inputs)) == list(range(0, 4096, 256))
+    backing = np.empty(10_000 + 1024)
+    for offset, kept in ((128, True), (640, True), (136, False), (8, False)):
+        at = (offset - backing.ctypes.data) % 4096 // 8
+        fresh = backing[at:at + 10_000]
+        for placed in (_placed_in_a_kernel(fresh, inputs), placed_apart(fresh, inputs)):
+            assert (placed.ctypes.data == fresh.ctypes.data) == kept, (offset, placed.ctypes.data % 4096)
+            assert placed.ctypes.data % 4096 == (offset if kept else apart_offset(row_starts(inputs)))

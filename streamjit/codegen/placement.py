@@ -14,10 +14,14 @@ bench/README.md: every call counted ``page_alias``).
 ``placed_apart(fresh, inputs)`` follows such an ``np.empty`` /
 ``np.empty_like`` (inserted by ``passes/fresh_placement.py``): where
 ``fresh`` starts near an input's row modulo a page (its first row, and the
-rows before and after it, which a stencil reads beside its store), it
-allocates again, one page larger, and returns a view starting on a cache
-line as far as possible from all of them. The first allocation is released
-untouched (none of its pages was faulted in).
+rows before and after it, which a stencil reads beside its store; rows
+along every axis but the contiguous one, so a Fortran-ordered input's
+columns), it allocates again, one page larger, and returns a view starting
+on a cache line as far as possible from all of them. The first allocation
+is released untouched (none of its pages was faulted in). Where no cache
+line of the page lies farther from those rows than ``fresh`` already does
+(inputs whose rows crowd the page), ``fresh`` stays where it is: a second
+allocation would only cost.
 
 In a kernel it is emitted inline (an intrinsic: the rule is a few integer
 operations and one allocation). As a jitted function it cost 0.7-1.1 s of
@@ -54,16 +58,27 @@ PLACED_FROM_BYTES = 16 * PAGE_BYTES
 NEAR_BYTES = 512
 
 
+def contiguous_axis(strides):
+    """The axis an array's elements run along: the one of the smallest
+    stride in size, the last of those tied (a C array's last axis, a
+    Fortran array's first)."""
+    sizes = [abs(stride) for stride in strides]
+    return max(range(len(sizes)), key=lambda k: (-sizes[k], k))
+
+
 def row_starts(arrays):
     """Where, modulo a page, each array's rows start: its data, and one row
-    (or plane) before and after it in each outer dimension (what a
-    stencil's neighbours ``u[i - 1, j]``, ``u[i + 1, j]`` read)."""
+    (or plane) before and after it along each axis but the contiguous one
+    (what a stencil's neighbours ``u[i - 1, j]``, ``u[i + 1, j]`` read: in
+    a Fortran-ordered array, ``u[i, j - 1]``, ``u[i, j + 1]``)."""
     starts = []
     for array in arrays:
         start = array.ctypes.data
         starts.append(start)
-        for stride in array.strides[:-1]:
-            starts += [start + stride, start - stride]
+        inner = contiguous_axis(array.strides) if array.ndim else None
+        for k, stride in enumerate(array.strides):
+            if k != inner:
+                starts += [start + stride, start - stride]
     return np.array(starts, np.int64) % PAGE_BYTES
 
 
@@ -86,18 +101,23 @@ def _placed_apart_in_python(fresh, inputs):
     if nbytes < PLACED_FROM_BYTES or line_bytes() % fresh.itemsize:
         return fresh
     starts = row_starts(inputs)
-    if nearest(fresh.ctypes.data % PAGE_BYTES, starts) >= NEAR_BYTES:
+    here = nearest(fresh.ctypes.data % PAGE_BYTES, starts)
+    if here >= NEAR_BYTES:
+        return fresh
+    offset = apart_offset(starts)
+    if nearest(offset, starts) <= here:  # (no line of the page lies farther)
         return fresh
     buffer = np.empty(fresh.size + PAGE_BYTES // fresh.itemsize, fresh.dtype)
-    skip = (apart_offset(starts) - buffer.ctypes.data) % PAGE_BYTES
+    skip = (offset - buffer.ctypes.data) % PAGE_BYTES
     return np.ndarray(fresh.shape, fresh.dtype, buffer, skip, fresh.strides)  # (fresh's layout, as in a kernel)
 
 
 @intrinsic(python=_placed_apart_in_python)
 def placed_apart(typingctx, fresh, inputs):
     """``fresh``, or where it starts within `NEAR_BYTES` of where an
-    input's rows start modulo a page, an uninitialized array like it placed
-    by `apart_offset` (``inputs``: a tuple of arrays)."""
+    input's rows start modulo a page and `apart_offset` lies farther from
+    them, an uninitialized array like it placed there (``inputs``: a tuple
+    of arrays)."""
     if not (isinstance(fresh, types.Array) and isinstance(inputs, types.BaseTuple)
             and all(isinstance(t, types.Array) for t in inputs)):
         return None
@@ -110,26 +130,29 @@ def placed_apart(typingctx, fresh, inputs):
             context.nrt.incref(builder, fresh, args[0])
             return args[0]
         result = cgutils.alloca_once_value(builder, args[0])
+        moved = cgutils.alloca_once_value(builder, cgutils.false_bit)
         intp = context.get_value_type(types.intp)
         starts = _row_starts_ir(context, builder, inputs, args[1])
         allocated = make_array(fresh)(context, builder, args[0])
         nbytes = builder.mul(allocated.nitems, allocated.itemsize)
-        near = builder.icmp_signed("<", _nearest_ir(builder, _page_offset(builder, allocated.data, intp), starts),
-                                   intp(NEAR_BYTES))
-        move = builder.and_(builder.icmp_signed(">=", nbytes, intp(PLACED_FROM_BYTES)), near)
-        with builder.if_else(move, likely=False) as (moved, kept):
-            with moved:
+        here = _nearest_ir(builder, _page_offset(builder, allocated.data, intp), starts)
+        near = builder.icmp_signed("<", here, intp(NEAR_BYTES))
+        with builder.if_then(builder.and_(builder.icmp_signed(">=", nbytes, intp(PLACED_FROM_BYTES)), near),
+                             likely=False):
+            offset, distance = _apart_offset_ir(builder, starts, intp)
+            with builder.if_then(builder.icmp_signed(">", distance, here)):  # (only where it lies farther)
                 buffer = allocate_array(context, builder, types.Array(fresh.dtype, 1, "C"),
                                         [builder.add(allocated.nitems, intp(PAGE_BYTES // itemsize))])
-                skip = builder.and_(builder.sub(_apart_offset_ir(builder, starts, intp),
-                                                _page_offset(builder, buffer.data, intp)), intp(PAGE_BYTES - 1))
+                skip = builder.and_(builder.sub(offset, _page_offset(builder, buffer.data, intp)),
+                                    intp(PAGE_BYTES - 1))
                 placed = make_array(fresh)(context, builder)
                 populate_array(placed, data=builder.gep(buffer.data, [builder.udiv(skip, intp(itemsize))]),
                                shape=allocated.shape, strides=allocated.strides, itemsize=allocated.itemsize,
                                meminfo=buffer.meminfo)  # (the new buffer's one reference moves into the view)
                 builder.store(structure_value(placed), result)
-            with kept:
-                context.nrt.incref(builder, fresh, args[0])
+                builder.store(cgutils.true_bit, moved)
+        with builder.if_then(builder.not_(builder.load(moved))):  # (kept: the caller's reference and the result's)
+            context.nrt.incref(builder, fresh, args[0])
         return builder.load(result)
 
     return fresh(fresh, inputs), codegen
@@ -140,16 +163,27 @@ def _page_offset(builder, pointer, intp):
 
 
 def _row_starts_ir(context, builder, inputs, value):
-    """`row_starts`, as LLVM values (one per row start: the inputs' types fix how many)."""
+    """`row_starts`, as LLVM values (the inputs' types fix how many: the
+    contiguous axis, found at run time as `contiguous_axis` finds it, gives
+    its array's start twice over, which changes no distance)."""
     intp = context.get_value_type(types.intp)
     starts = []
     for k, aryty in enumerate(inputs):
         array = builder.extract_value(value, k)
         start = builder.ptrtoint(array_field(context, builder, aryty, array, "data"), intp)
         starts.append(start)
+        if aryty.ndim < 2:
+            continue
         strides = cgutils.unpack_tuple(builder, array_field(context, builder, aryty, array, "strides"), aryty.ndim)
-        for stride in strides[:-1]:
-            starts += [builder.add(start, stride), builder.sub(start, stride)]
+        sizes = [builder.select(builder.icmp_signed("<", s, intp(0)), builder.neg(s), s) for s in strides]
+        inner, smallest = intp(0), sizes[0]
+        for axis, size in enumerate(sizes[1:], 1):  # (the last of the smallest)
+            tied_or_smaller = builder.icmp_signed("<=", size, smallest)
+            inner = builder.select(tied_or_smaller, intp(axis), inner)
+            smallest = builder.select(tied_or_smaller, size, smallest)
+        for axis, stride in enumerate(strides):
+            row = builder.select(builder.icmp_signed("==", inner, intp(axis)), intp(0), stride)
+            starts += [builder.add(start, row), builder.sub(start, row)]
     return [builder.and_(s, intp(PAGE_BYTES - 1)) for s in starts]
 
 
@@ -165,7 +199,7 @@ def _nearest_ir(builder, position, starts):
 
 
 def _apart_offset_ir(builder, starts, intp):
-    """`apart_offset`, as a loop over the candidate lines."""
+    """(`apart_offset`, how far it lies from ``starts``), as a loop over the candidate lines."""
     best = cgutils.alloca_once_value(builder, intp(0))
     best_distance = cgutils.alloca_once_value(builder, intp(-1))
     with cgutils.for_range(builder, intp(PAGE_BYTES // line_bytes())) as loop:
@@ -174,4 +208,4 @@ def _apart_offset_ir(builder, starts, intp):
         farther = builder.icmp_signed(">", distance, builder.load(best_distance))
         builder.store(builder.select(farther, candidate, builder.load(best)), best)
         builder.store(builder.select(farther, distance, builder.load(best_distance)), best_distance)
-    return builder.load(best)
+    return builder.load(best), builder.load(best_distance)
