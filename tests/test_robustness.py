@@ -3,18 +3,21 @@ Python exception, never a crash or a write outside the destination."""
 
 import gc
 import os
-import resource
 import subprocess
 import sys
 import textwrap
 import threading
+import tracemalloc
 
 import numba
+import numba.extending
 import numpy as np
 import pytest
+from numba.core.runtime import _nrt_python, rtsys
 
 import kernels as K
 import streamjit as sj
+from streamjit.codegen.placement import placed_apart
 from test_correctness import random_array
 
 
@@ -147,20 +150,109 @@ def test_many_threads_calling_an_uncompiled_kernel():
         np.testing.assert_array_equal(dst, src)
 
 
-def test_no_memory_growth_over_many_calls():
-    src = np.arange(1000.0)
-    dst = np.zeros(1000)
-    for _ in range(1000):
-        K.copy(dst, src)
+@numba.extending.intrinsic
+def _keep(typingctx, array):
+    """Takes a reference to ``array`` that nothing gives back: one leaked allocation."""
+    def codegen(context, builder, sig, args):
+        context.nrt.incref(builder, sig.args[0], args[0])
+        return context.get_dummy_value()
+    return numba.types.none(array), codegen
+
+
+@numba.njit
+def _leaks_one_array(n):
+    _keep(np.empty(n))
+
+
+@numba.njit
+def _placed_apart(n, inputs):
+    fresh = np.empty(n)
+    placed = placed_apart(fresh, inputs)
+    placed[:] = 1.0
+    return placed.ctypes.data != fresh.ctypes.data
+
+
+def _smooth_fresh(u):
+    out = np.empty_like(u)
+    out[0], out[-1] = u[0], u[-1]
+    for i in range(1, u.shape[0] - 1):
+        out[i] = u[i - 1] + u[i] + u[i + 1]
+    return out
+
+
+@pytest.fixture
+def allocation_stats():
+    """Numba's runtime counting its allocations, meminfos and frees."""
+    was = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    yield
+    if not was:
+        _nrt_python.memsys_disable_stats()
+
+
+def _live():
+    stats = rtsys.get_allocation_stats()
+    return stats.alloc - stats.free, stats.mi_alloc - stats.mi_free
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def left_behind(call, times):
+    """What ``times`` calls leave allocated after they return: (Numba's
+    allocations, its meminfos, bytes allocated by Python, bytes of
+    resident memory; the current resident set, not its peak)."""
+    call(), call()
     gc.collect()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    live, rss = _live(), _rss_bytes()
+    tracemalloc.start()
+    try:
+        for _ in range(times):
+            call()
+        gc.collect()
+        python_bytes = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    after = _live()
+    return after[0] - live[0], after[1] - live[1], python_bytes, _rss_bytes() - rss
+
+
+def test_the_leak_check_sees_one_allocation_per_call(allocation_stats):
+    """A function that keeps one array per call, of 8 bytes, fails the
+    check the kernels below pass. (The peak resident set the check read
+    before could not go down, and missed leaks of that size.)"""
+    allocations, meminfos, _, _ = left_behind(lambda: _leaks_one_array(1), 500)
+    assert allocations >= 500 and meminfos >= 500
+
+
+def test_no_allocation_outlives_a_call(allocation_stats):
+    """A streamed copy, a kernel returning the fresh array it allocates, and
+    the placement that allocates that array again (the first one freed)
+    leave nothing allocated after they return: not in Numba's runtime, in
+    Python or in resident memory."""
+    src, dst = np.arange(1000.0), np.zeros(1000)
     refs = sys.getrefcount(src), sys.getrefcount(dst)
-    for _ in range(100_000):
-        K.copy(dst, src)
-    gc.collect()
-    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-    assert grown_kib < 4096
+    u = np.random.default_rng(5).standard_normal(20_000)
+    smooth = sj.stream_kernel(stream_stores=["out"], threshold=None)(_smooth_fresh)
+    raw = np.empty(2048)
+    first = (-raw.ctypes.data) % 4096 // 8
+    # (inputs every 1 KiB round the page: an array anywhere but half way
+    # between two is near one, and moved; two such sets, 256 bytes apart)
+    crowded = [tuple(raw[first + shift + 128 * k:first + shift + 128 * k + 8] for k in range(4)) for shift in (0, 32)]
+    moved = []
+    for name, call, times in [("copy", lambda: K.copy(dst, src), 20_000),
+                              ("fresh output", lambda: smooth(u), 2000),
+                              ("placed apart", lambda: moved.append(_placed_apart(20_000, crowded[len(moved) % 2])),
+                               2000)]:
+        allocations, meminfos, python_bytes, rss_bytes = left_behind(call, times)
+        assert (allocations, meminfos) == (0, 0), name
+        assert python_bytes < 64 * 1024, name
+        assert rss_bytes < 8 << 20, name
+    assert any(moved)  # (the placement did allocate again)
     assert (sys.getrefcount(src), sys.getrefcount(dst)) == refs
+    np.testing.assert_array_equal(dst, src)
 
 
 def test_no_reference_leaks_on_error_paths():
