@@ -298,19 +298,34 @@ def test_the_cached_kernel_loads_without_numbas_registries():
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_a_fork_while_the_kernel_loads_can_compile():
     """A child forked while the loading thread held Numba's compiler lock
-    would hold it forever: the fork waits for the load (a bounded wait)."""
-    done = run_fresh("import os, numpy as np, streamjit as sj\n"
+    would hold it forever: the fork waits for the load (a bounded wait).
+    Here the load holds the lock until the fork has begun (a hook run
+    before streamjit's own), and two seconds more: without that wait the
+    child's compile blocks, and its alarm ends it."""
+    done = run_fresh("import os, signal, threading, time, numpy as np, streamjit as sj\n"
+                     "from numba.core.compiler_lock import global_compiler_lock\n"
                      "from streamjit import dropins\n"
+                     "holding, forking = threading.Event(), threading.Event()\n"
+                     "def read_bands_holding_the_lock():\n"
+                     "    with global_compiler_lock:\n"
+                     "        holding.set()\n"
+                     "        forking.wait()\n"
+                     "        time.sleep(2)\n"
+                     "dropins._read_bands_ahead = read_bands_holding_the_lock\n"
+                     "os.register_at_fork(before=forking.set)  # (runs before the hooks registered earlier)\n"
                      "dropins.load_copy_kernel_in_background()\n"
+                     "assert holding.wait(60)\n"
                      "def copy(d, s):\n"
                      "    for i in range(d.shape[0]):\n"
                      "        d[i] = s[i]\n"
                      "pid = os.fork()\n"
                      "if pid == 0:\n"
+                     "    signal.alarm(60)\n"
                      "    d = np.zeros(3)\n"
                      "    sj.stream_kernel(copy, stream_stores=['d'])(d, np.ones(3))\n"
                      "    os._exit(0 if d.sum() == 3 else 1)\n"
-                     "assert os.waitpid(pid, 0)[1] == 0\n")
+                     "status = os.waitpid(pid, 0)[1]\n"
+                     "assert status == 0, 'the child: ' + ('killed by its alarm' if status == signal.SIGALRM else str(status))\n")
     assert done.returncode == 0, done.stderr
 
 
