@@ -1,9 +1,10 @@
 """parallel=True: prange kernels stream and fence in every worker, with the
-same results as the plain loop, and readers in other threads never see
-stale data after the call returns."""
+same results as the plain loop, and no path from a streamed store to a
+return skips the fence (readers in other threads never see stale data
+after the call returns)."""
 
 import re
-import threading
+import types
 
 import numba
 import numpy as np
@@ -11,7 +12,10 @@ import pytest
 
 import stencil_kernels as S
 import streamjit as sj
+from asm_paths import fence_paths, nt_stores_and_unfenced
 from streamjit.passes.parallel_blocks import BLOCK
+from streamjit.post_o3 import exit_fences, stages
+from streamjit.post_o3.counts import is_store_fence
 from test_codegen import needs_x86_avx
 from test_correctness import random_array
 
@@ -88,34 +92,72 @@ def test_reduction_on_a_streamed_array_is_rejected():
         kernel(np.zeros(1), np.ones(10))
 
 
-def test_readers_never_see_stale_data():
-    out = np.zeros(1 << 20, np.float32)          # 4 MiB, streamed (no threshold)
-    ready, done = threading.Event(), threading.Event()
-    stale = []
-    expected = [0.0]
+def _drop_every_fence(module, target):
+    """A post-O3 stage that undoes the fences: the code a check must reject."""
+    changed = False
+    for function in module.functions:
+        for block in function.blocks:
+            kept = [inst for inst in block.insts if not is_store_fence(inst)]
+            changed |= len(kept) != len(block.insts)
+            block.insts[:] = kept
+    return changed
 
-    def reader():
-        while True:
-            ready.wait()
-            ready.clear()
-            if expected[0] < 0:
-                return
-            if not (out == expected[0]).all():
-                stale.append(expected[0])
-            done.set()
 
-    thread = threading.Thread(target=reader)
-    thread.start()
-    for k in range(1, 60):
-        fill(out, np.float32(k))
-        expected[0] = float(k)
-        ready.set()
-        done.wait()
-        done.clear()
-    expected[0] = -1.0
-    ready.set()
-    thread.join()
-    assert not stale
+def _asm_of(kernel, *args):
+    kernel(*args)
+    return kernel.inspect_asm(tuple(numba.typeof(a) for a in args))
+
+
+def _divide_all(out, a, d):
+    for i in range(a.shape[0]):
+        out[i] = a[i] // d[0]  # (ZeroDivisionError, raised from inside the streamed loop)
+
+
+divide_all = sj.stream_kernel(stream_stores=["out"])(_divide_all)
+
+
+@needs_x86_avx
+@pytest.mark.parametrize("name", ["triad", "fill", "jacobi", "divide_all"])
+def test_no_path_from_a_streamed_store_to_a_return_skips_the_fence(name):
+    """Readers in other threads see every value once the call returns: in
+    the machine code of the kernel and of each worker, every path from a
+    non-temporal store to the function's return passes an ``sfence``, the
+    paths of the exceptions raised inside a streamed loop included. (A
+    reader thread that compared the array after each call passed with the
+    fences removed too: the event that handed it over ordered the stores
+    itself.)"""
+    n = 3 * BLOCK + 5
+    args = {"triad": (triad, np.zeros(n), np.ones(n), np.ones(n), 2.0),
+            "fill": (fill, np.zeros(n, np.float32), np.float32(3.0)),
+            "jacobi": (jacobi, np.zeros((40, 1003)), np.ones((40, 1003))),
+            "divide_all": (divide_all, np.zeros(5000), np.arange(1.0, 5001.0), np.ones(1))}[name]
+    paths = fence_paths(_asm_of(*args))
+    streaming = [p for p in paths if p.stores]
+    assert streaming and all("__numba_parfor_gufunc" in p.name for p in streaming) == (name != "divide_all"), \
+        [(p.name, len(p.stores)) for p in paths]
+    assert not [(p.name, p.unfenced) for p in paths if p.unfenced]
+
+
+@needs_x86_avx
+@pytest.mark.parametrize("removed", ["every fence", "the exit fences"])
+def test_the_path_check_finds_stores_left_unfenced(monkeypatch, removed):
+    """The check above fails on code whose fences are gone: every one (a
+    post-O3 stage added after the others drops them), or only the exit
+    fences, so that the exception raised inside the nest leaves unfenced."""
+    if removed == "every fence":
+        drop = types.ModuleType("drop_every_fence")
+        drop.run = _drop_every_fence
+        monkeypatch.setattr(stages, "STAGES", stages.STAGES + (drop,))
+        kernel = sj.stream_kernel(stream_stores=["out"], parallel=True)(fill.py_func)
+        args = (np.zeros(3 * BLOCK + 5, np.float32), np.float32(3.0))
+    else:
+        monkeypatch.setattr(exit_fences, "run", lambda module, target: False)
+        kernel = sj.stream_kernel(stream_stores=["out"])(_divide_all)
+        args = (np.zeros(5000), np.arange(1.0, 5001.0), np.ones(1))
+    stores, unfenced = nt_stores_and_unfenced(_asm_of(kernel, *args))
+    assert stores and unfenced
+    if removed == "every fence":
+        assert any("__numba_parfor_gufunc" in name for name, _ in unfenced)
 
 
 def test_parallel_stencil_matches_numba_stencil():
