@@ -5,14 +5,18 @@ metadata id ignored the debug-info nodes).
 
 Numba reads ``NUMBA_DEBUGINFO`` once, at import, so each build runs in a
 subprocess: this file, run as a script, compiles the kernels and prints
-what their stream reports count."""
+what their stream reports count. Every kernel of the correctness and
+codegen suites is also compiled with ``debug=True`` (in this process: the
+option is the kernel's own)."""
 
+import functools
 import json
 import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 
 def readme_jacobi(A, B, steps):
@@ -92,6 +96,91 @@ def test_debug_info_streams_what_it_streams_without():
     # and the kernels do stream: the comparison is not of empty reports
     for name, counts in without.items():
         assert counts["machine"][0] > 0 and counts["fences"] > 0 and counts["unfenced"] == 0, (name, counts)
+
+
+@functools.cache
+def _suite_kernels():
+    """{name: (kernel, function, arguments, whether it streams)} for each kernel of
+    tests/kernels.py (the correctness and codegen suites') and the codegen
+    suite's own module-level loops."""
+    import kernels as K
+    import streamjit as sj
+    from streamjit.dispatcher import StreamDispatcher
+    from test_codegen import _copy_until, _triad
+
+    rng = np.random.default_rng(3)
+    n = 4099
+    a, b = rng.standard_normal(n), rng.standard_normal(n)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    grid = rng.standard_normal((64, 203)).astype(np.float32)
+    calls = {
+        "copy": ((np.zeros(n + 1)[1:], a), True),
+        "copy_plain": ((np.zeros(n), a), False),
+        "triad": ((np.zeros(n), a, b, 2.5), True),
+        "shifted_store": ((np.zeros(n), a), True),
+        "reverse": ((np.zeros(n), a), False),  # (its index runs backwards against the loop's: plain)
+        "interleave": ((np.zeros(2 * n), a, b), False),  # (its stores are not aligned: plain, and said why)
+        "accumulate": ((a32.copy(), b32), True),
+        "accumulate_aug": ((a.copy(), b), False),  # (an update in place stays plain under True)
+        "clip_positive": ((np.zeros(n), a), True),
+        "jacobi": ((np.zeros_like(grid), grid), True),
+        "scale3d": ((np.zeros((3, 5, 67)), rng.standard_normal((3, 5, 67)), 3.0), True),
+        "with_local_index": ((np.zeros(n), a), True),
+        "early_return": ((np.zeros(n), a, 2000), True),
+        "ranged": ((np.zeros(n), a, 3, 3000), True),
+        "store_then_read": ((np.zeros(n), a), True),
+        "checked_scale": ((np.zeros(n), np.abs(a) % 1.0, 2.0), True),
+        "with_left_neighbour": ((np.zeros(n), a), False),  # (its aligned loop does not vectorize: plain)
+        "jacobi_f32": ((np.zeros_like(grid), grid), True),
+        "add2d": ((np.zeros((40, 301)), rng.standard_normal((40, 301)), rng.standard_normal((40, 301))), True),
+    }
+    defined = {name for name, value in vars(K).items() if isinstance(value, StreamDispatcher)}
+    assert defined == set(calls), f"a kernel of tests/kernels.py without its call here: {defined ^ set(calls)}"
+    kernels = [(name, getattr(K, name).py_func, getattr(K, name)._options, args, streams)
+               for name, (args, streams) in calls.items()]
+    kernels += [("codegen._triad", _triad, dict(stream_stores=["out"], threshold=None),
+                 (np.zeros(n, np.float32), a32, b32), True),
+                ("codegen._copy_until", _copy_until, dict(stream_stores=["dst"], threshold=None),
+                 (np.zeros(n), a, -1), True)]
+    return {name: (sj.stream_kernel(**options, debug=True)(func), func, args, streams)
+            for name, func, options, args, streams in kernels}
+
+
+SUITE_KERNELS = ["copy", "copy_plain", "triad", "shifted_store", "reverse", "interleave", "accumulate",
+                 "accumulate_aug", "clip_positive", "jacobi", "scale3d", "with_local_index", "early_return", "ranged",
+                 "store_then_read", "checked_scale", "with_left_neighbour", "jacobi_f32", "add2d", "codegen._triad",
+                 "codegen._copy_until"]
+
+
+def test_the_list_names_every_suite_kernel():
+    assert sorted(_suite_kernels()) == sorted(SUITE_KERNELS)
+
+
+@pytest.mark.parametrize("name", SUITE_KERNELS)
+def test_the_suites_kernels_under_debug_info(name):
+    """Each kernel the correctness and codegen suites compile, compiled
+    with ``debug=True`` (debug info, and Numba's bounds checks with it),
+    computes on its streamed path what ``numba.njit(debug=True)`` computes,
+    and its machine code holds non-temporal stores where the kernel streams
+    without debug info (none where it does not), each with a fence on every
+    path to a return (`asm_paths`)."""
+    import numba
+
+    from asm_paths import nt_stores_and_unfenced
+    from test_codegen import X86_AVX
+
+    kernel, func, args, streams = _suite_kernels()[name]
+    expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    got = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    returned = numba.njit(debug=True)(func)(*expected)
+    assert kernel(*got) == returned
+    for want, have in zip(expected, got):
+        np.testing.assert_array_equal(have, want)
+    if streams:  # (the results compared are the streamed loop's: the suite streams from 0 bytes)
+        assert kernel.stream_calls()["streamed"] == 1, kernel.stream_calls()
+    if X86_AVX:  # (the machine code read here is x86-64's)
+        stores, unfenced = nt_stores_and_unfenced(kernel.inspect_asm(kernel.signatures[0]))
+        assert bool(stores) == streams and not unfenced, (stores, unfenced)
 
 
 if __name__ == "__main__":
