@@ -7,7 +7,6 @@ the `StreamResult` every later pass and the report read.
 """
 
 from numba.core import ir, types
-from numba.core.ir_utils import find_callname, guard
 
 from ..errors import StreamConfigError, warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY, StreamResult
@@ -103,56 +102,6 @@ READ_BACK_WARNING = ("stream_stores streams '{array}', which line {load} loads b
                      "keep it plain")
 
 
-# Why a loop that copies, with ``.copy()`` or ``np.copy``, the array whose
-# stores it would stream stays plain under stream_stores=True and
-# threshold="auto": Numba copies with libc's memcpy, which ran about half as
-# fast from an array just streamed to memory as from one the plain stores
-# left in cache. Written as a loop into an array made by np.empty_like, the
-# copy keeps pace, and streaming pays.
-_COPIED_BACK_MEASURED = ("NPBench cavity_flow 3000x3000 0.79x its plain self; `pn = p.copy()` then a streamed "
-                         "5-point sweep of p, 10 iterations, 301 ms against 248 plain, where `pn = np.empty_like(p); "
-                         "pn[:] = p` streamed ran 216 ms (Intel Xeon VM family 6 model 167, bench/README.md)")
-COPIED_BACK_NOTE = ("line {copy}: copied (.copy() or np.copy) in the loop that stores it (line {store}): not "
-                    "streamed under stream_stores=True or threshold='auto' (the copy runs slower from memory than "
-                    f"from cache: {_COPIED_BACK_MEASURED}); write the copy as `pn = np.empty_like(p); pn[:] = p` "
-                    "to stream, or name it with threshold=None")
-COPIED_BACK_WARNING = ("stream_stores streams '{array}', which line {copy} copies (.copy() or np.copy) in the loop "
-                       "that stores it (line {store}): the copy runs slower from memory than from cache "
-                       f"({_COPIED_BACK_MEASURED}); write it as `pn = np.empty_like(p); pn[:] = p`, or give "
-                       "threshold='auto' to keep it plain")
-_COPIES = {("copy", "numpy")}
-
-
-def copied_back(scan, name):
-    """``(line of the copy, store)``: a ``.copy()`` or ``np.copy`` of
-    ``name`` inside the outermost loop of a store to it (``pn = p.copy()``
-    at the top of a time loop that then stores ``p``); None if none."""
-    stores = [store for store in scan.stores(name) if store.loops]
-    if not stores:
-        return None
-    for label, block in scan.func_ir.blocks.items():
-        for stmt in block.body:
-            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"):
-                continue
-            source = _copied_array(scan, stmt.value)
-            if source is not None and root_array(scan, source)[0] == name:
-                store = next((s for s in stores if label in s.loops[0].body), None)
-                if store is not None:
-                    return stmt.loc.line, store
-    return None
-
-
-def _copied_array(scan, call):
-    """The array variable ``call`` copies (``x.copy()``, ``np.copy(x)``), or None."""
-    func = scan.definition(call.func.name)
-    if isinstance(func, ir.Expr) and func.op == "getattr" and func.attr == "copy" and not call.args \
-            and isinstance(scan.typemap.get(func.value.name), types.Array):
-        return func.value
-    if len(call.args) == 1 and guard(find_callname, scan.func_ir, call, scan.typemap) in _COPIES:
-        return call.args[0]
-    return None
-
-
 def read_back(scan, name):
     """``(load, store)``: a load of ``name`` at another element than the one
     the store beside it writes, inside the store's innermost loop (a
@@ -186,7 +135,7 @@ def _measured_slower(scan, name, origin, named):
     or "return", streams it as naming a parameter does, the threshold
     deciding per call: the name says the user wants it streamed.)"""
     return not named and scan.roots(name) <= scan.fresh or read_back(scan, name) is not None \
-        or copied_back(scan, name) is not None or origin is not None and _only_in_place(scan, name, origin)
+        or origin is not None and _only_in_place(scan, name, origin)
 
 
 def stored_names(scan):
@@ -273,17 +222,11 @@ def run_pass(state):
                           fresh_arrays=frozenset(scan.fresh & stored | scan.results), views=dict(scan.views),
                           ping_pong=dict(scan.group_roots))
     read_backs = {name: found for name in stored for found in [read_back(scan, name)] if found}
-    copies = {name: found for name in stored - set(read_backs) for found in [copied_back(scan, name)] if found}
-    for name, (line, note, warning) in sorted(
-            {**{name: (load.line, READ_BACK_NOTE, READ_BACK_WARNING) for name, (load, _) in read_backs.items()},
-             **{name: (copy, COPIED_BACK_NOTE, COPIED_BACK_WARNING) for name, (copy, _) in copies.items()}}.items()):
-        store = (read_backs.get(name) or copies[name])[1]
-        words = {"load": line, "copy": line, "store": store.line}
+    for name, (load, store) in sorted(read_backs.items()):
         if name in streamed:
-            warn_in_kernel(state.func_id, warning.format(array=name, **words))
+            warn_in_kernel(state.func_id, READ_BACK_WARNING.format(array=name, load=load.line, store=store.line))
         elif options.stream_stores is True or name in (options.stream_stores if options.measured else ()):
-            result.note(name, 0, note.format(**words))
-    read_backs = {**read_backs, **copies}
+            result.note(name, 0, READ_BACK_NOTE.format(load=load.line, store=store.line))
     if options.stream_stores is True:
         for name in sorted((scan.fresh & stored | scan.results) - streamed):
             result.note(name, 0, FRESH_NOTE)
