@@ -138,12 +138,23 @@ def _suite_kernels():
     assert defined == set(calls), f"a kernel of tests/kernels.py without its call here: {defined ^ set(calls)}"
     kernels = [(name, getattr(K, name).py_func, getattr(K, name)._options, args, streams)
                for name, (args, streams) in calls.items()]
+    # (outputs placed apart from their sources modulo a page, so that a
+    # machine profile with the 4K-aliasing check streams them too)
     kernels += [("codegen._triad", _triad, dict(stream_stores=["out"], threshold=None),
-                 (np.zeros(n, np.float32), a32, b32), True),
+                 (_zeros_apart(a32), a32, b32), True),
                 ("codegen._copy_until", _copy_until, dict(stream_stores=["dst"], threshold=None),
-                 (np.zeros(n), a, -1), True)]
+                 (_zeros_apart(a), a, -1), True)]
     return {name: (sj.stream_kernel(**options, debug=True)(func), func, args, streams)
             for name, func, options, args, streams in kernels}
+
+
+def _zeros_apart(source):
+    """Zeros like ``source``, placed apart from it modulo a page (`sj.empty_like`)."""
+    import streamjit as sj
+
+    out = sj.empty_like(source)
+    out[...] = 0
+    return out
 
 
 SUITE_KERNELS = ["copy", "copy_plain", "triad", "shifted_store", "reverse", "interleave", "accumulate",
