@@ -136,6 +136,22 @@ def line_bytes():
 
 # ---- the profile file ------------------------------------------------------
 
+def environment_bytes(env_var):
+    """The number of bytes the environment variable ``env_var`` holds, None
+    when it is unset. Read where the value is used, never at import, so a
+    bad value breaks only what uses it, with the variable named."""
+    env = os.environ.get(env_var)
+    if env is None:
+        return None
+    try:
+        value = int(env)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_BYTES:
+        raise ValueError(f"environment variable {env_var} must be a number of bytes from 0 to 2**63-1, got {env!r}")
+    return value
+
+
 def profile_file():
     """The machine profile file: ``calibration.json`` in the user cache directory (`platformdirs`),
     where ``python -m streamjit calibrate`` stores its choices."""

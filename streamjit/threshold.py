@@ -23,7 +23,7 @@ import functools
 import os
 import subprocess
 
-from .machine import MAX_BYTES, cache_sizes, profile_file, read_profile_file, update_profile_file
+from .machine import MAX_BYTES, environment_bytes, cache_sizes, profile_file, read_profile_file, update_profile_file
 
 # kind -> (environment variable, key in the calibration file, share of the
 # last-level cache, fallback bytes). The shares are the crossovers measured
@@ -77,20 +77,6 @@ def _calibrated(key):
     return None if value is None else int(value)
 
 
-def environment_bytes(env_var):
-    """The number of bytes the environment variable ``env_var`` holds, None
-    when it is unset. Read where the value is used, never at import, so a
-    bad value breaks only what uses it, with the variable named."""
-    env = os.environ.get(env_var)
-    if env is None:
-        return None
-    try:
-        value = int(env)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_BYTES:
-        raise ValueError(f"environment variable {env_var} must be a number of bytes from 0 to 2**63-1, got {env!r}")
-    return value
 
 
 def threshold_for(kind):

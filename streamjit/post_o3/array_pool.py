@@ -45,8 +45,9 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from ..numba_internals.runtime import nrt_function_address
+from ..machine import environment_bytes
 from ..protocol.targets import PAGE_BYTES
-from .module import Inst
+from .module import Inst, Module, top_level_name
 
 ALLOCATE = "NRT_MemInfo_alloc_aligned"
 POOLED = "streamjit.pool.alloc"
@@ -247,36 +248,27 @@ _DECLARATIONS = ("declare ptr @malloc(i64)", "declare void @free(ptr)", f"declar
                  f"@{SYMBOL} = external global [{STATE_WORDS} x i64]")
 
 
-def _top_level_name(line):
-    """The name a top-level ``define``, ``declare`` or global line defines."""
-    name = line.split("@", 1)[1]
-    return name[1:].split('"', 1)[0] if name.startswith('"') else name.split("(", 1)[0].split(" ", 1)[0]
+@functools.lru_cache(maxsize=1)
+def _pool_module():
+    """The pool's definitions and declarations, parsed once."""
+    return Module(_DEFINITIONS + "\n" + "\n".join(_DECLARATIONS) + "\n")
 
 
 def _missing_definitions(module):
     """The pool's definitions and declarations that ``module`` lacks: a
     module linked in brings some along, and O3 may have inlined and dropped
     its functions while keeping the allocator they referenced."""
-    present = {f.name for f in module.functions} | {
-        _top_level_name(p) for p in module.parts if isinstance(p, str) and (p.startswith(("@", "declare ")))}
-    items, lines = [], _DEFINITIONS.strip().split("\n") + list(_DECLARATIONS)
-    k = 0
-    while k < len(lines):
-        end = lines.index("}", k) if lines[k].startswith("define ") else k
-        if lines[k].strip() and _top_level_name(lines[k]) not in present:
-            items.append("\n".join(lines[k:end + 1]))
-        k = end + 1
-    return "\n".join(items)
+    present = module.defined_names()
+    return "\n".join(str(part) if isinstance(part, str) else "\n".join(part.lines())
+                     for part in _pool_module().parts if top_level_name(part) not in present)
 
 
 def cap_bytes():
     """The most bytes the pool holds: ``STREAMJIT_POOL_BYTES``, else a
     quarter of the machine's memory, at most 8 GiB."""
-    env = os.environ.get(ENV_VAR)
-    if env is not None:
-        if not env.isdigit():
-            raise ValueError(f"environment variable {ENV_VAR} must be a number of bytes, got {env!r}")
-        return int(env)
+    value = environment_bytes(ENV_VAR)
+    if value is not None:
+        return value
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

@@ -371,6 +371,10 @@ class Module:
     def function(self, name):
         return next((f for f in self.functions if f.name == name), None)
 
+    def defined_names(self):
+        """The names of the module's functions, declarations and globals."""
+        return {top_level_name(p) for p in self.parts} - {None}
+
     def declares(self, name):
         """Whether the module declares the function ``name``."""
         return any(isinstance(p, str) and p.startswith("declare ") and _declared_name(p) == name for p in self.parts)
@@ -411,6 +415,18 @@ class Module:
             if found:
                 lists[node_id] = found[0]
         return lists
+
+
+_TOP_LEVEL = re.compile(r"^(?:@(" + NAME + r") =|declare\b[^@]*@(" + NAME + r")\()")
+
+
+def top_level_name(part):
+    """The name a top-level part defines: a function's, a declaration's or
+    a global's (``@g = ...``); None for other lines."""
+    if isinstance(part, Function):
+        return part.name
+    m = _TOP_LEVEL.match(part)
+    return unquoted(m.group(1) or m.group(2)) if m else None
 
 
 def _declared_name(line):
