@@ -2,7 +2,9 @@ import os
 import sys
 import tempfile
 
+import pytest
 from hypothesis import settings
+from numba.core.runtime import _nrt_python
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -35,3 +37,13 @@ settings.register_profile("fuzz", max_examples=3000, deadline=None)
 def pytest_configure(config):
     config.addinivalue_line("markers", "fuzz: property tests; `-m fuzz` runs them with a long budget")
     settings.load_profile("fuzz" if "fuzz" in (config.option.markexpr or "") else "suite")
+
+
+@pytest.fixture
+def allocation_stats():
+    """Numba's runtime counting its allocations, meminfos and frees."""
+    was = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    yield
+    if not was:
+        _nrt_python.memsys_disable_stats()

@@ -13,12 +13,13 @@ import numba
 import numba.extending
 import numpy as np
 import pytest
-from numba.core.runtime import _nrt_python, rtsys
+from numba.core.runtime import rtsys
 
 import kernels as K
 import streamjit as sj
 from streamjit.codegen.placement import placed_apart
 from test_correctness import random_array
+from test_fresh_outputs import smooth_fresh
 
 
 def njit_copy(dst, src):
@@ -172,24 +173,6 @@ def _placed_apart(n, inputs):
     return placed.ctypes.data != fresh.ctypes.data
 
 
-def _smooth_fresh(u):
-    out = np.empty_like(u)
-    out[0], out[-1] = u[0], u[-1]
-    for i in range(1, u.shape[0] - 1):
-        out[i] = u[i - 1] + u[i] + u[i + 1]
-    return out
-
-
-@pytest.fixture
-def allocation_stats():
-    """Numba's runtime counting its allocations, meminfos and frees."""
-    was = _nrt_python.memsys_stats_enabled()
-    _nrt_python.memsys_enable_stats()
-    yield
-    if not was:
-        _nrt_python.memsys_disable_stats()
-
-
 def _live():
     stats = rtsys.get_allocation_stats()
     return stats.alloc - stats.free, stats.mi_alloc - stats.mi_free
@@ -235,7 +218,7 @@ def test_no_allocation_outlives_a_call(allocation_stats):
     src, dst = np.arange(1000.0), np.zeros(1000)
     refs = sys.getrefcount(src), sys.getrefcount(dst)
     u = np.random.default_rng(5).standard_normal(20_000)
-    smooth = sj.stream_kernel(stream_stores=["out"], threshold=None)(_smooth_fresh)
+    smooth = sj.stream_kernel(stream_stores=["out"], threshold=None)(smooth_fresh)
     raw = np.empty(2048)
     first = (-raw.ctypes.data) % 4096 // 8
     # (inputs every 1 KiB round the page: an array anywhere but half way

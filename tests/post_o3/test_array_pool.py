@@ -11,7 +11,7 @@ import numba
 import numpy as np
 import pytest
 from llvm_fixtures import X86, verified
-from numba.core.runtime import _nrt_python, rtsys
+from numba.core.runtime import rtsys
 
 import streamjit as sj
 from streamjit.post_o3 import array_pool
@@ -89,18 +89,14 @@ def test_njit_code_compiled_beside_never_uses_the_pool():
     assert array_pool.pool_state() == held
 
 
-def test_nrt_counters_stay_balanced():
+def test_nrt_counters_stay_balanced(allocation_stats):
     a = np.random.default_rng(3).random(LARGE)
     plus_one(a)
-    _nrt_python.memsys_enable_stats()
-    try:
-        before = rtsys.get_allocation_stats()
-        for _ in range(3):
-            result = plus_one(a)
-            del result
-        after = rtsys.get_allocation_stats()
-    finally:
-        _nrt_python.memsys_disable_stats()
+    before = rtsys.get_allocation_stats()
+    for _ in range(3):
+        result = plus_one(a)
+        del result
+    after = rtsys.get_allocation_stats()
     assert after.alloc - before.alloc == after.free - before.free > 0
     assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free > 0
 
