@@ -40,6 +40,7 @@ off where ``STREAMJIT_POOL_BYTES=0``. `release_memory` frees what it holds.
 import ctypes
 import functools
 import os
+import re
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -298,20 +299,57 @@ def has_work(text):
     return ALLOCATE in text
 
 
+_SHARED_LINKAGES = ("define linkonce_odr ", "define weak_odr ")
+
+
+def _keep_pooled_code_local(module, rewritten):
+    """Rename the functions in ``rewritten`` (names of functions whose
+    allocations now go through the pool), and the functions calling them,
+    where they are linked copies of Numba's shared helpers (``linkonce_odr``:
+    its array allocator and what calls it), to module-local names with
+    ``internal`` linkage. The JIT binds a call to such a helper to its
+    first loaded definition, in whichever module: the kernel's calls would
+    reach Numba's own copy, which skips the pool (as they do wherever the
+    call is not inlined: under ``NUMBA_DEBUGINFO=1``), and `numba.njit`
+    code could reach the kernel's copy, which uses it. The kernel's own
+    functions (external linkage) keep their names."""
+    frontier = set(rewritten)
+    while frontier:
+        fresh = {}
+        for function in module.functions:
+            if function.name in frontier and function.header.startswith(_SHARED_LINKAGES) \
+                    and f"@{function.name}(" in function.header:
+                new = f"{function.name}.pooled"
+                linkage = function.header.split(" ", 2)[1]
+                function.header = function.header.replace(f"{linkage} ", "internal ", 1).replace(
+                    f"@{function.name}(", f"@{new}(", 1)
+                fresh[function.name], function.name = new, new
+        frontier = set()
+        if fresh:
+            reference = re.compile(r"@(" + "|".join(map(re.escape, fresh)) + r")(?![-a-zA-Z$._0-9])")
+            for function in module.functions:
+                for block, k, inst in function.instructions():
+                    if reference.search(inst.text):
+                        block.insts[k] = Inst(reference.sub(lambda m: "@" + fresh[m.group(1)], inst.text))
+                        frontier.add(function.name)
+
+
 def run(module, target):
     """Route every allocation of array memory through the pool (its
     functions defined once: a module linked in may bring them along)."""
     if not module.declares(ALLOCATE) or "linux" not in (target.triple or llvm.get_process_triple()):
         return False
-    changed = False
+    rewritten = set()
     for function in module.functions:
         if function.name.startswith("streamjit.pool."):
             continue
         for block, k, inst in function.instructions():
             if inst.opcode == "call" and inst.callee == ALLOCATE:
                 block.insts[k] = Inst(inst.text.replace(f"@{ALLOCATE}(", f'@"{POOLED}"(', 1))
-                changed = True
+                rewritten.add(function.name)
+    changed = bool(rewritten)
     if changed:
+        _keep_pooled_code_local(module, rewritten)
         module.append(_missing_definitions(module) + "\n")
         switch_on()
     return changed

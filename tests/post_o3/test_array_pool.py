@@ -204,3 +204,22 @@ def test_fresh_blocks_get_numpys_huge_page_advice_where_numpy_gives_it(numpy_adv
     assert done.returncode == 0, done.stderr
     advised = numpy_advice == "1" and "True" in done.stdout.split()[0]
     assert done.stdout.split() == (["True", "True"] if advised else ["False", "False"])
+
+
+def test_under_debug_info_the_kernel_pools_and_njit_beside_does_not():
+    """Where Numba's allocator helper is called, not inlined (debug info),
+    the kernel's pooled copy of it is its own, not Numba's shared one."""
+    done = _run("""
+        import numba, numpy as np, streamjit as sj
+        from streamjit.post_o3 import array_pool
+        kernel = sj.stream_kernel(stream_stores=True)(lambda a: a + 1.0)
+        plain = numba.njit(lambda a: a + 1.0)
+        a = np.ones((8 << 20) // 8)
+        first = kernel(a); address = first.ctypes.data; del first
+        held = array_pool.pool_state()
+        other = plain(a)
+        print(held["blocks"], array_pool.pool_state() == held, other.ctypes.data != address,
+              kernel(a).ctypes.data == address)
+    """, NUMBA_DEBUGINFO="1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "True", "True", "True"]
