@@ -385,6 +385,8 @@ slot{SLOTS}:
 @functools.lru_cache(maxsize=1)
 def _releaser():
     """``release()`` compiled on first use, in an engine of its own."""
+    llvm.initialize_native_target()  # (Numba does it as it compiles; a process may not have yet)
+    llvm.initialize_native_asmprinter()
     module = llvm.parse_assembly(_RELEASE)
     machine = llvm.Target.from_default_triple().create_target_machine()
     engine = llvm.create_mcjit_compiler(module, machine)
@@ -396,6 +398,8 @@ def release_memory():
     """Free the blocks the pool holds (memory of large arrays streamjit
     kernels allocated and released), returning how many bytes. Safe while
     kernels run in other threads: each block is taken out atomically."""
+    if not any(STATE[FIRST_BLOCK:FIRST_BLOCK + SLOTS]):  # (nothing held: nothing to compile either)
+        return 0
     return int(_releaser()[1]())
 
 

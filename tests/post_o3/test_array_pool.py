@@ -223,3 +223,13 @@ def test_under_debug_info_the_kernel_pools_and_njit_beside_does_not():
     """, NUMBA_DEBUGINFO="1")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "True", "True", "True"]
+
+
+@pytest.mark.parametrize("env", [{}, {"NUMBA_DISABLE_JIT": "1"}])
+def test_release_memory_works_before_any_compile(env):
+    done = _run("""
+        import streamjit as sj
+        print(sj.release_memory())
+    """, **env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"]
