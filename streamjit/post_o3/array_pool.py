@@ -56,6 +56,8 @@ SYMBOL = "streamjit_array_pool"
 ENV_VAR = "STREAMJIT_POOL_BYTES"
 # From NumPy's huge-page threshold (numpy/_core/src/multiarray/alloc.c):
 # below it glibc's heap keeps freed memory anyway, and faults cost little.
+# Chosen, not measured, as are SLOTS and the cap (`cap_bytes`): no CPU
+# enters, only the operating system's page faults.
 POOLED_FROM_BYTES = 4 << 20
 SLOTS = 16
 ALLOCATE_EXTERNAL = "NRT_MemInfo_alloc_external"
