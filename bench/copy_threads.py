@@ -5,14 +5,17 @@ Numba's, taking blocks as they come free) and the split it made before
 (a `prange`: each thread's half fixed in advance), in one process,
 interleaved rounds, medians with their spread.
 
-Run: python bench/copy_threads.py [MiB] [--busy] [--first-calls] [--at-import]
+Run: python bench/copy_threads.py [MiB] [--busy] [--first-calls] [--at-import] [--load]
 (default 256 MiB, float32, destination misaligned by one element; --busy
 keeps one core busy with another process, `python -c "while 1: pass"`,
 while it runs; --first-calls times each of the first `streamjit.copyto`
 calls of this fresh process instead, against np.copyto's median;
 --at-import times the copies a fresh process makes at once after `import
 streamjit`, its arrays made before: the first starts loading the copy
-kernel on a thread, and copies run np.copyto until it is there)
+kernel on a thread, and copies run np.copyto until it is there; --load
+times, in fresh processes, how long after its first large copy starts the
+copy kernel is there (the second copy streams only if it is there when it
+starts), then profiles the loading thread once)
 """
 
 import os
@@ -121,10 +124,53 @@ def at_import(mib=256, runs=3):
                              check=True).stdout.strip())
 
 
+LOAD = """
+import cProfile, pstats, sys, time
+import numpy as np
+import streamjit as sj
+from streamjit import dropins
+n, profile = (int(sys.argv[1]) << 20) // 4, sys.argv[2] == "profile"
+src = np.random.default_rng(0).random(n, dtype=np.float32)
+dst = np.full(n, -1.0, np.float32)
+load, profiler = dropins.load_copy_kernel, cProfile.Profile()
+def profiled_load():
+    profiler.enable()
+    try:
+        load()
+    finally:
+        profiler.disable()
+if profile:
+    dropins.load_copy_kernel = profiled_load
+start = time.perf_counter()
+sj.copyto(dst, src)
+copied = time.perf_counter()
+dropins._kernel_loaded.wait()
+loaded = time.perf_counter()
+print(f"first copy {(copied - start) * 1e3:.1f} ms, kernel there {(loaded - start) * 1e3:.1f} ms after it started; "
+      f"SciPy's BLAS imported: {'scipy.linalg' in sys.modules}, np.ma: {'numpy.ma' in sys.modules}")
+if profile:
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"streamjit|numba|llvmlite|numpy", 25)
+"""
+
+
+def load_latency(mib=256, runs=5):
+    """How long after a fresh process's first large copy starts the copy
+    kernel is loaded (on its thread), in ``runs`` processes, then the
+    loading thread's profile (cProfile: its times are inflated)."""
+    for _ in range(runs):
+        print(subprocess.run([sys.executable, "-c", LOAD, str(mib), "time"], capture_output=True, text=True,
+                             check=True).stdout.strip())
+    print(subprocess.run([sys.executable, "-c", LOAD, str(mib), "profile"], capture_output=True, text=True,
+                         check=True).stdout.strip())
+
+
 if __name__ == "__main__":
     mib = [int(a) for a in sys.argv[1:2] if a.isdigit()]
     if "--first-calls" in sys.argv:
         first_calls(*mib)
+    elif "--load" in sys.argv:
+        print(measure.host_description())
+        load_latency(*mib)
     elif "--at-import" in sys.argv:
         print(measure.host_description())
         at_import(*mib)

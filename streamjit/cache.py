@@ -38,11 +38,11 @@ import llvmlite
 import llvmlite.binding as llvm
 import numba
 from numba.core.caching import CompileResultCacheImpl
-from numba.core.runtime import rtsys
 
 from .errors import StreamWarning
 from .numba_internals.caching import CacheFile, FunctionCache
 from .numba_internals.codegen import cached_bitcode, symbol_defined
+from .numba_internals.runtime import install_runtime_symbols
 from .plan import METADATA_KEY
 from .post_o3 import array_pool
 
@@ -116,14 +116,19 @@ class _ChecksummedCacheFile(CacheFile):
 # registry of implementations (and SciPy, for BLAS, where installed), 0.54 of
 # the 0.56 s that loading the copy drop-in's cached kernel took in a fresh
 # process (AMD EPYC Zen 2 VM, bench/cached_first_call.py). Loading compiled code needs only
-# the symbols it calls: Numba's runtime's, which `rtsys.initialize` installs
-# (as the refresh does), Numba's C helpers and the C library's, there from
-# the start. A symbol that an extension's registry installs would not be,
-# and code calling an unresolved symbol stops the process (LLVM aborts), so
-# an entry loads without the refresh where every symbol its code declares
-# resolves already, and after it otherwise (e.g. a parallel kernel's, whose
+# the symbols it calls: Numba's runtime's C functions, installed by name
+# (`install_runtime_symbols`), Numba's C helpers and the C library's, there
+# from the start; not the LLVM compile of Numba's NRT module that
+# `rtsys.initialize` adds (18-21 ms of the 35 ms that loading the copy
+# kernel took, Intel Xeon VM, bench/copy_threads.py --load), as each
+# library holds its own copy of that module's functions. A symbol that an
+# extension's registry installs would not be there, and code calling an
+# unresolved symbol stops the process (LLVM aborts), so an entry loads
+# without the refresh where every symbol its code declares resolves
+# already, and after it otherwise (e.g. a parallel kernel's, whose
 # threading-layer symbols come with Numba's reload hooks). Any later
-# compile refreshes anyway (Numba's CompilerBase does).
+# compile refreshes anyway (Numba's CompilerBase does), which initializes
+# the runtime in full.
 def declared_symbols_resolve(target_context, libdata):
     """Whether every function and global variable that the cached library
     ``libdata`` (Numba's `serialize_using_object_code`) declares without
@@ -150,7 +155,7 @@ class _InspectableCompileResults(CompileResultCacheImpl):
 
     def rebuild(self, target_context, payload):
         payload, inspection = payload
-        rtsys.initialize(target_context)
+        install_runtime_symbols()
         if not declared_symbols_resolve(target_context, payload[0]):
             target_context.refresh()
         cres = super().rebuild(target_context, payload)

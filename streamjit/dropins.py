@@ -113,20 +113,35 @@ _loader_lock = threading.Lock()
 LOADER_WAIT_SECONDS = 30
 
 
+# The copy kernel's compiled entry point (what the dispatcher runs once it
+# has typed a call's arguments as the one signature), set by
+# `load_copy_kernel`. Copies call it directly: every caller passes 1-D
+# C-contiguous uint8 arrays, the signature's types, so the dispatcher's
+# typing is skipped, and with it its first call's import of np.ma (Numba's
+# typeof asks for it; NumPy 2 imports it lazily), which took 7 ms of the
+# load's 17 ms on its thread (Intel Xeon VM, bench/copy_threads.py --load).
+_copy_entry = None
+
+
 def load_copy_kernel():
     """Read where copies go on threads (`copy_bands`), then load (or compile)
     the copy kernel's one signature; returns once it is there, or its
     loading failed (the next call then raises the error)."""
+    global _copy_entry
     try:
         _read_bands_ahead()
-        _copy_elements.compile(COPY_SIGNATURE)
-        # A kernel's first call types its arrays with Numba's typeof, which
-        # asks for np.ma, imported lazily by NumPy 2: 11-24 ms that the first
-        # large copy paid (20.7 ms where the next took 9.4; AMD EPYC Zen 2
-        # VM). Typing one here imports it.
-        numba.typeof(np.empty(0, np.uint8))
+        _copy_entry = _copy_elements.compile(COPY_SIGNATURE)
     finally:
         _kernel_loaded.set()
+
+
+def copy_kernel():
+    """The copy kernel's entry point, ``(dst, src)`` 1-D C-contiguous uint8
+    arrays of one length, and nothing else (it does not check its
+    arguments' types); loaded here if no load has finished."""
+    if _copy_entry is None:
+        load_copy_kernel()
+    return _copy_entry
 
 
 def _read_bands_ahead():
@@ -200,17 +215,19 @@ atexit.register(_join_loader)
 
 
 def copy_in_blocks(dst, src, threads):
-    """Streamed copy of 1-D ``src`` into ``dst`` (same length and dtype, not
-    overlapping) on ``threads`` threads taking `PARALLEL_BLOCK_BYTES`
-    blocks as they come free."""
-    block = max(1, PARALLEL_BLOCK_BYTES // dst.itemsize)
+    """Streamed copy of 1-D C-contiguous ``src`` into ``dst`` (same length
+    and dtype, not overlapping) on ``threads`` threads taking
+    `PARALLEL_BLOCK_BYTES` blocks as they come free."""
+    dst, src = dst.view(np.uint8), src.view(np.uint8)  # (the kernel's one signature)
+    block = PARALLEL_BLOCK_BYTES
     starts = itertools.count(0, block)  # (next() holds the GIL: each block is taken once)
+    copy = copy_kernel()
 
     def take_blocks():
         for start in starts:
             if start >= dst.shape[0]:
                 return
-            _copy_elements(dst[start:start + block], src[start:start + block])
+            copy(dst[start:start + block], src[start:start + block])
 
     helpers = [_helper_pool().submit(take_blocks) for _ in range(threads - 1)]
     take_blocks()
@@ -305,7 +322,7 @@ def stream_copy(dst, src):
     if threads > 1 and not np.may_share_memory(dst, src):
         _large_copy(dst, src, threads)
     else:
-        _copy_elements(dst, src)
+        copy_kernel()(dst, src)
 
 
 def copyto(dst, src, casting="same_kind", where=True):

@@ -534,6 +534,44 @@ def test_the_nrt_module_exports_the_functions_asked_for():
         runtime.nrt_function_address("seam_no_such_function")
 
 
+def test_the_runtime_symbols_are_those_rtsys_installs_without_its_compile():
+    """`install_runtime_symbols` installs the names and addresses
+    ``rtsys.initialize`` installs, and compiles no NRT module (whose
+    library ``rtsys.library`` answers only after Numba's own)."""
+    code = ("import llvmlite.binding as ll\n"
+            "from numba.core.registry import cpu_target\n"
+            "from numba.core.runtime import rtsys\n"
+            "from streamjit.numba_internals.runtime import install_runtime_symbols\n"
+            "installed, add_symbol = {}, ll.add_symbol\n"
+            "ll.add_symbol = lambda name, address: (installed.__setitem__(name, address), add_symbol(name, address))\n"
+            "install_runtime_symbols()\n"
+            "ours = dict(installed)\n"
+            "try:\n"
+            "    rtsys.library\n"
+            "except RuntimeError:\n"
+            "    print('not-compiled')\n"
+            "installed.clear()\n"
+            "rtsys.initialize(cpu_target.target_context)\n"
+            "print(len(ours), ours == installed, ll.address_of_symbol('NRT_MemInfo_call_dtor') == ours['NRT_MemInfo_call_dtor'])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=checkout_env(),
+                          timeout=120)
+    lines = done.stdout.split()
+    assert lines[0] == "not-compiled" and int(lines[1]) > 0 and lines[2:] == ["True", "True"], done.stderr[-2000:]
+
+
+def test_a_library_links_its_own_copy_of_the_nrt_functions():
+    """What lets cached code load without the NRT module compiled: the
+    object code of a function taking an array defines the reference
+    counting it calls (Numba links the NRT module into every library)."""
+    first = numba.njit(lambda a: a[0])
+    first(np.ones(3))
+    (overload,) = first.overloads.values()
+    module = llvm.parse_bitcode(codegen.cached_bitcode(overload.library.serialize_using_object_code()))
+    defined = {f.name for f in module.functions if not f.is_declaration}
+    declared = {f.name for f in module.functions if f.is_declaration}
+    assert "NRT_decref" in defined and not {"NRT_incref", "NRT_decref"} & declared
+
+
 def test_the_thread_pool_is_launched_only_when_asked():
     code = ("import numba\nfrom streamjit.numba_internals.runtime import thread_pool_launched\n"
             "before = thread_pool_launched()\nnumba.get_num_threads()\nprint(before, thread_pool_launched())\n")

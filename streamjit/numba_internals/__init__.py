@@ -73,7 +73,10 @@ arrays (array lowering, ``numba.np.arrayobj``, ``numba.core.cgutils``):
 runtime (``numba.core.runtime``, ``numba.np.ufunc.parallel``):
   ``numba.core.runtime._nrt_python``: the module whose C exports include
       ``NRT_MemInfo_alloc_external``, for the array pool
-      (`nrt_function_address`; `post_o3/array_pool.py`)
+      (`nrt_function_address`; `post_o3/array_pool.py`); its ``c_helpers``,
+      installed for LLVM under the names ``rtsys.initialize`` gives them,
+      without the NRT module it compiles, for cached code
+      (`install_runtime_symbols`; `cache.py`)
   ``parallel._is_initialized``: the copy threads counted without launching
       the threading layer (`thread_pool_launched`; `dropins.py`)
 stencils (``numba.stencils.stencil``):
