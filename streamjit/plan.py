@@ -17,6 +17,11 @@ METADATA_KEY = "streamjit"
 # The note on a streamed array stored by the kernel's own loops (how its
 # stores were made: not a reason for anything).
 LOOP_NOTE = "stored in a loop"
+# The note on a temporary computed inside the element loop that reads it
+# (`passes/array_expressions.py`; the report lists these as fused).
+FUSED_TEMPORARY = ("fused into the element loop storing {array} (line {line}): computed where it is read, "
+                   "{views} time{s} per element, never stored as an array (unless a run-time check sends the call "
+                   "to Numba's own code)")
 
 
 @dataclass(frozen=True)

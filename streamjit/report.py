@@ -21,13 +21,12 @@ import re
 from dataclasses import dataclass, field
 
 from numba import types
-from numba.core import config, ir
-from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.datamodel import default_manager
 from numba.core.ir_utils import legalize_names
 
 from .protocol.targets import count_asm_streaming
-from .plan import LOOP_NOTE
+from .math_calls import math_call_notes, math_calls
+from .plan import FUSED_TEMPORARY, LOOP_NOTE
 from .post_o3.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
 from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
 from .post_o3.module import LOCAL, Module, argument_field
@@ -200,150 +199,6 @@ def calls_line(calls, fallbacks=None, streams=True):
     return "calls: " + ", ".join(parts)
 
 
-# Transcendental functions of the C math library (and their float versions,
-# with an ``f``), which no CPU has an instruction for: a vectorized loop calls
-# them one lane at a time (the backend splits `llvm.sin.v4f64` into four calls
-# of ``sin``), unless a vector math library maps them to vector versions.
-# Numba's one such library was Intel's SVML (``config.USING_SVML``); Numba 0.62
-# and later have no SVML support (its release notes: the LLVM patch it needs
-# no longer applies), and the LLVM 22 of llvmlite 0.50 takes no
-# ``-vector-library`` option, so installing SVML's runtime changes nothing
-# (checked on the Intel Xeon VM: bench/README.md, "arc_distance with SVML").
-MATH_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
-                  "atanh", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "cbrt", "hypot",
-                  "erf", "erfc", "lgamma", "tgamma")
-# NumPy's names for them, where NumPy's differ (`math_call_lines` reads NumPy's ufuncs and Python's math module)
-_NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2", "asinh": "arcsinh",
-                "acosh": "arccosh", "atanh": "arctanh", "pow": "power"}
-_MATH_INTRINSIC = re.compile(r"llvm\.(\w+)\.(?:f32|f64|v\d+f32|v\d+f64)")
-
-
-def _math_function(callee):
-    """The math-library function ``callee`` (an LLVM function name) calls, or None."""
-    intrinsic = _MATH_INTRINSIC.fullmatch(callee or "")
-    name = intrinsic.group(1) if intrinsic else callee
-    if name in MATH_FUNCTIONS:
-        return name
-    if not intrinsic and name and name.endswith("f") and name[:-1] in MATH_FUNCTIONS:
-        return name[:-1]
-    return None
-
-
-def _loop_blocks(function):
-    """The labels of ``function``'s blocks that lie on a cycle of its
-    control-flow graph: its loops (strongly connected components, Kosaraju)."""
-    successors = {block.label: block.successors() for block in function.blocks}
-    order, seen = [], set()
-    for root in successors:  # first pass: blocks by finishing time
-        if root in seen:
-            continue
-        seen.add(root)
-        stack = [(root, iter(successors[root]))]
-        while stack:
-            node, rest = stack[-1]
-            nxt = next((s for s in rest if s not in seen and s in successors), None)
-            if nxt is None:
-                order.append(node)
-                stack.pop()
-            else:
-                seen.add(nxt)
-                stack.append((nxt, iter(successors[nxt])))
-    predecessors = {label: [] for label in successors}
-    for label, targets in successors.items():
-        for target in targets:
-            if target in predecessors:
-                predecessors[target].append(label)
-    looping, assigned = set(), set()
-    for root in reversed(order):  # second pass: components on the reversed graph
-        if root in assigned:
-            continue
-        component, stack = [], [root]
-        assigned.add(root)
-        while stack:
-            node = stack.pop()
-            component.append(node)
-            for p in predecessors[node]:
-                if p not in assigned:
-                    assigned.add(p)
-                    stack.append(p)
-        if len(component) > 1 or root in successors[root]:
-            looping.update(component)
-    return looping
-
-
-def scalar_math_calls(functions):
-    """The math-library functions (`MATH_FUNCTIONS`) that loops of the LLVM
-    ``functions`` call one element at a time: scalar calls, and vector
-    intrinsics the backend splits into scalar calls."""
-    found = set()
-    for function in functions:
-        loops = _loop_blocks(function)
-        found.update(name for block in function.blocks if block.label in loops for inst in block.insts
-                     if inst.opcode == "call" and (name := _math_function(inst.callee)))
-    return found
-
-
-def _expression_functions(expr):
-    """The functions an ``arrayexpr`` tree (`numba.np.ufunc.array_exprs`) applies."""
-    if isinstance(expr, tuple) and len(expr) == 2 and isinstance(expr[1], list):
-        yield expr[0]
-        for operand in expr[1]:
-            yield from _expression_functions(operand)
-
-
-def math_call_lines(blocks, typemap, names):
-    """``{line: {name as called: its `MATH_FUNCTIONS` name}}``: where the
-    typed Numba IR ``blocks`` call the math functions ``names``, by Python's
-    math module's or NumPy's name, in a call inside a loop or on an array,
-    or in an array expression."""
-    wanted = {alias: name for name in names for alias in (name, _NUMPY_NAMES.get(name, name))}
-    in_loops = {label for loop in compute_cfg_from_blocks(blocks).loops().values() for label in loop.body}
-    lines = {}
-    for label, block in blocks.items():
-        for stmt in block.body:
-            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr)):
-                continue
-            expr = stmt.value
-            if expr.op == "call":
-                if label not in in_loops and not any(isinstance(typemap.get(a.name), types.Array) for a in expr.args):
-                    continue
-                functions = [getattr(typemap.get(expr.func.name), "typing_key", None)]
-            elif expr.op == "arrayexpr":
-                functions = list(_expression_functions(expr.expr))
-            else:
-                continue
-            for function in functions:
-                alias = getattr(function, "__name__", None)
-                if alias in wanted:
-                    lines.setdefault(stmt.loc.line, {})[alias] = wanted[alias]
-    return lines
-
-
-def math_calls(functions, annotation=None):
-    """``[(line or None, names)]``: the scalar math calls in loops of the
-    LLVM ``functions`` (`scalar_math_calls`), by the source line that calls
-    them where the typed IR (``annotation``, Numba's ``TypeAnnotation``;
-    a string for a compile loaded from the cache) shows one; None for the rest."""
-    found = scalar_math_calls(functions)
-    if not found:
-        return []
-    typed = hasattr(annotation, "blocks")
-    lines = math_call_lines(annotation.blocks, annotation.typemap, found) if typed else {}
-    placed = {name for called in lines.values() for name in called.values()}
-    rows = [(line, tuple(sorted(called))) for line, called in sorted(lines.items())]
-    return rows + ([(None, tuple(sorted(found - placed)))] if found - placed else [])
-
-
-def math_call_notes(rows):
-    """The report's lines for `math_calls`' rows: where, and why no vector version ran."""
-    if not rows:
-        return []
-    why = ("although Numba uses SVML (numba.config.USING_SVML), the loop did not vectorize" if config.USING_SVML else
-           "no vector math library: numba.config.USING_SVML is False; Numba 0.62 and later have no SVML support")
-    return [f"math: {f'the loop at line {line}' if line is not None else 'a loop'} calls {', '.join(names)} from the "
-            f"math library one element at a time" for line, names in rows] + [f"  ({why})"]
-
-
 def _asm_function(asm_text, name):
     """The lines of the named function in assembly text (Mach-O prefixes
     symbols with an underscore)."""
@@ -427,6 +282,14 @@ def fused_expressions(result):
                for notes in result.notes.values() for note in notes)
 
 
+def fused_temporaries(result):
+    """The temporaries computed inside the loops that read them (never
+    stored as arrays), as the notes of `passes/array_stores.py` record them."""
+    marker = FUSED_TEMPORARY.split(" {", 1)[0]
+    return {name for name, notes in result.notes.items() if any(note.startswith(marker) or f": {marker}" in note
+                                                                 for note in notes)}
+
+
 def _why_plain(notes):
     """The first reason among an array's notes, without its line and details."""
     for note in notes:
@@ -445,11 +308,14 @@ def what_was_done(name, result, streamed, plain):
     """The report's first line: ``name``'s fused expressions, the arrays
     whose stores stream (``streamed``), and those left plain, with why
     (``plain``: names)."""
-    fused = fused_expressions(result)
+    fused, temporaries = fused_expressions(result), fused_temporaries(result)
     parts = ["no slice or array expression fused" if not fused else
              f"fused {fused} slice/array expression{'s' if fused > 1 else ''} into "
-             f"{'loops' if fused > 1 else 'a loop'} (no temporar{'ies' if fused > 1 else 'y'})",
-             f"streamed stores to {_names(streamed)}" if streamed else "streamed no store"]
+             f"{'loops' if fused > 1 else 'a loop'} (no temporar{'ies' if fused > 1 else 'y'})"]
+    if temporaries:
+        parts.append(f"fused {len(temporaries)} temporar{'ies' if len(temporaries) > 1 else 'y'} "
+                     f"({_names(temporaries)}) into the loops that read them (computed where read, never stored)")
+    parts.append(f"streamed stores to {_names(streamed)}" if streamed else "streamed no store")
     if plain:
         parts.append("left " + ", ".join(f"{array} plain ({_why_plain(result.notes.get(array, []))})"
                                          for array in sorted(plain)))
@@ -483,6 +349,9 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
         if name in result.streamed_stores:
             reports[name].notes.append("allocated by the kernel: only the stores of its aligned loops are counted")
         reports[name].notes += result.notes.get(name, [])
+    for name in sorted(fused_temporaries(result) - set(reports)):
+        reports[name] = count_marked_stores(functions, module, name)
+        reports[name].notes += result.notes.get(name, [])
     for rep in reports.values():
         if rep.nt_vector_stores + rep.nt_scalar_stores and not vector + scalar:
             rep.notes.append("this target has no non-temporal store instruction: the backend emitted plain stores")
@@ -491,7 +360,7 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     options = dispatcher.stream_options
     named = set(options.stream_stores) if options and isinstance(options.stream_stores, tuple) else set()
     # left plain: what was named, or under True what a note says stayed plain
-    plain = {name for name in reports if name not in streamed and (
+    plain = {name for name in set(reports) - fused_temporaries(result) if name not in streamed and (
         name in named or name in result.streamed_stores or options and options.stream_stores is True
         and any(not n.endswith(LOOP_NOTE) for n in result.notes.get(name, [])))}
     counted = result.call_counter is not None

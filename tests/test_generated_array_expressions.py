@@ -27,6 +27,9 @@ int64 and dimension count):
   arrays (``C *= s``, ``C += 2.0 * A``) and on overlapping self slices
   (``A[1:] += A[:-1]``);
 - row / element loops ``for i in range(lo, A.shape[0] - hi): X[i] = ...``;
+- temporaries ``t = <expr over a region>`` read by the next slice
+  assignment through shifted views of ``t`` (and ``np.where(t[..] >
+  t[..], t[..], ...)``): computed inside the consumer's loop;
 - a time loop ``for _ in range(steps):`` around one or two statements, or a
   ping-pong pair (the second is the first with ``A`` and ``B`` swapped);
 - a return: none, ``return <expr>``, ``r = <expr>; return r``, or
@@ -283,9 +286,33 @@ class Builder:
         self.emit(depth, f"{name} {op} {value}")
         self.store(name, region)
 
+    def temporary_statement(self, depth, name=None):
+        """``t = <array expression over a region>``, then a slice assignment
+        reading ``t`` through shifted views (and ``np.where``): temporaries
+        the stream pass computes inside the consumer's loop."""
+        name = name or self.pick(["A", "B", "C"])
+        t = f"t{next(_counter)}"
+        t_region = [("slice", self.pick(HALOS), self.pick(HALOS)) for _ in range(self.ndim)]
+        self.emit(depth, f"{t} = {self.array_expr(t_region)}")
+        region = [("slice", lo + self.pick((0, 1)), hi + self.pick((0, 1))) for _, lo, hi in t_region]
+
+        def view_of_t():
+            parts = []
+            for (_, lo, hi), (_, lo2, hi2) in zip(t_region, region):
+                extra = lo2 + hi2 - lo - hi
+                start = self.draw(st.integers(0, extra))
+                parts.append(("slice", start, extra - start))
+            return _index_text(t, parts)
+
+        first, second = view_of_t(), view_of_t()
+        value = self.pick([f"{first} {self.pick(['+', '-', '*'])} {self.expr(region, 1)}",
+                           f"np.where({first} > {second}, {first}, {self.expr(region, 1)})"])
+        self.emit(depth, f"{self.format_index(name, region, False)} = {value}")
+        self.store(name, region)
+
     def statement(self, depth):
         self.pick([self.slice_statement, self.slice_statement, self.slice_statement, self.loop_statement,
-                   self.whole_in_place])(depth)
+                   self.whole_in_place, self.temporary_statement])(depth)
 
     def time_loop(self):
         self.body = next(_counter) + 1

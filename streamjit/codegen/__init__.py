@@ -37,7 +37,8 @@ near plain ``numba.njit``).
   store or an array expression can run as an element loop
   (``passes/array_stores.py``);
   ``with_numpy_errors``: one element of an array expression, computed as
-  Numba's array expressions compute it.
+  Numba's array expressions compute it; ``where_element``: one of
+  ``np.where``.
 - ``placed_apart``: a streamed array the kernel allocates, moved apart
   from its array arguments modulo a page (`placement.py`; from Python,
   the drop-ins ``empty_like`` and ``stencil`` run the same rule in NumPy).
@@ -57,11 +58,11 @@ from .access import (aligned_pointer, direct_load, direct_stream_load, load_at, 
 from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
                      no_trailing_alias, same_alignment)
 from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, record_call, store_fence
-from .fusion import copies_elementwise, same_shape, with_numpy_errors
+from .fusion import copies_elementwise, same_shape, where_element, with_numpy_errors
 from .placement import placed_apart
 
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
            "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "same_alignment", "CALL_PATHS",
            "FALLBACK_CHECKS", "keep_scalar", "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape",
-           "with_numpy_errors", "placed_apart"]
+           "where_element", "with_numpy_errors", "placed_apart"]

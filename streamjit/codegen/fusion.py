@@ -92,3 +92,21 @@ def with_numpy_errors(typingctx, fn, *args):
         return call_numba_operation(numpy_model, builder, fn, inner, sig.args[1:], values[1:])
 
     return signature(inner.return_type, fn, *args), codegen
+
+
+@intrinsic
+def where_element(typingctx, cond, x, y):
+    """One element of ``np.where(cond, x, y)``: ``x`` where ``cond`` is true,
+    else ``y``, in the type the two unify to (the fused loop casts it to the
+    dtype Numba's ``np.where`` gives its result)."""
+    x, y = types.unliteral(x), types.unliteral(y)
+    both = typingctx.unify_types(x, y)
+    if not isinstance(both, (types.Number, types.Boolean)) or not isinstance(cond, (types.Number, types.Boolean)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        chosen = context.cast(builder, args[0], sig.args[0], types.boolean)
+        return builder.select(chosen, context.cast(builder, args[1], sig.args[1], both),
+                              context.cast(builder, args[2], sig.args[2], both))
+
+    return signature(both, cond, x, y), codegen

@@ -36,6 +36,7 @@ The new statements are typed here, for the scan.
 """
 
 import operator
+from dataclasses import replace
 
 import numpy as np
 from numba import prange
@@ -46,15 +47,13 @@ from ..errors import warn_in_kernel
 from .. import codegen
 from .accesses import streamed_store_names
 from .indices import index_atoms, is_element_index, is_slice, subscript_key
-from .scan import is_array_expression, scan_kernel
+from ..plan import FUSED_TEMPORARY
+from .array_expressions import apply, element, expression
+from .scan import scan_kernel
 from .ir_build import Emitter, loop_nest, new_block
+from .rebindings import version_name
 from .retype import retype
 
-_ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
-                operator.pow, operator.neg, operator.pos}
-# Operators that raise under Python's error model (ZeroDivisionError) where
-# an array expression, computed under NumPy's, gives inf or nan.
-_NUMPY_ERRORS = {operator.truediv, operator.floordiv, operator.mod, operator.pow}
 _INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
             operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
             operator.ipow: operator.pow}
@@ -72,115 +71,44 @@ def _use_counts(blocks):
     return counts
 
 
-def _operands(value):
-    if isinstance(value, ir.Var):  # a copy (an inlined helper's arguments and result)
-        return (value,)
-    return {"binop": lambda: (value.lhs, value.rhs), "unary": lambda: (value.value,)}.get(value.op,
-                                                                                       lambda: value.args)()
-
-
-def _fusable(typemap, expr):
-    """An elementwise operator, or a ufunc called with positional arrays and scalars."""
-    if not is_array_expression(expr, typemap):
-        return False
-    if expr.op == "call":  # (no output argument, positional or named)
-        return (not expr.kws and expr.vararg is None and expr.varkwarg is None
-                and len(expr.args) == typemap[expr.func.name].typing_key.nin)
-    return expr.fn in _ELEMENTWISE
-
-
-def _expression(typingctx, scan, block, end, value, ndim, uses, top=False):
-    """(statements computing ``value`` elementwise, in block order; {array
-    leaf: its ndim}) or None when ``value`` is not such an expression over
-    arrays of at most ``ndim`` dimensions (broadcast along the leading ones)
-    and scalars. The statements lie in ``block`` before position ``end``, and
-    each result but ``value``'s (with ``top``) is used once, by the next."""
-    nodes, arrays = [], {}
-    before = {id(s) for s in block.body[:end]}
-
-    def visit(var, top=False):
-        ty = scan.typemap[var.name]
-        found = scan.defs.get(var.name, [])
-        stmt = found[0][1] if len(found) == 1 else None
-        if (isinstance(ty, types.Array) and stmt is not None and id(stmt) in before
-                and (top or uses.get(var.name) == 2)
-                and (isinstance(stmt.value, ir.Var) or _fusable(scan.typemap, stmt.value))):
-            nodes.append(stmt)
-            return all(visit(operand) for operand in _operands(stmt.value))
-        if isinstance(ty, types.Array):
-            arrays[var.name] = ty.ndim
-            return 1 <= ty.ndim <= ndim and isinstance(ty.dtype, (types.Number, types.Boolean))
-        return isinstance(ty, (types.Number, types.Boolean))
-
-    if not visit(value, top) or _element_type(typingctx, scan, value, {n.target.name: n for n in nodes}) is None:
+def _owner(scan, found, leaf):
+    """The array a view read in the loop is taken of (a parameter or a
+    ping-pong variable's name), or None for an operand that is no view."""
+    base = found.view_of[leaf][0] if leaf in found.view_of else None
+    root = scan.definition(base or leaf)
+    if isinstance(root, ir.Expr) and root.op in ("getitem", "static_getitem"):
+        source = scan.canonical(root.value.name)
+    elif base is not None:
+        source = scan.canonical(base)
+    else:
         return None
-    order = {id(s): k for k, s in enumerate(block.body)}
-    return sorted(nodes, key=lambda n: order[id(n)]), arrays
+    return next((name for name, var in scan.arrays.items() if var == source), None) or scan.group_name(source)
 
 
-def _element_type(typingctx, scan, var, nodes_by_target):
-    """The scalar type of ``var``'s element as the fused loop computes it,
-    or None where Numba cannot type that scalar operation (the rewrite must
-    never turn a kernel Numba compiles into one it does not)."""
-    ty = scan.typemap[var.name]
-    node = nodes_by_target.get(var.name)
-    if node is None:
-        return ty.dtype if isinstance(ty, types.Array) else ty
-    args = tuple(_element_type(typingctx, scan, v, nodes_by_target) for v in _operands(node.value))
-    if isinstance(node.value, ir.Var):
-        return args[0]
-    if any(a is None for a in args):
-        return None
-    fn = scan.typemap[node.value.func.name] if node.value.op == "call" else node.value.fn
-    found = typingctx.resolve_function_type(fn, args, {})
-    return found.return_type if found is not None and isinstance(found.return_type, (types.Number, types.Boolean)) \
-        else None
-
-
-def _element(emit, var, nodes_by_target, arrays, index_for):
-    """The value of ``var`` at the loop's index, computed from scalars as
-    Numba computes an array expression element (NumPy's error model)."""
-    node = nodes_by_target.get(var.name)
-    if node is None:
-        if var.name not in arrays:
-            return var
-        return emit.assign(ir.Expr.getitem(var, index_for(arrays[var.name]), emit.loc), hint="element")
-    expr = node.value
-    args = [_element(emit, v, nodes_by_target, arrays, index_for) for v in _operands(expr)]
-    if isinstance(expr, ir.Var):
-        return args[0]
-    if expr.op == "call":
-        return emit.call(codegen.with_numpy_errors, expr.func, *args)
-    return _apply(emit, expr.fn, args)
-
-
-def _apply(emit, fn, args):
-    """The operator ``fn`` on scalar ``args``, under NumPy's error model."""
-    if fn in _NUMPY_ERRORS:
-        return emit.call(codegen.with_numpy_errors, emit.global_(fn.__name__, fn), *args)
-    if len(args) == 2:
-        return emit.binop(fn, *args)
-    return emit.assign(ir.Expr.unary(fn, args[0], emit.loc), hint="element")
-
-
-def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, check=codegen.copies_elementwise,
+def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=codegen.copies_elementwise,
           fast=None, done=()):
-    """Split ``block`` at ``stmt``: the statements before it, then a run-time
-    test that every array operand can be read element for element; if it
-    passes, a loop nest over the destination storing ``element``, else the
-    original ``nodes`` and ``stmt`` (Numba's own code). ``head(emit)``
-    emits the destination's shape source and returns (it, the destination);
-    ``fast(emit, shape)`` runs before the loop (an allocation); ``done``
-    after it. Returns the destination."""
+    """Split ``block`` at ``stmt``: the statements before it (and the views
+    of fused temporaries' operands), then a run-time test that every array
+    operand can be read element for element (and each fused temporary's
+    operands have one shape); if it passes, a loop nest over the
+    destination storing ``element_of(body, index_for)``, else the
+    `Expression`'s original statements and ``stmt`` (Numba's own code).
+    ``head(emit)`` emits the destination's shape source and returns (it, the
+    destination); ``fast(emit, shape)`` runs before the loop (an
+    allocation); ``done`` after it. Returns the destination."""
     blocks, scope, loc = state.func_ir.blocks, block.scope, stmt.loc
     at = next(k for k, s in enumerate(block.body) if s is stmt)
-    moved = {id(n) for n in nodes}
-    emit = Emitter(scope, loc, [s for s in block.body[:at] if id(s) not in moved])
+    moved = {id(n) for n in found.nodes}
+    emit = Emitter(scope, loc, [s for s in block.body[:at] if id(s) not in moved] + found.views)
+    for view in found.views:
+        state.typemap[view.target.name] = found.view_of[view.target.name][1]
     source, destination = head(emit)
     shape = emit.assign(ir.Expr.getattr(source, "shape", loc), hint="shape")
     extents = [emit.assign(ir.Expr.static_getitem(shape, d, None, loc), hint="extent") for d in range(ndim)]
-    checks = [emit.call(check, source, ir.Var(scope, a, loc)) for a in arrays] or [emit.const(True)]
-    ok = checks[0]
+    checks = [emit.call(check, source, ir.Var(scope, a, loc)) for a in found.arrays]
+    checks += [emit.call(codegen.same_shape, ir.Var(scope, a, loc), ir.Var(scope, b, loc))
+               for a, b in found.same_shapes]
+    ok = checks[0] if checks else emit.const(True)
     for more in checks[1:]:
         ok = emit.binop(operator.and_, ok, more)
     after = new_block(blocks, scope, loc, block.body[at + 1:])
@@ -202,7 +130,7 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
             by_ndim[k] = body.index(indices[ndim - k:])
         return by_ndim[k]
 
-    value = element(body, index_for)
+    value = element_of(body, index_for)
     store = ir.SetItem(destination, index_for(ndim), value, loc)
     state.stream_facts.store_origin[id(store)] = (store, how)
     body.stmts += [store, ir.Jump(innermost, loc)]
@@ -211,14 +139,10 @@ def _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, che
     state.stream_facts.fallbacks.append(ok.name)
     block.body = emit.stmts
     state.stream_facts.store_origin[id(stmt)] = (stmt, how)  # {id: (store this pass made or kept, what it stores)}
-    for leaf in arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
-        root = scan.definition(leaf)
-        if isinstance(root, ir.Expr) and root.op in ("getitem", "static_getitem"):
-            source_array = scan.canonical(root.value.name)
-            owner = next((name for name, var in scan.arrays.items() if var == source_array), None) \
-                or scan.group_name(source_array)
-            if owner is not None:
-                state.stream_facts.views[leaf] = owner
+    for leaf in found.arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
+        owner = _owner(scan, found, leaf)
+        if owner is not None:
+            state.stream_facts.views[leaf] = owner
     return destination
 
 
@@ -296,6 +220,13 @@ def _overlaps_itself(state, scan, access, arrays):
     return True
 
 
+def _note_fused(state, found, array, line):
+    """Record each temporary computed inside the loop storing ``array``."""
+    for temporary, views in sorted(found.fused.items()):
+        state.stream_facts.store_notes.append((version_name(temporary), line, FUSED_TEMPORARY.format(
+            array=array, line=line, views=views, s="s" if views > 1 else "")))
+
+
 def _rewrite_store(state, scan, access, uses):
     """A row store, slice assignment or in-place operator on a streamed array."""
     typemap, stmt = state.typemap, access.stmt
@@ -314,7 +245,8 @@ def _rewrite_store(state, scan, access, uses):
         if inplace.value.fn not in _INPLACE:
             return False
         ndim = typemap[view.name].ndim
-        found = _expression(state.typingctx, scan, block, at, inplace.value.rhs, ndim, uses)
+        found = expression(state.typingctx, scan, state.func_ir, block, at, inplace.value.rhs, ndim, uses,
+                           [inplace, stmt], destination=scan.canonical(access.array_var))
         rhs = inplace.value.rhs
     else:
         # the view keeps a dimension per slice and per dimension not indexed
@@ -322,30 +254,30 @@ def _rewrite_store(state, scan, access, uses):
         target_ndim = typemap[stmt.target.name].ndim
         own = access.index if access.kind == "view" else access.index[typemap[access.array_var].ndim - target_ndim:]
         ndim = target_ndim - sum(not is_slice(typemap, x) for x in own)
-        found = _expression(state.typingctx, scan, block, at, stmt.value, ndim, uses)
+        found = expression(state.typingctx, scan, state.func_ir, block, at, stmt.value, ndim, uses, [stmt],
+                           destination=scan.canonical(access.array_var))
     if found is None:
         return False
-    nodes, arrays = found
-    if _overlaps_itself(state, scan, access, arrays):
+    if _overlaps_itself(state, scan, access, found.arrays):
         return False
-    by_target = {n.target.name: n for n in nodes}
+    computed = found.computed
     if inplace is not None:
-        nodes = nodes + ([inplace] if inplace is not stmt else [])
-        arrays = {**arrays, view.name: ndim}
+        found = replace(found, nodes=found.nodes + ([inplace] if inplace is not stmt else []),
+                        arrays={**found.arrays, view.name: ndim})
 
-        def element(body, index_for):
-            value = _element(body, rhs, by_target, arrays, index_for)
-            if rhs.name in by_target:  # Numba computes the right-hand side into an array of its dtype first
+        def element_of(body, index_for):
+            value = element(body, found, index_for)
+            if computed:  # Numba computes the right-hand side into an array of its dtype first
                 dtype = typemap[rhs.name].dtype
                 value = body.call(as_dtype(dtype).type, value, name=str(dtype))
             current = body.assign(ir.Expr.getitem(view, index_for(ndim), stmt.loc), hint="element")
-            return _apply(body, _INPLACE[inplace.value.fn], [current, value])
+            return apply(body, _INPLACE[inplace.value.fn], [current, value])
 
         def head(emit):
             return view, view
     else:
-        def element(body, index_for):
-            return _element(body, stmt.value, by_target, arrays, index_for)
+        def element_of(body, index_for):
+            return element(body, found, index_for)
 
         def head(emit):
             index = stmt.index if isinstance(stmt, ir.SetItem) else stmt.index_var
@@ -353,11 +285,12 @@ def _rewrite_store(state, scan, access, uses):
                 index = emit.tuple_([index])
             view = emit.assign(ir.Expr.getitem(stmt.target, index, stmt.loc), hint="view")
             return view, view
-    destination = _fuse(state, scan, block, stmt, how, nodes, arrays, ndim, head, element, done=done)
+    destination = _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, done=done)
     state.stream_facts.views[destination.name] = access.array
     state.stream_facts.store_notes.append((access.array, access.line, "{} stored by {} element loop where the operands "
                                            "allow it".format(_HOW[how], "a fused" if inplace is not None or any(
-                                               not isinstance(n.value, ir.Var) for n in by_target.values()) else "an")))
+                                               not isinstance(n.value, ir.Var) for n in found.nodes) else "an")))
+    _note_fused(state, found, access.array, access.line)
     return True
 
 
@@ -368,24 +301,22 @@ def _rewrite_result(state, scan, name, uses):
     stmt = scan.defs[var][0][1]
     block, at = _place(state, stmt)
     ndim = state.typemap[var].ndim
-    found = _expression(state.typingctx, scan, block, at + 1, stmt.target, ndim, uses, top=True)
-    full = [a for a, k in found[1].items() if k == ndim] if found and any(n is stmt for n in found[0]) else []
+    found = expression(state.typingctx, scan, state.func_ir, block, at + 1, stmt.target, ndim, uses, [], top=True)
+    full = [a for a, k in found.arrays.items() if k == ndim] if found and any(n is stmt for n in found.nodes) else []
     if not full:
         state.stream_facts.store_notes.append((name, stmt.loc.line, "an array expression Numba computes itself (not "
                                                "arithmetic and ufuncs on arrays and scalars): not streamed"))
         return False
-    nodes, arrays = found
-    by_target = {n.target.name: n for n in nodes}
     dtype = state.typemap[var].dtype
 
     def allocate(emit, shape):
         kind = emit.global_(str(dtype), as_dtype(dtype).type)
         emit.call(np.empty, shape, kind, target=stmt.target)
 
-    _fuse(state, scan, block, stmt, "result", [n for n in nodes if n is not stmt], arrays, ndim,
+    _fuse(state, scan, block, stmt, "result", replace(found, nodes=[n for n in found.nodes if n is not stmt]), ndim,
           lambda emit: (ir.Var(block.scope, full[0], stmt.loc), stmt.target),
-          lambda body, index_for: _element(body, stmt.target, by_target, arrays, index_for),
-          check=codegen.same_shape, fast=allocate)
+          lambda body, index_for: element(body, found, index_for), check=codegen.same_shape, fast=allocate)
+    _note_fused(state, found, name, stmt.loc.line)
     state.stream_facts.store_notes.append((name, stmt.loc.line, "the result of {} array expression, stored by a fused "
                                            "element loop into a new array where the operands allow it".format(
                                                "a returned" if name == "return" else "an")))

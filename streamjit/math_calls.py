@@ -1,0 +1,155 @@
+"""Which loops of a kernel call the C math library one element at a time,
+for `stream_report` (``report.math_calls``): read off the final LLVM IR
+(calls of ``sin``, ``llvm.sin.v4f64`` the backend splits) and placed at the
+kernel's source lines by its typed Numba IR."""
+
+import re
+
+from numba import types
+from numba.core import config, ir
+from numba.core.analysis import compute_cfg_from_blocks
+
+# Transcendental functions of the C math library (and their float versions,
+# with an ``f``), which no CPU has an instruction for: a vectorized loop calls
+# them one lane at a time (the backend splits `llvm.sin.v4f64` into four calls
+# of ``sin``), unless a vector math library maps them to vector versions.
+# Numba's one such library was Intel's SVML (``config.USING_SVML``); Numba 0.62
+# and later have no SVML support (its release notes: the LLVM patch it needs
+# no longer applies), and the LLVM 22 of llvmlite 0.50 takes no
+# ``-vector-library`` option, so installing SVML's runtime changes nothing
+# (checked on the Intel Xeon VM: bench/README.md, "arc_distance with SVML").
+MATH_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
+                  "atanh", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "cbrt", "hypot",
+                  "erf", "erfc", "lgamma", "tgamma")
+# NumPy's names for them, where NumPy's differ (`math_call_lines` reads NumPy's ufuncs and Python's math module)
+_NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2", "asinh": "arcsinh",
+                "acosh": "arccosh", "atanh": "arctanh", "pow": "power"}
+_MATH_INTRINSIC = re.compile(r"llvm\.(\w+)\.(?:f32|f64|v\d+f32|v\d+f64)")
+
+
+def _math_function(callee):
+    """The math-library function ``callee`` (an LLVM function name) calls, or None."""
+    intrinsic = _MATH_INTRINSIC.fullmatch(callee or "")
+    name = intrinsic.group(1) if intrinsic else callee
+    if name in MATH_FUNCTIONS:
+        return name
+    if not intrinsic and name and name.endswith("f") and name[:-1] in MATH_FUNCTIONS:
+        return name[:-1]
+    return None
+
+
+def _loop_blocks(function):
+    """The labels of ``function``'s blocks that lie on a cycle of its
+    control-flow graph: its loops (strongly connected components, Kosaraju)."""
+    successors = {block.label: block.successors() for block in function.blocks}
+    order, seen = [], set()
+    for root in successors:  # first pass: blocks by finishing time
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(successors[root]))]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next((s for s in rest if s not in seen and s in successors), None)
+            if nxt is None:
+                order.append(node)
+                stack.pop()
+            else:
+                seen.add(nxt)
+                stack.append((nxt, iter(successors[nxt])))
+    predecessors = {label: [] for label in successors}
+    for label, targets in successors.items():
+        for target in targets:
+            if target in predecessors:
+                predecessors[target].append(label)
+    looping, assigned = set(), set()
+    for root in reversed(order):  # second pass: components on the reversed graph
+        if root in assigned:
+            continue
+        component, stack = [], [root]
+        assigned.add(root)
+        while stack:
+            node = stack.pop()
+            component.append(node)
+            for p in predecessors[node]:
+                if p not in assigned:
+                    assigned.add(p)
+                    stack.append(p)
+        if len(component) > 1 or root in successors[root]:
+            looping.update(component)
+    return looping
+
+
+def scalar_math_calls(functions):
+    """The math-library functions (`MATH_FUNCTIONS`) that loops of the LLVM
+    ``functions`` call one element at a time: scalar calls, and vector
+    intrinsics the backend splits into scalar calls."""
+    found = set()
+    for function in functions:
+        loops = _loop_blocks(function)
+        found.update(name for block in function.blocks if block.label in loops for inst in block.insts
+                     if inst.opcode == "call" and (name := _math_function(inst.callee)))
+    return found
+
+
+def _expression_functions(expr):
+    """The functions an ``arrayexpr`` tree (`numba.np.ufunc.array_exprs`) applies."""
+    if isinstance(expr, tuple) and len(expr) == 2 and isinstance(expr[1], list):
+        yield expr[0]
+        for operand in expr[1]:
+            yield from _expression_functions(operand)
+
+
+def math_call_lines(blocks, typemap, names):
+    """``{line: {name as called: its `MATH_FUNCTIONS` name}}``: where the
+    typed Numba IR ``blocks`` call the math functions ``names``, by Python's
+    math module's or NumPy's name, in a call inside a loop or on an array,
+    or in an array expression."""
+    wanted = {alias: name for name in names for alias in (name, _NUMPY_NAMES.get(name, name))}
+    in_loops = {label for loop in compute_cfg_from_blocks(blocks).loops().values() for label in loop.body}
+    lines = {}
+    for label, block in blocks.items():
+        for stmt in block.body:
+            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr)):
+                continue
+            expr = stmt.value
+            if expr.op == "call":
+                if label not in in_loops and not any(isinstance(typemap.get(a.name), types.Array) for a in expr.args):
+                    continue
+                functions = [getattr(typemap.get(expr.func.name), "typing_key", None)]
+            elif expr.op == "arrayexpr":
+                functions = list(_expression_functions(expr.expr))
+            else:
+                continue
+            for function in functions:
+                alias = getattr(function, "__name__", None)
+                if alias in wanted:
+                    lines.setdefault(stmt.loc.line, {})[alias] = wanted[alias]
+    return lines
+
+
+def math_calls(functions, annotation=None):
+    """``[(line or None, names)]``: the scalar math calls in loops of the
+    LLVM ``functions`` (`scalar_math_calls`), by the source line that calls
+    them where the typed IR (``annotation``, Numba's ``TypeAnnotation``;
+    a string for a compile loaded from the cache) shows one; None for the rest."""
+    found = scalar_math_calls(functions)
+    if not found:
+        return []
+    typed = hasattr(annotation, "blocks")
+    lines = math_call_lines(annotation.blocks, annotation.typemap, found) if typed else {}
+    placed = {name for called in lines.values() for name in called.values()}
+    rows = [(line, tuple(sorted(called))) for line, called in sorted(lines.items())]
+    return rows + ([(None, tuple(sorted(found - placed)))] if found - placed else [])
+
+
+def math_call_notes(rows):
+    """The report's lines for `math_calls`' rows: where, and why no vector version ran."""
+    if not rows:
+        return []
+    why = ("although Numba uses SVML (numba.config.USING_SVML), the loop did not vectorize" if config.USING_SVML else
+           "no vector math library: numba.config.USING_SVML is False; Numba 0.62 and later have no SVML support")
+    return [f"math: {f'the loop at line {line}' if line is not None else 'a loop'} calls {', '.join(names)} from the "
+            f"math library one element at a time" for line, names in rows] + [f"  ({why})"]
+
+

@@ -1,0 +1,156 @@
+"""Producer-consumer fusion (`passes/array_expressions.py`): temporaries a
+kernel computes and reads through shifted views are computed inside the
+loop of the store that reads them, with Numba's results, and stay arrays
+wherever that would change what the kernel computes."""
+
+import numba
+import numpy as np
+import pytest
+
+import streamjit as sj
+from numba.core.runtime import rtsys
+
+
+def hdiff(in_field, out_field, coeff):  # NPBench's hdiff (numba_n), without fastmath
+    I, J = out_field.shape[0], out_field.shape[1]
+    lap_field = 4.0 * in_field[1:I + 3, 1:J + 3, :] - (
+        in_field[2:I + 4, 1:J + 3, :] + in_field[0:I + 2, 1:J + 3, :] +
+        in_field[1:I + 3, 2:J + 4, :] + in_field[1:I + 3, 0:J + 2, :])
+    res = lap_field[1:, 1:J + 1, :] - lap_field[:-1, 1:J + 1, :]
+    flx_field = np.where((res * (in_field[2:I + 3, 2:J + 2, :] - in_field[1:I + 2, 2:J + 2, :])) > 0, 0, res)
+    res = lap_field[1:I + 1, 1:, :] - lap_field[1:I + 1, :-1, :]
+    fly_field = np.where((res * (in_field[2:I + 2, 2:J + 3, :] - in_field[2:I + 2, 1:J + 2, :])) > 0, 0, res)
+    out_field[:, :, :] = in_field[2:I + 2, 2:J + 2, :] - coeff[:, :, :] * (
+        flx_field[1:, :, :] - flx_field[:-1, :, :] + fly_field[:, 1:, :] - fly_field[:, :-1, :])
+
+
+HDIFF, HDIFF_NJIT = sj.stream_kernel(stream_stores=True, threshold=None)(hdiff), numba.njit(hdiff)
+
+
+def _hdiff_args(shape, seed):
+    rng = np.random.default_rng(seed)
+    I, J, K = shape
+    return rng.standard_normal((I + 4, J + 4, K)), rng.standard_normal((I, J, K)), rng.standard_normal((I, J, K))
+
+
+@pytest.mark.parametrize("shape", [(7, 9, 5), (1, 1, 1), (3, 2, 33), (0, 4, 3), (6, 5, 0)])
+def test_hdiff_equals_njit_bit_for_bit(shape):
+    in_field, out, coeff = _hdiff_args(shape, 1)
+    want = out.copy()
+    HDIFF_NJIT(in_field, want, coeff)
+    HDIFF(in_field, out, coeff)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_hdiff_temporaries_are_computed_in_the_loop(allocation_stats):
+    kernel, plain = HDIFF, HDIFF_NJIT
+    args = _hdiff_args((6, 7, 64), 2)
+    kernel(*args), plain(*args)                       # (compile)
+    streamed = kernel.stream_calls()["streamed"]
+    before = rtsys.get_allocation_stats().mi_alloc
+    kernel(*args)
+    after = rtsys.get_allocation_stats().mi_alloc
+    plain(*args)
+    # Numba wraps each array argument in a meminfo; beyond those, not one
+    # array allocated: no temporary (njit's are counted)
+    assert after - before == len(args)
+    assert rtsys.get_allocation_stats().mi_alloc - after >= len(args) + 4
+    assert kernel.stream_calls()["streamed"] == streamed + 1
+    report = kernel.stream_report()
+    for name in ("lap_field", "flx_field", "fly_field"):
+        assert any("fused into the element loop storing out_field" in n for n in report.arrays[name].notes)
+    assert "8 times per element" in " ".join(report.arrays["lap_field"].notes)
+    first = str(report).splitlines()[0]
+    assert "fused 4 temporaries (flx_field, fly_field, lap_field, res)" in first and "plain" not in first
+
+
+def test_operand_shapes_numba_rejects_raise_as_in_numba():
+    def mismatched(a, b, out):
+        t = a + b                      # (5,) + (6,): Numba raises
+        out[:] = t[0:3] * 2.0
+
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(mismatched)
+    a, b, out = np.ones(5), np.ones(6), np.zeros(3)
+    with pytest.raises(ValueError):
+        numba.njit(mismatched)(a, b, out)
+    with pytest.raises(ValueError):
+        kernel(a, b, out)
+
+
+def test_a_temporary_read_elsewhere_stays_an_array():
+    def returned(a, out):
+        t = a * 2.0
+        out[:] = t[1:] - t[:-1]
+        return t
+
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(returned)
+    a = np.random.default_rng(3).standard_normal(41)
+    out, want = np.empty(40), np.empty(40)
+    np.testing.assert_array_equal(kernel(a, out), numba.njit(returned)(a, want))
+    np.testing.assert_array_equal(out, want)
+    assert "into the loops that read them" not in str(kernel.stream_report()).splitlines()[0]
+
+
+def test_a_write_between_the_temporary_and_its_reader_keeps_it():
+    def written_between(a, out):
+        t = a + 1.0
+        a[0] = 100.0                   # after t is computed: t keeps a's old value
+        out[:] = t[1:] + t[:-1]
+
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(written_between)
+    rng = np.random.default_rng(4)
+    a, out = rng.standard_normal(33), np.empty(32)
+    a2, want = a.copy(), np.empty(32)
+    kernel(a, out)
+    numba.njit(written_between)(a2, want)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_temporary_of_the_destination_is_not_fused():
+    def smooth(u):
+        t = u[2:] - u[:-2]             # NumPy semantics: computed before u is written
+        u[1:-1] = u[1:-1] + 0.25 * t
+
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(smooth)
+    u = np.random.default_rng(5).standard_normal(50)
+    want = u.copy()
+    numba.njit(smooth)(want)
+    kernel(u)
+    np.testing.assert_array_equal(u, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64])
+def test_mixed_dtypes_read_back_as_the_temporary_dtype(dtype):
+    def mixed(a, b, out):
+        t = a * b + 3
+        out[:] = np.where(t[1:] > t[:-1], t[1:], -t[:-1]) * 0.5
+
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(mixed)
+    rng = np.random.default_rng(6)
+    a, b = (rng.uniform(-1e3, 1e3, 65)).astype(dtype), (rng.uniform(-1e3, 1e3, 65)).astype(dtype)
+    a[3] = b[7] = np.nan if np.dtype(dtype).kind == "f" else a[3]
+    out, want = np.empty(64), np.empty(64)
+    kernel(a, b, out)
+    numba.njit(mixed)(a, b, want)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_recomputing_beyond_the_cost_rule_keeps_the_temporaries():
+    def deep(a, out):
+        t1 = a[1:] + a[:-1]
+        t2 = t1[1:] + t1[:-1]
+        t3 = t2[1:] + t2[:-1]
+        t4 = t3[1:] + t3[:-1]
+        t5 = t4[1:] + t4[:-1]
+        t6 = t5[1:] + t5[:-1]
+        t7 = t6[1:] + t6[:-1]
+        t8 = t7[1:] + t7[:-1]
+        out[:] = t8[1:] + t8[:-1]      # 2**9 views of a: past MAX_OPERANDS
+
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(deep)
+    a = np.random.default_rng(7).standard_normal(100)
+    out, want = np.empty(91), np.empty(91)
+    kernel(a, out)
+    numba.njit(deep)(a, want)
+    np.testing.assert_array_equal(out, want)
+    assert "into the loops that read them" not in str(kernel.stream_report()).splitlines()[0]
