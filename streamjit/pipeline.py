@@ -19,7 +19,9 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
 2. ``fills``: ``arr.fill(v)`` becomes the store ``arr[...] = v`` it is;
    ``array_stores``: row stores, slice assignments of array expressions,
    in-place operators and array-expression results of streamed arrays
-   become (fused) element loops where that is exact (checked at run time);
+   become (fused) element loops where that is exact (checked at run time),
+   with the temporaries they read through views computed inside the loop
+   (``array_expressions``: producer-consumer fusion);
    ``parallel_blocks``: with ``parallel=True``, streamed ``prange`` loops
    become parallel loops over blocks, each a sequential loop (both type
    what they insert right away, for the scan that follows);

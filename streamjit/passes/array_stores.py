@@ -20,12 +20,15 @@ IR):
         <the original statements>              # Numba's own: broadcasting, overlap, errors
 
 (for a new array: ``r = np.empty(A1.shape, dtype)`` before the loop, the
-check only of shapes). The expression fused is built of operators and ufunc
-calls on arrays (of the destination's dimensions or fewer, broadcast along
-the leading ones) and scalars, through copies; each element is computed as
-Numba computes an array-expression element, with scalar arithmetic under
-NumPy's error model (`codegen.with_numpy_errors`), so the values are
-Numba's. Anything else in it is an operand Numba computes first. With
+check only of shapes). What one element computes, and which of the
+kernel's temporaries are computed inside the loop instead of into arrays
+(producer-consumer fusion), is `array_expressions.py`'s: operators,
+comparisons, ufunc calls and ``np.where`` on arrays (of the destination's
+dimensions or fewer, broadcast along the leading ones) and scalars, each
+element computed as Numba computes an array-expression element, with
+scalar arithmetic under NumPy's error model (`codegen.with_numpy_errors`),
+so the values are Numba's. Anything else in it is an operand Numba computes
+first. With
 ``parallel=True`` the outer loop is a ``prange``, so the expression still
 runs on all threads, as Numba's parfors would run it. The passes after this
 one align, stream and fence the element loop like one the user wrote; the
