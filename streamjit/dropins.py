@@ -97,18 +97,21 @@ def _helper_pool():
 # Loading the kernel is Numba's first use of its CPU target in most
 # programs: through Numba's cache it imported Numba's registries (and SciPy,
 # for BLAS, where installed), 0.3-0.56 s on an AMD EPYC Zen 2 VM, which the
-# first large copies paid. It loads without them
-# (`cache.declared_symbols_resolve`: 25 ms), in a thread the first copy
-# above the streaming threshold starts (or `preload`), and copies run
-# np.copyto until it is there, never waiting for it. ``import streamjit``
-# starts nothing: a process that never makes a large copy never pays for it.
+# first large copies paid. It loads without them, and without compiling
+# Numba's NRT module (`cache.declared_symbols_resolve`), in a thread the
+# first copy above the streaming threshold starts (or `preload`), and
+# copies run np.copyto until it is there, never waiting for it: 15-20 ms
+# after a 256 MiB first copy starts, within that copy's 22 ms, so the
+# second streams (Intel Xeon VM, bench/copy_threads.py --load).
+# ``import streamjit`` starts nothing: a process that never makes a large
+# copy never pays for it.
 _kernel_loaded = threading.Event()
 _loader = None
 _loader_lock = threading.Lock()
 # How long a fork waits for the loading thread (a child forked while it held
 # Numba's compiler lock would hold that lock forever), and the interpreter's
-# exit for it. A load from the cache took 25 ms and a cold compile 1-2 s on
-# our VMs; one still running after this long is stalled (a hung cache
+# exit for it. A load from the cache took 15-40 ms and a cold compile 1-2 s
+# on our VMs; one still running after this long is stalled (a hung cache
 # directory), and the fork or the exit goes ahead without it.
 LOADER_WAIT_SECONDS = 30
 
@@ -123,15 +126,28 @@ LOADER_WAIT_SECONDS = 30
 _copy_entry = None
 
 
+# Reading where copies go on threads runs glibc's loader in a process (5-9
+# ms), about as long as loading the kernel from the cache: one after the
+# other they finished 19-36 ms after a 256 MiB first copy started, side by
+# side 15-25 ms, with that copy at 22-40 ms beside them (Intel Xeon VM,
+# other processes busy at times, bench/copy_threads.py --load).
+_bands_reader = None
+
+
 def load_copy_kernel():
-    """Read where copies go on threads (`copy_bands`), then load (or compile)
-    the copy kernel's one signature; returns once it is there, or its
-    loading failed (the next call then raises the error)."""
-    global _copy_entry
+    """Read where copies go on threads (`copy_bands`, on a thread of its
+    own) while loading (or compiling) the copy kernel's one signature;
+    returns once both are done, or failed (the next call then raises the
+    error)."""
+    global _copy_entry, _bands_reader
+    bands = threading.Thread(target=_read_bands_ahead, name="streamjit-copy-bands", daemon=True)
     try:
-        _read_bands_ahead()
+        bands.start()
+        _bands_reader = bands
         _copy_entry = _copy_elements.compile(COPY_SIGNATURE)
     finally:
+        if bands.ident is not None:
+            bands.join()
         _kernel_loaded.set()
 
 
@@ -169,7 +185,7 @@ def preload():
     `copyto` and `memcpy` load it on their first copy above the streaming
     threshold, in a thread, and copy with `numpy.copyto` until it is there;
     ``import streamjit`` does nothing of the kind. Call this where a
-    program would rather pay the load (25 ms from Numba's disk cache, a
+    program would rather pay the load (15-20 ms from Numba's disk cache, a
     second or two the first time it compiles) up front, so that its first
     large copies stream too. Returns once the kernel is loaded (or its
     loading failed: the next large copy raises the error).
@@ -186,10 +202,10 @@ def preload():
 
 
 def _before_fork():
-    loader = _loader
-    if loader is not None and loader is not threading.current_thread():
-        # (not the loader itself, which starts a process to ask glibc's loader
-        # for its threshold: a fork there must never wait for its own load)
+    if _loader is not None and threading.current_thread() not in (_loader, _bands_reader):
+        # (not the loading threads themselves, one of which starts a process to
+        # ask glibc's loader for its threshold: a fork there must never wait
+        # for its own load)
         _kernel_loaded.wait(LOADER_WAIT_SECONDS)
 
 

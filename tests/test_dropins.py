@@ -275,6 +275,29 @@ def test_the_import_starts_nothing_and_the_first_large_copy_loads_the_kernel():
     assert done.stdout.startswith("True") and "uint8" in done.stdout
 
 
+def test_the_bands_are_read_beside_the_kernels_load(monkeypatch):
+    """Reading where copies go on threads runs glibc's loader in a process,
+    about as long as the kernel's load from the cache: one after the
+    other, they finished after the first 256 MiB copy, and the second copy
+    did not stream. The band is read on a thread of its own while the
+    kernel loads (here its reader waits for the load to start)."""
+    import threading
+
+    compiling, waited = threading.Event(), []
+    compile_kernel = dropins._copy_elements.compile
+
+    def compile_noting_it(signature):
+        compiling.set()
+        return compile_kernel(signature)
+
+    monkeypatch.setattr(dropins, "_read_bands_ahead", lambda: waited.append(compiling.wait(20)))
+    monkeypatch.setattr(dropins._copy_elements, "compile", compile_noting_it)
+    monkeypatch.setattr(dropins, "_kernel_loaded", threading.Event())
+    monkeypatch.setattr(dropins, "_copy_entry", None)
+    dropins.load_copy_kernel()
+    assert waited == [True] and dropins._kernel_loaded.is_set() and dropins._copy_entry is not None
+
+
 def test_the_cached_kernel_loads_without_numbas_registries():
     """Loading it through Numba's cache imported every registry of Numba's
     CPU target (and SciPy): 0.56 s, which the first large copies of a
