@@ -1,0 +1,9 @@
+import numpy as np
+
+
+# pythran export kernel(int, float64[:], float64[:])
+def kernel(TSTEPS, A, B):
+
+    for t in range(1, TSTEPS):
+        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
