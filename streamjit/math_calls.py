@@ -1,13 +1,18 @@
 """Which loops of a kernel call the C math library one element at a time,
 for `stream_report` (``report.math_calls``): read off the final LLVM IR
 (calls of ``sin``, ``llvm.sin.v4f64`` the backend splits) and placed at the
-kernel's source lines by its typed Numba IR."""
+kernel's source lines by its typed Numba IR. A function whose loops call
+glibc's vector versions (``_ZGVdN4v_sin``: `post_o3/vector_math.py`, under
+fastmath) is vectorized for that function: its scalar calls are the vector
+loop's remainder and the peeled head loops."""
 
 import re
 
 from numba import types
 from numba.core import config, ir
 from numba.core.analysis import compute_cfg_from_blocks
+
+from .post_o3 import vector_math
 
 # Transcendental functions of the C math library (and their float versions,
 # with an ``f``), which no CPU has an instruction for: a vectorized loop calls
@@ -18,6 +23,7 @@ from numba.core.analysis import compute_cfg_from_blocks
 # no longer applies), and the LLVM 22 of llvmlite 0.50 takes no
 # ``-vector-library`` option, so installing SVML's runtime changes nothing
 # (checked on the Intel Xeon VM: bench/README.md, "arc_distance with SVML").
+# streamjit's own route is glibc's libmvec (`post_o3/vector_math.py`).
 MATH_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
                   "atanh", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "cbrt", "hypot",
                   "erf", "erfc", "lgamma", "tgamma")
@@ -25,6 +31,8 @@ MATH_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", 
 _NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2", "asinh": "arcsinh",
                 "acosh": "arccosh", "atanh": "arctanh", "pow": "power"}
 _MATH_INTRINSIC = re.compile(r"llvm\.(\w+)\.(?:f32|f64|v\d+f32|v\d+f64)")
+# a vector function ABI name (``_ZGV<isa><mask>N<lanes><parameters>_<name>``), as libmvec's
+_VECTOR_VERSION = re.compile(r"_ZGV[a-z][MN]\d+[a-z]+_(\w+)")
 
 
 def _math_function(callee):
@@ -36,6 +44,12 @@ def _math_function(callee):
     if not intrinsic and name and name.endswith("f") and name[:-1] in MATH_FUNCTIONS:
         return name[:-1]
     return None
+
+
+def _vector_version_of(callee):
+    """The `MATH_FUNCTIONS` name of a vector math library's function ``callee`` calls, or None."""
+    version = _VECTOR_VERSION.fullmatch(callee or "")
+    return _math_function(version.group(1)) if version else None
 
 
 def _loop_blocks(function):
@@ -83,12 +97,15 @@ def _loop_blocks(function):
 def scalar_math_calls(functions):
     """The math-library functions (`MATH_FUNCTIONS`) that loops of the LLVM
     ``functions`` call one element at a time: scalar calls, and vector
-    intrinsics the backend splits into scalar calls."""
+    intrinsics the backend splits into scalar calls, in a function whose
+    loops call no vector version of that function (libmvec's)."""
     found = set()
     for function in functions:
         loops = _loop_blocks(function)
-        found.update(name for block in function.blocks if block.label in loops for inst in block.insts
-                     if inst.opcode == "call" and (name := _math_function(inst.callee)))
+        calls = [inst.callee for block in function.blocks if block.label in loops for inst in block.insts
+                 if inst.opcode == "call"]
+        vectorized = set(filter(None, map(_vector_version_of, calls)))
+        found.update(name for name in map(_math_function, calls) if name and name not in vectorized)
     return found
 
 
@@ -147,9 +164,12 @@ def math_call_notes(rows):
     """The report's lines for `math_calls`' rows: where, and why no vector version ran."""
     if not rows:
         return []
-    why = ("although Numba uses SVML (numba.config.USING_SVML), the loop did not vectorize" if config.USING_SVML else
-           "no vector math library: numba.config.USING_SVML is False; Numba 0.62 and later have no SVML support")
+    if config.USING_SVML:
+        why = "although Numba uses SVML (numba.config.USING_SVML), the loop did not vectorize"
+    elif vector_math.available():
+        why = ("glibc's libmvec replaces a vectorized loop's calls under fastmath=True (or fastmath={'afn'}) only, "
+               "and has no vector version for some functions")
+    else:
+        why = "no vector math library: numba.config.USING_SVML is False; Numba 0.62 and later have no SVML support"
     return [f"math: {f'the loop at line {line}' if line is not None else 'a loop'} calls {', '.join(names)} from the "
             f"math library one element at a time" for line, names in rows] + [f"  ({why})"]
-
-

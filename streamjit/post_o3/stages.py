@@ -6,39 +6,43 @@ module with one entry point ``run(module, target) -> changed``, working per
 function on the records of `module.py`:
 
 1. ``keep_scalar``: the calls that kept the peeled head loops scalar go;
-2. ``stream_memset``: a marked, aligned ``memset`` LLVM made of a streamed
+2. ``vector_math``: under fastmath, vector calls of ``sin``, ``cos``,
+   ``atan2``, ``exp`` ... become calls of glibc's libmvec (x86-64 Linux),
+   instead of one scalar call per lane;
+3. ``stream_memset``: a marked, aligned ``memset`` LLVM made of a streamed
    loop becomes a streamed fill;
-3. ``widen_stores``: runs of narrow marked vector stores join into one
+4. ``widen_stores``: runs of narrow marked vector stores join into one
    full-width store;
-4. ``nontemporal``: marked, aligned stores (and loads, where the machine
+5. ``nontemporal``: marked, aligned stores (and loads, where the machine
    profile says so) get ``!nontemporal``; scalar floats go through ``movnti``
    on x86;
-5. ``pair_nontemporal``: on AArch64, adjacent 128-bit NT accesses become
+6. ``pair_nontemporal``: on AArch64, adjacent 128-bit NT accesses become
    256-bit ``stnp``/``ldnp`` pairs;
-6. ``prefetch``: prefetches ahead of the marked loads that ask for them;
-7. ``exit_fences``: a store fence before every return an NT store reaches
+7. ``prefetch``: prefetches ahead of the marked loads that ask for them;
+8. ``exit_fences``: a store fence before every return an NT store reaches
    unfenced (the exceptions raised inside a streamed nest);
-8. ``array_pool``: the large arrays the kernel allocates reuse the memory
+9. ``array_pool``: the large arrays the kernel allocates reuse the memory
    of freed ones, instead of fresh pages.
 
 The host build (`backend/library.py`) and the inspection for other CPUs
 (`backend/cross_target.py`) both run `run_post_o3`, so they cannot drift
 apart. ``STREAMJIT_DUMP_AFTER=<stage name>`` prints the module after that
-stage, for each module that holds streamjit marks.
+stage, for each module that holds streamjit marks, and for the kernel's own
+module where a stage has work on unmarked code.
 """
 
 from ..dump import dump_after
 from ..protocol.keep_scalar import MARKER as KEEP_SCALAR
 from ..protocol.markers import DOMAIN_NAME
 from . import (array_pool, exit_fences, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset,
-               widen_stores)
+               vector_math, widen_stores)
 from .module import Module
 
-STAGES = (keep_scalar, stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch, exit_fences,
-          array_pool)
+STAGES = (keep_scalar, vector_math, stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch,
+          exit_fences, array_pool)
 # The stages that change code without streamjit's marks: they run on the
 # kernel's own module only, never on the helpers Numba links into `numba.njit` code too.
-SHARED_CODE_STAGES = (array_pool,)
+SHARED_CODE_STAGES = (vector_math, array_pool)
 
 
 def stage_name(stage):
@@ -55,14 +59,14 @@ def run_post_o3(text, target, module_name="", own_library=True):
 
     Numba makes many modules while it compiles a kernel (its helpers, the
     wrappers), and most hold nothing of streamjit's: no mark, no
-    keep-scalar call and no allocation to advise, so no stage has work
-    there. Those are passed through without being parsed (first-call
+    keep-scalar call, no allocation to advise and no vector math call, so
+    no stage has work there. Those are passed through without being parsed (first-call
     compile time). Modules of code Numba shares with other compiles
     (``own_library=False``: its internal helpers, `backend/library.py`)
     skip the stages that change unmarked code (`SHARED_CODE_STAGES`)."""
     marked = f'!"{DOMAIN_NAME}' in text
-    allocates = own_library and array_pool.has_work(text)
-    if not marked and KEEP_SCALAR not in text and not allocates:
+    unmarked_work = own_library and (array_pool.has_work(text) or vector_math.has_work(text))
+    if not marked and KEEP_SCALAR not in text and not unmarked_work:
         return text, False
     module = Module(text)
     changed = False
@@ -70,6 +74,6 @@ def run_post_o3(text, target, module_name="", own_library=True):
         if stage in SHARED_CODE_STAGES and not own_library:
             continue
         changed |= stage.run(module, target)
-        if marked:
+        if marked or unmarked_work:
             dump_after(stage_name(stage), f"LLVM IR of {module_name or 'the module'}", lambda: print(module))
     return (str(module), True) if changed else (text, False)

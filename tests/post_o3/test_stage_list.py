@@ -7,8 +7,8 @@ from streamjit.post_o3.stages import STAGE_NAMES, run_post_o3
 
 
 def test_the_stages_in_order():
-    assert STAGE_NAMES == ("keep_scalar", "stream_memset", "widen_stores", "nontemporal", "pair_nontemporal",
-                           "prefetch", "exit_fences", "array_pool")
+    assert STAGE_NAMES == ("keep_scalar", "vector_math", "stream_memset", "widen_stores", "nontemporal",
+                           "pair_nontemporal", "prefetch", "exit_fences", "array_pool")
 
 
 def test_dump_after_a_stage_prints_the_module_after_it(monkeypatch, capsys):

@@ -1,0 +1,224 @@
+"""Vector calls of math functions become calls of glibc's vector math library, under fastmath.
+
+LLVM's loop vectorizer widens a loop's ``sin``, ``cos``, ``atan2``, ``exp``,
+``log``, ``pow`` ... into calls of ``llvm.sin.v4f64`` and its kin, and
+without a vector math library (Numba 0.62 and later set none, and llvmlite
+0.50 cannot set one: bench/README.md, "arc_distance with SVML") the backend
+splits each into one call of the C library's ``sin`` per lane. So NPBench's
+arc_distance ran at 1.0x ``numba.njit`` (Intel Xeon VM, ``python
+bench/npbench.py --kernels arc_distance``). glibc ships vector versions of
+these functions in ``libmvec`` (``libmvec.so.1``, since glibc 2.22), under the
+names of the x86-64 vector function ABI: ``_ZGV<isa>N<lanes><v per
+argument>_<name>``, ``isa`` ``b`` for SSE (xmm), ``c`` AVX and ``d`` AVX2
+(ymm), ``e`` AVX-512 (zmm), ``f`` after the name for ``float``:
+``_ZGVdN4v_sin``, ``_ZGVeN8vv_atan2``, ``_ZGVbN4v_expf``.
+
+What it rewrites, as LLVM's ``replace-with-veclib`` pass does once a vector
+library is set: each call of ``llvm.<fn>.v<N>f64`` / ``v<N>f32`` whose
+fast-math flags allow approximate functions (``afn``, part of ``fast``:
+``fastmath=True`` or ``fastmath={"afn"}``) becomes a call of libmvec's
+version of ``<fn>`` in the widest register the target passes as one argument
+(zmm where AVX-512F is on, ymm with AVX2, else AVX, else xmm); a call with
+more lanes is split into calls of that width, and the results joined. Only
+under ``afn``: libmvec is accurate to 4 ulp (glibc's manual, "Errors in Math
+Functions"), not to glibc's scalar functions' results, so code compiled
+without fastmath keeps njit's results bit for bit.
+
+Where: x86-64 Linux targets, when ``libmvec.so.1`` loads in this process
+(loaded here once, permanently, so the JIT and code loaded from Numba's cache
+resolve its symbols; elsewhere the stage does nothing), and a function
+libmvec has for that width. It changes code without streamjit's marks, so
+it runs on the kernel's own module only (`stages.SHARED_CODE_STAGES`): the
+helpers Numba shares with ``numba.njit`` code stay as they are.
+"""
+
+import ctypes
+import functools
+import re
+
+import llvmlite.binding as llvm
+from numba.core.codegen import get_host_cpu_features  # (Numba's: NUMBA_ENABLE_AVX=0 turns AVX off)
+
+from ..protocol.targets import host_build_cpu
+from .module import LOCAL, Inst, vector_shape
+
+# glibc's name for libmvec since 2.22, opened as dlopen finds it
+# (`ctypes.util.find_library` would run ldconfig at every import).
+LIBRARY_NAME = "libmvec.so.1"
+# the LLVM intrinsics libmvec has versions of (glibc 2.35 and later; older
+# ones have fewer, which `_has_symbol` finds out)
+FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "exp2", "exp10",
+             "log", "log2", "log10", "pow")
+_INTRINSIC = re.compile(r"llvm\.(" + "|".join(FUNCTIONS) + r")\.v(\d+)(f32|f64)")
+_INTRINSIC_CALL = re.compile(r"@llvm\.(?:" + "|".join(FUNCTIONS) + r")\.v\d+f(?:32|64)\(")
+_APPROXIMATE = {"afn", "fast"}
+_ELEMENTS = {"f64": ("double", 8, ""), "f32": ("float", 4, "f")}
+# an operand a shufflevector can take as it is: a name, or a constant
+_CONSTANT = re.compile(r"(?:<.*>|splat \(.*\)|zeroinitializer|poison|undef)")
+
+
+def _load():
+    """libmvec opened in this process for the JIT, or None (another OS or CPU, no glibc, glibc before 2.22)."""
+    triple = llvm.get_process_triple()
+    if not (triple.startswith("x86_64") and "linux-gnu" in triple):
+        return None
+    try:
+        library = ctypes.CDLL(LIBRARY_NAME)
+        llvm.load_library_permanently(LIBRARY_NAME)
+    except (OSError, RuntimeError):
+        return None
+    return library
+
+
+LIBMVEC = _load()
+
+
+def available():
+    """Whether this process can call libmvec (the stage's precondition on the host)."""
+    return LIBMVEC is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _has_symbol(name):
+    return hasattr(LIBMVEC, name)
+
+
+# Which versions a target can call, asked of LLVM itself: a version takes its
+# arguments in one xmm, ymm or zmm register each (the vector function ABI),
+# so it fits a target whose calling convention passes that vector type whole
+# (`<4 x double>` in one ymm: AVX; `<8 x double>` in one zmm: AVX-512F, on a
+# CPU tuned for 256-bit vectors too), and whose instructions it uses (AVX2's
+# 256-bit integer adds for the ``d`` versions). A CPU name alone (``haswell``)
+# says nothing readable of its features to llvmlite; its code does.
+_PROBE = """
+define <4 x double> @probe.avx(<4 x double> %a, <4 x double> %b) {
+  %c = fadd <4 x double> %a, %b
+  ret <4 x double> %c
+}
+define <4 x i64> @probe.avx2(<4 x i64> %a, <4 x i64> %b) {
+  %c = add <4 x i64> %a, %b
+  ret <4 x i64> %c
+}
+define <8 x double> @probe.avx512(<8 x double> %a, <8 x double> %b) {
+  %c = fadd <8 x double> %a, %b
+  ret <8 x double> %c
+}
+"""
+# (the ISA letter, bits of its registers, what the probe's function of that
+# name compiles to when the target has it)
+_ISAS = (("e", 512, "probe.avx512", "vaddpd\t%zmm1, %zmm0, %zmm0"),
+         ("d", 256, "probe.avx2", "vpaddq\t%ymm1, %ymm0, %ymm0"),
+         ("c", 256, "probe.avx", "vaddpd\t%ymm1, %ymm0, %ymm0"))
+
+
+@functools.lru_cache(maxsize=None)
+def isas(triple, cpu, features):
+    """``((letter, bits), ...)``, widest first, of libmvec's versions that
+    code built for this x86-64 target can call: SSE's always, AVX's or
+    AVX2's (the better one), AVX-512's."""
+    machine = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu or "", features=features or "")
+    probe = llvm.parse_assembly(_PROBE)
+    probe.triple = triple
+    asm = machine.emit_assembly(probe)
+    found, wide = [], False
+    for letter, bits, name, instruction in _ISAS:
+        body = asm.split(f"{name}:", 1)[-1].split(".Lfunc_end", 1)[0]
+        if instruction in body and not (bits == 256 and wide):
+            found.append((letter, bits))
+            wide |= bits == 256
+    return tuple(found) + (("b", 128),)
+
+
+def _target_isas(target):
+    """`isas` of the post-O3 ``target`` (`protocol.targets.Target`): the host
+    build's CPU and features as Numba's JIT has them, or another target's; ()
+    where libmvec cannot be called."""
+    triple = target.triple or llvm.get_process_triple()
+    if LIBMVEC is None or not triple.startswith("x86_64") or "linux-gnu" not in triple:
+        return ()
+    if target.triple is None:
+        cpu, features = host_build_cpu()
+        return isas(llvm.get_process_triple(), cpu, get_host_cpu_features() if features is None else features)
+    return isas(target.triple, target.cpu, target.features)
+
+
+def has_work(text):
+    """Whether a module's text calls a vector math intrinsic libmvec may replace."""
+    return LIBMVEC is not None and _INTRINSIC_CALL.search(text) is not None
+
+
+def _version(function_name, lanes, suffix, arity, element_bytes, usable):
+    """(libmvec's name, its lanes) for a call of ``lanes`` lanes: the widest
+    usable version whose lanes divide them; None if libmvec has none."""
+    for letter, bits in usable:
+        width = bits // 8 // element_bytes
+        name = f"_ZGV{letter}N{width}{'v' * arity}_{function_name}{suffix}"
+        pieces = lanes // width
+        # (pieces a power of two: `_replacement` joins the results in pairs)
+        if width <= lanes and lanes % width == 0 and pieces & (pieces - 1) == 0 and _has_symbol(name):
+            return name, width
+    return None
+
+
+def _replacement(function, inst, usable, declarations):
+    """The records that call libmvec in place of ``inst``, or None."""
+    intrinsic = _INTRINSIC.fullmatch(inst.callee or "")
+    if intrinsic is None or inst.result is None or "<" not in (inst.type or ""):
+        return None
+    prefix, vector_type = inst.type[:inst.type.index("<")], inst.type[inst.type.index("<"):]
+    element, element_bytes, suffix = _ELEMENTS[intrinsic.group(3)]
+    if not _APPROXIMATE & set(prefix.split()) or vector_shape(vector_type) != (False, int(intrinsic.group(2)),
+                                                                                 element):
+        return None
+    lanes = int(intrinsic.group(2))
+    values = [argument[len(vector_type):].strip() for argument in inst.arguments]
+    if not all(a.startswith(vector_type + " ") for a in inst.arguments) or \
+            not all(LOCAL.fullmatch(v) or _CONSTANT.fullmatch(v) for v in values):
+        return None
+    found = _version(intrinsic.group(1), lanes, suffix, len(values), element_bytes, usable)
+    if found is None:
+        return None
+    name, width = found
+    piece = f"<{width} x {element}>"
+    declarations[name] = f"declare {piece} @{name}({', '.join([piece] * len(values))})"
+    if width == lanes:
+        return [Inst(f"  {inst.result} = call {prefix}{vector_type} @{name}({', '.join(inst.arguments)}){inst.tail}")]
+    records, results = [], []
+    for start in range(0, lanes, width):
+        mask = ", ".join(f"i32 {k}" for k in range(start, start + width))
+        parts = []
+        for value in values:
+            parts.append(function.new_name("vector_math"))
+            records.append(Inst(f"  {parts[-1]} = shufflevector {vector_type} {value}, {vector_type} poison, "
+                                f"<{width} x i32> <{mask}>"))
+        results.append(function.new_name("vector_math"))
+        records.append(Inst(f"  {results[-1]} = call {prefix}{piece} @{name}("
+                            f"{', '.join(f'{piece} {part}' for part in parts)}){inst.tail}"))
+    while len(results) > 1:  # joined in pairs: each shufflevector takes two vectors of one type
+        joined, pieces = [], width * 2
+        for first, second in zip(results[::2], results[1::2]):
+            mask = ", ".join(f"i32 {k}" for k in range(pieces))
+            joined.append(inst.result if pieces == lanes else function.new_name("vector_math"))
+            records.append(Inst(f"  {joined[-1]} = shufflevector <{width} x {element}> {first}, "
+                                f"<{width} x {element}> {second}, <{pieces} x i32> <{mask}>"))
+        results, width = joined, pieces
+    return records
+
+
+def run(module, target):
+    """Replace the approximate vector math calls of every function by libmvec's; declare what they call."""
+    usable = _target_isas(target)
+    if not usable:
+        return False
+    declarations, changed = {}, False
+    for function in module.functions:
+        for block in function.blocks:
+            def replacement_at(k, function=function, block=block):
+                records = _replacement(function, block.insts[k], usable, declarations)
+                return (records, k + 1) if records else None
+
+            changed |= block.rewrite_runs(replacement_at)
+    for name, declaration in declarations.items():
+        if not module.declares(name):
+            module.append(declaration)
+    return changed
