@@ -362,7 +362,7 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
     # left plain: what was named, or under True what a note says stayed plain
     plain = {name for name in set(reports) - fused_temporaries(result) if name not in streamed and (
         name in named or name in result.streamed_stores or options and options.stream_stores is True
-        and any(not n.endswith(LOOP_NOTE) for n in result.notes.get(name, [])))}
+        and any(not n.endswith(LOOP_NOTE) and _FUSED_NOTE not in n for n in result.notes.get(name, [])))}
     counted = result.call_counter is not None
     return StreamReport(signature=sig, arrays=reports, fences=fences,
                         peeled_loops=result.peeled_loops,

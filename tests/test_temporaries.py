@@ -154,3 +154,46 @@ def test_recomputing_beyond_the_cost_rule_keeps_the_temporaries():
     numba.njit(deep)(a, want)
     np.testing.assert_array_equal(out, want)
     assert "into the loops that read them" not in str(kernel.stream_report()).splitlines()[0]
+
+
+def gemver(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):   # NPBench's gemver (numba_n)
+    A += np.outer(u1, v1) + np.outer(u2, v2)
+    x += beta * y @ A + z
+    w += alpha * A @ x
+
+
+@pytest.mark.parametrize("n", [1, 7, 64])
+def test_outer_products_are_fused_into_an_update_kept_plain(allocation_stats, n):
+    """``A`` is only updated in place, so its stores stay plain under
+    ``stream_stores=True``, but its update still runs as one loop: neither
+    outer product is made, and the values are Numba's."""
+    kernel, plain = sj.stream_kernel(stream_stores=True, threshold=None)(gemver), numba.njit(gemver)
+    rng = np.random.default_rng(n)
+    args = [1.5, 1.2, rng.standard_normal((n, n))] + [rng.standard_normal(n) for _ in range(8)]
+    got, want = [a.copy() if isinstance(a, np.ndarray) else a for a in args], list(args)
+    kernel(*got), plain(*want)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    again = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    before = rtsys.get_allocation_stats().mi_alloc
+    kernel(*again)
+    # the arguments' meminfos and what the matrix-vector products allocate,
+    # no n x n temporary: njit allocates the outer products too
+    used = rtsys.get_allocation_stats().mi_alloc - before
+    plain(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    assert rtsys.get_allocation_stats().mi_alloc - before - used >= used + 2
+    first = str(kernel.stream_report()).splitlines()[0]
+    assert "left A plain (only updated in place)" in first and "temporar" not in first.split("(no temporaries)")[1]
+
+
+def test_an_outer_product_overlapping_its_destination_runs_numbas_code():
+    def update(A, u):
+        A += np.outer(u, u)
+
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(update)
+    buf = np.random.default_rng(9).standard_normal(30)
+    A, u = buf[:25].reshape(5, 5), buf[20:25]          # u is A's last row
+    A2, u2 = A.copy(), u.copy()
+    numba.njit(update)(A2, u2)   # (Numba's: the product made before A changes)
+    kernel(A, u)
+    np.testing.assert_array_equal(A, A2)

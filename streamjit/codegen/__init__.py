@@ -33,7 +33,7 @@ near plain ``numba.njit``).
   1 to the machine profile's ``page_alias_bytes`` modulo a page (4K
   aliasing with stores in flight, on CPUs where it stalls them).
 - ``exceeds``: whether the streamed arrays are above the size threshold.
-- ``copies_elementwise`` / ``same_shape``: whether a whole-array
+- ``copies_elementwise`` / ``same_shape`` / ``leads``: whether a whole-array
   store or an array expression can run as an element loop
   (``passes/array_stores.py``);
   ``with_numpy_errors``: one element of an array expression, computed as
@@ -58,11 +58,11 @@ from .access import (aligned_pointer, direct_load, direct_stream_load, load_at, 
 from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
                      no_trailing_alias, same_alignment)
 from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, record_call, store_fence
-from .fusion import copies_elementwise, same_shape, where_element, with_numpy_errors
+from .fusion import copies_elementwise, leads, same_shape, where_element, with_numpy_errors
 from .placement import placed_apart
 
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
            "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "same_alignment", "CALL_PATHS",
            "FALLBACK_CHECKS", "keep_scalar", "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape",
-           "where_element", "with_numpy_errors", "placed_apart"]
+           "leads", "where_element", "with_numpy_errors", "placed_apart"]

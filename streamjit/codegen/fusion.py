@@ -61,6 +61,29 @@ def copies_elementwise(typingctx, row, value):
 
 
 @intrinsic
+def leads(typingctx, arr, value):
+    """True when the 1-D ``value`` can be read along ``arr``'s next-to-last
+    dimension while ``arr`` is written (``np.outer``'s first operand): its
+    length is that extent, and its memory does not overlap ``arr``'s (or
+    ``arr`` is empty)."""
+    if not (isinstance(arr, types.Array) and arr.ndim >= 2 and isinstance(value, types.Array) and value.ndim == 1):
+        return None
+
+    def codegen(context, builder, sig, args):
+        shape = array_shape(context, builder, arr, args[0])
+        ok = builder.icmp_signed("==", shape[-2], array_shape(context, builder, value, args[1])[0])
+        arr_low, arr_high = byte_span(context, builder, arr, args[0])
+        value_low, value_high = byte_span(context, builder, value, args[1])
+        apart = builder.or_(builder.icmp_unsigned("<=", arr_high, value_low),
+                            builder.icmp_unsigned("<=", value_high, arr_low))
+        for n in shape:
+            apart = builder.or_(apart, builder.icmp_signed("==", n, n.type(0)))
+        return builder.and_(ok, apart)
+
+    return types.boolean(arr, value), codegen
+
+
+@intrinsic
 def same_shape(typingctx, arr, value):
     """True when ``value`` is a scalar or an array of ``arr``'s trailing
     shape: an operand of an array expression whose result has ``arr``'s

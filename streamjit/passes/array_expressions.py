@@ -79,11 +79,12 @@ ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, opera
 # Operators that raise under Python's error model (ZeroDivisionError) where
 # an array expression, computed under NumPy's, gives inf or nan.
 NUMPY_ERRORS = {operator.truediv, operator.floordiv, operator.mod, operator.pow}
+LEAVES = ("array", "lead", "scalar")
 MAX_OPERATIONS = 256
 MAX_OPERANDS = 64
 # Calls that write no memory the fused loop reads: ufuncs without an output
 # argument (checked by arity) and NumPy's constructors.
-_PURE_CALLS = {slice, range, len, np.where, np.empty, np.zeros, np.ones, np.full, np.empty_like, np.zeros_like,
+_PURE_CALLS = {slice, range, len, np.where, np.outer, np.empty, np.zeros, np.ones, np.full, np.empty_like, np.zeros_like,
                np.ones_like, np.full_like, np.arange}
 
 
@@ -97,6 +98,8 @@ class Expression:
     nodes: list
     # {array operand read at the loop's index: its dimensions}
     arrays: dict
+    # {1-D array operand read at the index of the next-to-last dimension: 1} (np.outer's first)
+    leading: dict = field(default_factory=dict)
     # new statements before the loop: views of fused temporaries' operands,
     # and {their variable: (the operand they view, their type)}
     views: list = field(default_factory=list)
@@ -107,7 +110,7 @@ class Expression:
     fused: dict = field(default_factory=dict)
     # the temporaries read through views (recomputed per view: the cost rule's subject)
     recomputed: set = field(default_factory=set)
-    # {(variable, views applied): node}: ("array", name, ndim) | ("scalar", var)
+    # {(variable, views applied): node}: ("array", name, ndim) | ("lead", name) | ("scalar", var)
     # | ("alias", key, dtype or None) | ("op" or "where", expr, [keys], dtype or None)
     graph: dict = field(default_factory=dict)
     types: dict = field(default_factory=dict)
@@ -131,13 +134,18 @@ def operands(value):
                                                                                        lambda: value.args)()
 
 
-def _is_where(typemap, expr):
+def _calls(typemap, expr, function):
     func = typemap.get(expr.func.name) if isinstance(expr, ir.Expr) and expr.op == "call" else None
-    return isinstance(func, types.Function) and func.typing_key is np.where
+    return isinstance(func, types.Function) and func.typing_key is function
+
+
+def _is_where(typemap, expr):
+    return _calls(typemap, expr, np.where)
 
 
 def fusable(typemap, expr):
-    """An elementwise operator, ``np.where(c, x, y)``, or a ufunc called with positional arrays and scalars."""
+    """An elementwise operator, ``np.where(c, x, y)``, ``np.outer(u, v)``, or a ufunc called with
+    positional arrays and scalars."""
     if not isinstance(expr, ir.Expr) or expr.op not in ("binop", "unary", "call"):
         return False
     if expr.op == "call":  # (no output argument, positional or named)
@@ -146,6 +154,8 @@ def fusable(typemap, expr):
         func = typemap[expr.func.name]
         if _is_where(typemap, expr):
             return len(expr.args) == 3
+        if _calls(typemap, expr, np.outer):
+            return len(expr.args) == 2
         return (isinstance(func, types.Function) and isinstance(func.typing_key, np.ufunc)
                 and len(expr.args) == func.typing_key.nin)
     return expr.fn in ELEMENTWISE
@@ -191,12 +201,14 @@ def _cast_to(typingctx, typemap, ty, var_name):
     return None if types.unliteral(ty) == dtype else dtype
 
 
-def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination):
+def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination, consumers):
     """The `Expression` of ``value``, fusing temporaries not in ``kept``;
     raises `_NotFused`."""
     typemap = scan.typemap
     order = {id(s): k for k, s in enumerate(block.body)}
-    first = max((k + 1 for k, s in enumerate(block.body[:end]) if _may_write(typemap, s)), default=0)
+    skip = {id(s) for s in consumers}  # (an in-place operator writes, as the loop will)
+    first = max((k + 1 for k, s in enumerate(block.body[:end]) if id(s) not in skip and _may_write(typemap, s)),
+                default=0)
     expression = Expression(value, [], {})
     # (inside: the fused temporaries being walked, innermost last, with the
     # views their top is read through; shapes: {temporary: its operands, unsliced})
@@ -246,6 +258,25 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
         if inside and ty.ndim != typemap[inside[-1][0]].ndim:  # (broadcasting inside a fused temporary)
             fail()
         stmt = movable(var.name) if var.name not in kept or top else None
+        if stmt is not None and _calls(typemap, stmt.value, np.outer):
+            # np.outer(u, v) of 1-D arrays: u[i] * v[j] over the last two dimensions
+            u, v = stmt.value.args
+            if inside or ndim < 2 or not all(isinstance(typemap[a.name], types.Array) and typemap[a.name].ndim == 1
+                                            and isinstance(typemap[a.name].dtype, types.Number) for a in (u, v)):
+                fail()
+            nodes[id(stmt)] = stmt
+            expression.leading[u.name] = 1
+            expression.arrays[v.name] = 1
+            children = [(u.name, "lead"), (v.name, ())]
+            expression.graph[children[0]], expression.types[children[0]] = ("lead", u.name), typemap[u.name].dtype
+            expression.graph[children[1]], expression.types[children[1]] = ("array", v.name, 1), typemap[v.name].dtype
+            sig = typingctx.resolve_function_type(operator.mul, tuple(expression.types[c] for c in children), {})
+            if sig is None:
+                fail()
+            dtype = _cast_to(typingctx, typemap, sig.return_type, var.name)
+            expression.graph[key] = ("op", ir.Expr.binop(operator.mul, u, v, stmt.loc), children, dtype)
+            expression.types[key] = dtype or sig.return_type
+            return key
         if stmt is not None and (isinstance(stmt.value, ir.Var) or fusable(typemap, stmt.value)):
             nodes[id(stmt)] = stmt
             children = [visit(v, chain) for v in operands(stmt.value)]
@@ -301,7 +332,7 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
     visit(value, (), top)
     expression.nodes = sorted(nodes.values(), key=lambda s: order[id(s)])
     for name, _ in expression.graph:  # the kernel's own arrays computed in the loop, and how often
-        if name != value.name and not name.startswith("$") and expression.graph[(name, _)][0] != "array" \
+        if name != value.name and not name.startswith("$") and expression.graph[(name, _)][0] not in LEAVES \
                 and isinstance(typemap[name], types.Array):
             expression.fused[name] = expression.fused.get(name, 0) + 1
     for arrays in shapes.values():  # each fused temporary's operands: one shape
@@ -336,7 +367,7 @@ def expression(typingctx, scan, func_ir, block, end, value, ndim, uses, consumer
     kept = set()  # temporaries and results computed into arrays as Numba computes them
     while True:
         try:
-            found = _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination)
+            found = _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination, consumers)
         except _NotFused as failed:
             if failed.args[0] is None:
                 return None
@@ -375,9 +406,10 @@ def element(emit, expression, index_for):
             node = expression.graph[key]
             if node[0] == "scalar":
                 values[key] = node[1]
-            elif node[0] == "array":
-                values[key] = emit.assign(ir.Expr.getitem(ir.Var(emit.scope, node[1], emit.loc),
-                                                          index_for(node[2]), emit.loc), hint="element")
+            elif node[0] in ("array", "lead"):
+                index = index_for(node[2]) if node[0] == "array" else index_for(2, lead=True)
+                values[key] = emit.assign(ir.Expr.getitem(ir.Var(emit.scope, node[1], emit.loc), index, emit.loc),
+                                          hint="element")
             elif node[0] == "alias":
                 values[key] = cast(value_of(node[1]), node[2])
             else:

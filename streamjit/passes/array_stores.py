@@ -1,4 +1,4 @@
-"""Whole-array stores of streamed arrays become element loops.
+"""Whole-array stores become element loops.
 
 Real Numba code writes arrays whole: row stores (``out[i] = x[i]``), slice
 assignments of array expressions (``B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] +
@@ -8,7 +8,8 @@ B[:-1]``) and array expressions whose result is a new array (``r = a * x +
 y``, ``return expr``). Numba runs each as a call the stream passes cannot
 see into, computing the right-hand side into temporary arrays first. Where
 the result is exactly an element loop this pass rewrites the store (typed
-IR):
+IR), whether or not the array's stores stream: an array the rules keep
+plain keeps plain stores, but loses Numba's temporaries too:
 
     view = B[1:-1, 1:-1]                       # the destination (B itself for C *= ...)
     if copies_elementwise(view, A1) & ...:     # every array operand: the same (trailing) shape,
@@ -89,7 +90,7 @@ def _owner(scan, found, leaf):
 
 
 def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=codegen.copies_elementwise,
-          fast=None, done=()):
+          fast=None, done=(), streamed=True):
     """Split ``block`` at ``stmt``: the statements before it (and the views
     of fused temporaries' operands), then a run-time test that every array
     operand can be read element for element (and each fused temporary's
@@ -98,7 +99,9 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     `Expression`'s original statements and ``stmt`` (Numba's own code).
     ``head(emit)`` emits the destination's shape source and returns (it, the
     destination); ``fast(emit, shape)`` runs before the loop (an
-    allocation); ``done`` after it. Returns the destination."""
+    allocation); ``done`` after it; ``streamed``: whether the destination's
+    stores stream (a failed check then counts as a fallback). Returns the
+    destination."""
     blocks, scope, loc = state.func_ir.blocks, block.scope, stmt.loc
     at = next(k for k, s in enumerate(block.body) if s is stmt)
     moved = {id(n) for n in found.nodes}
@@ -109,6 +112,7 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     shape = emit.assign(ir.Expr.getattr(source, "shape", loc), hint="shape")
     extents = [emit.assign(ir.Expr.static_getitem(shape, d, None, loc), hint="extent") for d in range(ndim)]
     checks = [emit.call(check, source, ir.Var(scope, a, loc)) for a in found.arrays]
+    checks += [emit.call(codegen.leads, source, ir.Var(scope, a, loc)) for a in found.leading]
     checks += [emit.call(codegen.same_shape, ir.Var(scope, a, loc), ir.Var(scope, b, loc))
                for a, b in found.same_shapes]
     ok = checks[0] if checks else emit.const(True)
@@ -128,7 +132,9 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     body = Emitter(scope, loc)
     by_ndim = {}
 
-    def index_for(k):  # an operand of k dimensions is indexed by the last k indices (broadcasting)
+    def index_for(k, lead=False):  # an operand of k dimensions is indexed by the last k indices (broadcasting)
+        if lead:  # (np.outer's first operand: the next-to-last index)
+            return indices[ndim - 2]
         if k not in by_ndim:
             by_ndim[k] = body.index(indices[ndim - k:])
         return by_ndim[k]
@@ -139,7 +145,8 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     body.stmts += [store, ir.Jump(innermost, loc)]
     blocks[body_label].body = body.stmts
     emit.stmts.append(ir.Branch(ok, entry, fallback, loc))
-    state.stream_facts.fallbacks.append(ok.name)
+    if streamed:
+        state.stream_facts.fallbacks.append(ok.name)
     block.body = emit.stmts
     state.stream_facts.store_origin[id(stmt)] = (stmt, how)  # {id: (store this pass made or kept, what it stores)}
     for leaf in found.arrays:  # sliced views read in the loop are roots too: their loads align and vectorize
@@ -193,12 +200,13 @@ def _reads_its_destination_first(scan, block, at, stmt):
                                        for s in block.body[:at])
 
 
-def _overlaps_itself(state, scan, access, arrays):
+def _overlaps_itself(state, scan, access, arrays, streamed):
     """Whether the right-hand side reads other elements of the array it
     stores to (``u[1:-1] = u[1:-1] + c * (u[2:] - ...)``), noted and warned
-    about: the operands overlap on every call (NumPy semantics need a
-    temporary), so the store stays Numba's own, plain, whatever the size;
-    no element loop is made that could never run."""
+    about where the array is ``streamed``: the operands overlap on every
+    call (NumPy semantics need a temporary), so the store stays Numba's own,
+    plain, whatever the size; no element loop is made that could never
+    run."""
     stmt = access.stmt
     if not isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
         return False
@@ -210,8 +218,8 @@ def _overlaps_itself(state, scan, access, arrays):
             read = subscript_key(scan, view)
             if None not in (read, written) and read != written:
                 views.append(view)
-    if not views:
-        return False
+    if not views or not streamed:
+        return bool(views)
     name = access.array
     text = (f"its right-hand side reads other elements of '{name}' than it writes (shifted views of it): the "
             "operands overlap, so every call runs Numba's plain store (NumPy semantics need a temporary); to "
@@ -230,8 +238,9 @@ def _note_fused(state, found, array, line):
             array=array, line=line, views=views, s="s" if views > 1 else "")))
 
 
-def _rewrite_store(state, scan, access, uses):
-    """A row store, slice assignment or in-place operator on a streamed array."""
+def _rewrite_store(state, scan, access, uses, streamed):
+    """A row store, slice assignment or in-place operator on an array
+    (``streamed``: one whose stores stream)."""
     typemap, stmt = state.typemap, access.stmt
     block, at = _place(state, stmt)
     inplace, how = None, access.kind
@@ -261,7 +270,7 @@ def _rewrite_store(state, scan, access, uses):
                            destination=scan.canonical(access.array_var))
     if found is None:
         return False
-    if _overlaps_itself(state, scan, access, found.arrays):
+    if _overlaps_itself(state, scan, access, found.arrays, streamed):
         return False
     computed = found.computed
     if inplace is not None:
@@ -288,7 +297,7 @@ def _rewrite_store(state, scan, access, uses):
                 index = emit.tuple_([index])
             view = emit.assign(ir.Expr.getitem(stmt.target, index, stmt.loc), hint="view")
             return view, view
-    destination = _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, done=done)
+    destination = _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, done=done, streamed=streamed)
     state.stream_facts.views[destination.name] = access.array
     state.stream_facts.store_notes.append((access.array, access.line, "{} stored by {} element loop where the operands "
                                            "allow it".format(_HOW[how], "a fused" if inplace is not None or any(
@@ -357,8 +366,8 @@ def _stores_arrays(state, named):
 
 
 def run_pass(state):
-    """Rewrite the row stores, slice assignments, in-place operators and array-expression results
-    of streamed arrays into fused element loops, each guarded by a run-time check that falls
+    """Rewrite the row stores, slice assignments and in-place operators of arrays, and the
+    array-expression results of streamed arrays, into fused element loops, each guarded by a run-time check that falls
     back to Numba's own code; retype what was inserted. True when anything was rewritten."""
     options = state.stream_facts.options
     named = set(options.stream_stores) if isinstance(options.stream_stores, tuple) else set()
@@ -367,10 +376,10 @@ def run_pass(state):
     scan = scan_kernel(state.func_ir, state.typemap, options.parallel)
     streamed = streamed_store_names(options, scan)
     uses = _use_counts(state.func_ir.blocks)
-    candidates = [a for a in scan.stores() if a.array in streamed
-                  and (a.kind in ("row", "slice") or _whole_store_through_view(scan, a)
-                       or (a.kind == "inplace" and a.array_var == scan.canonical(a.stmt.value.lhs.name)))]
-    rewritten = sum(_rewrite_store(state, scan, access, uses) for access in candidates)
+    candidates = [a for a in scan.stores()
+                  if a.kind in ("row", "slice") or _whole_store_through_view(scan, a)
+                  or (a.kind == "inplace" and a.array_var == scan.canonical(a.stmt.value.lhs.name))]
+    rewritten = sum(_rewrite_store(state, scan, access, uses, access.array in streamed) for access in candidates)
     rewritten += sum(_rewrite_result(state, scan, name, uses) for name in sorted(scan.results & named))
     if rewritten:
         retype(state)
