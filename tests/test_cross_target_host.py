@@ -32,9 +32,10 @@ CALLS = {"copy": (K.copy, (F32.copy(), F32)),
 
 @sj.stream_kernel(stream_stores=True)
 def doubled_plus(a):
-    # a temporary array and a fresh output: reference counts for refprune
-    # (or Numba's text pruner) to remove, and a loop SLP vectorizes further
-    twice = a * 2.0
+    # a temporary array (Numba's own np.sort: no stream pass fuses it) and a
+    # fresh output: reference counts for refprune (or Numba's text pruner) to
+    # remove, and a loop SLP vectorizes further
+    twice = np.sort(a)
     out = np.empty_like(a)
     for i in range(a.shape[0]):
         out[i] = twice[i] + a[i]

@@ -3,6 +3,8 @@ kernel computes and reads through shifted views are computed inside the
 loop of the store that reads them, with Numba's results, and stay arrays
 wherever that would change what the kernel computes."""
 
+import re
+
 import numba
 import numpy as np
 import pytest
@@ -153,13 +155,13 @@ def test_recomputing_beyond_the_cost_rule_keeps_the_temporaries():
     kernel(a, out)
     numba.njit(deep)(a, want)
     np.testing.assert_array_equal(out, want)
-    assert "into the loops that read them" not in str(kernel.stream_report()).splitlines()[0]
+    # out's loop reads t8 as an array (its own loop fuses what the rule allows)
+    fused = re.search(r"fused \d+ temporar\w+ \(([^)]*)\)", str(kernel.stream_report()).splitlines()[0])
+    assert fused is None or "t8" not in fused.group(1).split(", ")
 
 
-def gemver(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):   # NPBench's gemver (numba_n)
+def rank_two_update(A, u1, v1, u2, v2):   # NPBench gemver's first line (its products need SciPy's BLAS)
     A += np.outer(u1, v1) + np.outer(u2, v2)
-    x += beta * y @ A + z
-    w += alpha * A @ x
 
 
 @pytest.mark.parametrize("n", [1, 7, 64])
@@ -167,23 +169,18 @@ def test_outer_products_are_fused_into_an_update_kept_plain(allocation_stats, n)
     """``A`` is only updated in place, so its stores stay plain under
     ``stream_stores=True``, but its update still runs as one loop: neither
     outer product is made, and the values are Numba's."""
-    kernel, plain = sj.stream_kernel(stream_stores=True, threshold=None)(gemver), numba.njit(gemver)
+    kernel, plain = sj.stream_kernel(stream_stores=True, threshold=None)(rank_two_update), numba.njit(rank_two_update)
     rng = np.random.default_rng(n)
-    args = [1.5, 1.2, rng.standard_normal((n, n))] + [rng.standard_normal(n) for _ in range(8)]
-    got, want = [a.copy() if isinstance(a, np.ndarray) else a for a in args], list(args)
+    args = [rng.standard_normal((n, n))] + [rng.standard_normal(n) for _ in range(4)]
+    got, want = [a.copy() for a in args], [a.copy() for a in args]
     kernel(*got), plain(*want)
-    for a, b in zip(got, want):
-        np.testing.assert_array_equal(a, b)
-    again = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    np.testing.assert_array_equal(got[0], want[0])
     before = rtsys.get_allocation_stats().mi_alloc
-    kernel(*again)
-    # the arguments' meminfos and what the matrix-vector products allocate,
-    # no n x n temporary: njit allocates the outer products too
-    used = rtsys.get_allocation_stats().mi_alloc - before
-    plain(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
-    assert rtsys.get_allocation_stats().mi_alloc - before - used >= used + 2
+    kernel(*[a.copy() for a in args])
+    # the arguments' meminfos only (Numba wraps each array argument): no n x n temporary
+    assert rtsys.get_allocation_stats().mi_alloc - before == len(args)
     first = str(kernel.stream_report()).splitlines()[0]
-    assert "left A plain (only updated in place)" in first and "temporar" not in first.split("(no temporaries)")[1]
+    assert "left A plain (only updated in place)" in first and "temporar" not in first.split("(no temporary)")[1]
 
 
 def test_an_outer_product_overlapping_its_destination_runs_numbas_code():

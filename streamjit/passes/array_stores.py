@@ -52,7 +52,7 @@ from .. import codegen
 from .accesses import streamed_store_names
 from .indices import index_atoms, is_element_index, is_slice, subscript_key
 from ..plan import FUSED_TEMPORARY
-from .array_expressions import apply, element, expression
+from .array_expressions import apply, element, expression, fusable
 from .scan import scan_kernel
 from .ir_build import Emitter, loop_nest, new_block
 from .rebindings import version_name
@@ -306,19 +306,25 @@ def _rewrite_store(state, scan, access, uses, streamed):
     return True
 
 
-def _rewrite_result(state, scan, name, uses):
+def _rewrite_result(state, scan, name, uses, streamed, moved):
     """``r = <array expression>`` (or its return) as a new array filled by a
-    fused element loop, where ``name`` is streamed."""
+    fused element loop (``streamed``: its stores stream), unless an earlier
+    rewrite ``moved`` its statement into another's fallback (it is computed
+    in that loop)."""
     var = scan.arrays[name]
     stmt = scan.defs[var][0][1]
+    if id(stmt) in moved:
+        return False
     block, at = _place(state, stmt)
     ndim = state.typemap[var].ndim
     found = expression(state.typingctx, scan, state.func_ir, block, at + 1, stmt.target, ndim, uses, [], top=True)
     full = [a for a, k in found.arrays.items() if k == ndim] if found and any(n is stmt for n in found.nodes) else []
     if not full:
-        state.stream_facts.store_notes.append((name, stmt.loc.line, "an array expression Numba computes itself (not "
-                                               "arithmetic and ufuncs on arrays and scalars): not streamed"))
+        if streamed:
+            state.stream_facts.store_notes.append((name, stmt.loc.line, "an array expression Numba computes itself "
+                                                   "(not arithmetic and ufuncs on arrays and scalars): not streamed"))
         return False
+    moved.update(id(n) for n in found.nodes)
     dtype = state.typemap[var].dtype
 
     def allocate(emit, shape):
@@ -327,12 +333,19 @@ def _rewrite_result(state, scan, name, uses):
 
     _fuse(state, scan, block, stmt, "result", replace(found, nodes=[n for n in found.nodes if n is not stmt]), ndim,
           lambda emit: (ir.Var(block.scope, full[0], stmt.loc), stmt.target),
-          lambda body, index_for: element(body, found, index_for), check=codegen.same_shape, fast=allocate)
+          lambda body, index_for: element(body, found, index_for), check=codegen.same_shape, fast=allocate,
+          streamed=streamed)
     _note_fused(state, found, name, stmt.loc.line)
     state.stream_facts.store_notes.append((name, stmt.loc.line, "the result of {} array expression, stored by a fused "
                                            "element loop into a new array where the operands allow it".format(
                                                "a returned" if name == "return" else "an")))
     return True
+
+
+def _position(state, stmt):
+    """Where ``stmt`` lies: (block label, index in the block)."""
+    return next((label, k) for label, block in state.func_ir.blocks.items() for k, s in enumerate(block.body)
+                if s is stmt)
 
 
 def _whole_store_through_view(scan, access):
@@ -347,8 +360,8 @@ def _whole_store_through_view(scan, access):
 
 
 def _stores_arrays(state, named):
-    """Whether any statement stores more than one element, or a local array
-    is named (maybe an array expression's result): a cheap test before the
+    """Whether any statement stores more than one element, computes an
+    array expression, or a local array is named: a cheap test before the
     scan, which most kernels (element loops only) skip."""
     typemap = state.typemap
     if named - set(state.func_id.arg_names):
@@ -360,8 +373,10 @@ def _stores_arrays(state, named):
                 if isinstance(target, types.Array) and not is_element_index(typemap, stmt, target.ndim):
                     return True
             elif isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) \
-                    and stmt.value.op == "inplace_binop" and isinstance(typemap.get(stmt.value.lhs.name), types.Array):
-                return True
+                    and stmt.value.op in ("inplace_binop", "binop", "unary", "call") \
+                    and isinstance(typemap.get(stmt.target.name), types.Array) \
+                    and (stmt.value.op != "call" or fusable(typemap, stmt.value)):
+                return True  # (an update in place, or an array expression: maybe a result)
     return False
 
 
@@ -380,7 +395,11 @@ def run_pass(state):
                   if a.kind in ("row", "slice") or _whole_store_through_view(scan, a)
                   or (a.kind == "inplace" and a.array_var == scan.canonical(a.stmt.value.lhs.name))]
     rewritten = sum(_rewrite_store(state, scan, access, uses, access.array in streamed) for access in candidates)
-    rewritten += sum(_rewrite_result(state, scan, name, uses) for name in sorted(scan.results & named))
+    # (the last first: a result an earlier one reads is computed in the later one's loop)
+    results = sorted(scan.results, key=lambda name: _position(state, scan.defs[scan.arrays[name]][0][1]), reverse=True)
+    moved = set()
+    rewritten += sum(_rewrite_result(state, scan, name, uses, name in named or name in streamed, moved)
+                     for name in results)
     if rewritten:
         retype(state)
     return bool(rewritten)
