@@ -194,3 +194,15 @@ def test_an_outer_product_overlapping_its_destination_runs_numbas_code():
     numba.njit(update)(A2, u2)   # (Numba's: the product made before A changes)
     kernel(A, u)
     np.testing.assert_array_equal(A, A2)
+
+
+def test_a_result_numba_types_fortran_compiles_as_numba_does():
+    def flip(a, z):            # NPBench's contour_integral: X = np.linalg.inv(T) (Fortran); X = -X
+        X = np.asfortranarray(a)
+        if z < 1.0:
+            X = -X
+        return X * 2.0
+
+    a = np.random.default_rng(8).standard_normal((5, 3))
+    for z in (0.5, 2.0):
+        np.testing.assert_array_equal(sj.stream_kernel(stream_stores=True)(flip)(a, z), numba.njit(flip)(a, z))

@@ -313,7 +313,7 @@ def _rewrite_result(state, scan, name, uses, streamed, moved):
     in that loop)."""
     var = scan.arrays[name]
     stmt = scan.defs[var][0][1]
-    if id(stmt) in moved:
+    if id(stmt) in moved or state.typemap[var].layout != "C":  # (np.empty makes C; `-X` of an F array is F)
         return False
     block, at = _place(state, stmt)
     ndim = state.typemap[var].ndim
