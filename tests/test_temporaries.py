@@ -206,3 +206,22 @@ def test_a_result_numba_types_fortran_compiles_as_numba_does():
     a = np.random.default_rng(8).standard_normal((5, 3))
     for z in (0.5, 2.0):
         np.testing.assert_array_equal(sj.stream_kernel(stream_stores=True)(flip)(a, z), numba.njit(flip)(a, z))
+
+
+def test_an_update_of_a_plain_array_reading_itself_through_a_call_stays_numbas():
+    def durbin(r):             # NPBench's durbin: y stays plain, np.flip(y[:k]) is a view of y
+        y = np.empty_like(r)
+        alpha = -r[0]
+        beta = 1.0
+        y[0] = -r[0]
+        for k in range(1, r.shape[0]):
+            beta *= 1.0 - alpha * alpha
+            alpha = -(r[k] + np.sum(np.flip(r[:k]) * y[:k])) / beta
+            y[:k] += alpha * np.flip(y[:k])
+            y[k] = alpha
+        return y
+
+    kernel = sj.stream_kernel(stream_stores=True)(durbin)
+    r = np.random.default_rng(10).uniform(0.0, 0.1, 40)
+    np.testing.assert_array_equal(kernel(r), numba.njit(durbin)(r))
+    assert str(kernel.stream_report()).startswith("durbin: no slice or array expression fused")

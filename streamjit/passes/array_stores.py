@@ -231,6 +231,29 @@ def _overlaps_itself(state, scan, access, arrays, streamed):
     return True
 
 
+def _views_itself_through_a_call(scan, access, arrays):
+    """Whether an operand is a call's result made of the array stored to
+    (NPBench durbin's ``y[:k] += alpha * np.flip(y[:k])``): a view of it,
+    most likely, so the run-time check would send every call to Numba's
+    code, after paying for itself (durbin, whose ``y`` stays plain: 0.84x
+    numba.njit with the loop made; Intel Xeon VM, bench/npbench.py)."""
+    array = scan.canonical(access.array_var)
+
+    def root(name):
+        for _ in range(64):
+            found = scan.definition(name)
+            if not (isinstance(found, ir.Expr) and found.op in ("getitem", "static_getitem")):
+                break
+            name = found.value.name
+        return scan.canonical(name)
+
+    for leaf in arrays:
+        made = scan.definition(leaf)
+        if isinstance(made, ir.Expr) and made.op == "call" and any(root(a.name) == array for a in made.args):
+            return True
+    return False
+
+
 def _note_fused(state, found, array, line):
     """Record each temporary computed inside the loop storing ``array``."""
     for temporary, views in sorted(found.fused.items()):
@@ -271,6 +294,8 @@ def _rewrite_store(state, scan, access, uses, streamed):
     if found is None:
         return False
     if _overlaps_itself(state, scan, access, found.arrays, streamed):
+        return False
+    if not streamed and _views_itself_through_a_call(scan, access, found.arrays):
         return False
     computed = found.computed
     if inplace is not None:
