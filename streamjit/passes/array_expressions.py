@@ -72,6 +72,7 @@ from numba.core import ir, types
 from numba.np.numpy_support import as_dtype
 
 from .. import codegen
+from .scan import root_array
 
 ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
                operator.pow, operator.neg, operator.pos, operator.lt, operator.le, operator.gt, operator.ge,
@@ -184,17 +185,14 @@ def _may_write(typemap, stmt):
     return isinstance(func, types.BoundFunction) or not all(isinstance(typemap.get(a.name), scalar) for a in args)
 
 
-def _root(scan, name):
-    """The array a view (of a view ...) is taken of."""
-    for _ in range(64):
-        found = scan.definition(name)
-        if not (isinstance(found, ir.Expr) and found.op in ("getitem", "static_getitem")):
-            break
-        name = found.value.name
-    return scan.canonical(name)
+def views_array(scan, var, array):
+    """Whether ``var`` is the kernel's array whose root variable is
+    ``array``, or a view of it (`scan.root_array`)."""
+    root = root_array(scan, var)
+    return root is not None and root[1] == array
 
 
-def _cast_to(typingctx, typemap, ty, var_name):
+def _cast_to(typemap, ty, var_name):
     """The dtype the array ``var_name`` stores, where an element computed as
     ``ty`` differs from it; else None."""
     dtype = typemap[var_name].dtype
@@ -273,7 +271,7 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
             sig = typingctx.resolve_function_type(operator.mul, tuple(expression.types[c] for c in children), {})
             if sig is None:
                 fail()
-            dtype = _cast_to(typingctx, typemap, sig.return_type, var.name)
+            dtype = _cast_to(typemap, sig.return_type, var.name)
             expression.graph[key] = ("op", ir.Expr.binop(operator.mul, u, v, stmt.loc), children, dtype)
             expression.types[key] = dtype or sig.return_type
             return key
@@ -296,7 +294,7 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
             # a temporary Numba stores in an array (read twice, or a where's
             # result) is read back as its dtype
             if not top and (uses.get(var.name, 0) > 2 or _is_where(typemap, stmt.value)):
-                dtype = _cast_to(typingctx, typemap, found, var.name)
+                dtype = _cast_to(typemap, found, var.name)
                 node, found = node[:-1] + (dtype,), dtype or found
             expression.graph[key], expression.types[key] = node, found
             return key
@@ -313,11 +311,11 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
                 expression.recomputed.add(temporary.name)
                 inner = visit(temporary, (index.name,) + chain, top=True)
                 inside.pop()
-                dtype = _cast_to(typingctx, typemap, expression.types[inner], temporary.name)
+                dtype = _cast_to(typemap, expression.types[inner], temporary.name)
                 expression.graph[key] = ("alias", inner, dtype)
                 expression.types[key] = dtype or expression.types[inner]
                 return key
-        if inside and destination is not None and _root(scan, var.name) == destination:
+        if inside and destination is not None and views_array(scan, var, destination):
             fail()
         name = view(var.name, chain)
         leaf = operand_type(name)

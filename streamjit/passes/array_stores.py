@@ -52,7 +52,7 @@ from .. import codegen
 from .accesses import streamed_store_names
 from .indices import index_atoms, is_element_index, is_slice, subscript_key
 from ..plan import FUSED_TEMPORARY
-from .array_expressions import apply, element, expression, fusable
+from .array_expressions import apply, element, expression, fusable, views_array
 from .scan import scan_kernel
 from .ir_build import Emitter, loop_nest, new_block
 from .rebindings import version_name
@@ -238,18 +238,9 @@ def _views_itself_through_a_call(scan, access, arrays):
     code, after paying for itself (durbin, whose ``y`` stays plain: 0.84x
     numba.njit with the loop made; Intel Xeon VM, bench/npbench.py)."""
     array = scan.canonical(access.array_var)
-
-    def root(name):
-        for _ in range(64):
-            found = scan.definition(name)
-            if not (isinstance(found, ir.Expr) and found.op in ("getitem", "static_getitem")):
-                break
-            name = found.value.name
-        return scan.canonical(name)
-
     for leaf in arrays:
         made = scan.definition(leaf)
-        if isinstance(made, ir.Expr) and made.op == "call" and any(root(a.name) == array for a in made.args):
+        if isinstance(made, ir.Expr) and made.op == "call" and any(views_array(scan, a, array) for a in made.args):
             return True
     return False
 
