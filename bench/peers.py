@@ -1,4 +1,5 @@
-"""NPBench's memory-bound kernels side by side: NumPy, numba.njit, streamjit, JAX, Pythran and DaCe.
+"""NPBench's memory-bound kernels side by side: NumPy, numba.njit, streamjit, JAX, Pythran and DaCe,
+and NPBench's parallel Numba sources under numba.njit and streamjit.
 
 The peers' sources are NPBench's own (vendored beside its Numba kernels in
 bench/npbench/benchmarks/, BSD 3-Clause, see bench/npbench/README.md), run
@@ -9,6 +10,17 @@ the way NPBench's frameworks run them:
   (`npbench.load_kernel`'s ``njit``);
 - ``streamjit``: the same source under ``stream_kernel(stream_stores=True)``
   (`npbench.load_kernel`'s ``stream``);
+- ``numba_np``: NPBench's parallel nopython source, ``<module>_numba_np.py``
+  ("nopython-mode-parallel": ``nb.jit(nopython=True, parallel=True,
+  fastmath=True)``, Numba's parallel array expressions and reductions),
+  under ``numba.jit`` as NPBench has it; cavity_flow's names its function
+  ``nopython_mode`` upstream (NPBench's loader, asking for ``cavity_flow``,
+  skips it), run under that name (`PARALLEL_FUNCS`); a kernel with no such
+  source upstream says so in its cells;
+- ``streamjit_np``: the same source under
+  ``stream_kernel(stream_stores=True)``, ``parallel=True`` and the other
+  options kept (`load_parallel`, `npbench.VARIANTS`'s ``stream``, as
+  ``streamjit`` is made);
 - ``jax``: ``<module>_jax.py`` (``jax.jit``), CPU, float64 enabled
   (``jax_enable_x64``), arguments made JAX arrays before timing, each call
   waited for (``jax.block_until_ready``);
@@ -30,9 +42,11 @@ rounds, the in-place inputs restored before each call (untimed), medians.
 
 Threads: numba, streamjit and Pythran run one thread; NumPy one, but its
 matrix products (gemver's) call BLAS with all its threads, as do njit's and
-streamjit's; JAX (XLA's CPU thread pool) and DaCe (OpenMP) run as they
-run, on every core. ``--threads 1`` sets ``OMP_NUM_THREADS``,
-``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` to 1 and ``XLA_FLAGS`` to
+streamjit's; JAX (XLA's CPU thread pool), DaCe (OpenMP), numba_np and
+streamjit_np (Numba's threading layer, ``NUMBA_NUM_THREADS``) run as they
+run, on every core. Speeds stay against the one-thread ``numba`` column.
+``--threads 1`` sets ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``,
+``MKL_NUM_THREADS``, ``NUMBA_NUM_THREADS`` to 1 and ``XLA_FLAGS`` to
 ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1`` in the
 kernel processes: everything on one thread. The table's head says which.
 
@@ -43,6 +57,8 @@ unchanged: ``--scale 0.05`` for a smoke run.
 
 Run: python bench/peers.py [--kernels a,b] [--frameworks numpy,numba,...] [--scale S] [--rounds 7]
                            [--threads 1] [--json F]
+(frameworks: numpy, numba, streamjit, jax, pythran, dace, numba_np, streamjit_np; all by default;
+numpy, numba, streamjit, numba_np and streamjit_np need only streamjit's own dependencies)
 Installs: pip install ".[peers]" (see pyproject.toml's note on DaCe and NumPy 2)
 """
 
@@ -62,12 +78,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "peers"
-FRAMEWORKS = ("numpy", "numba", "streamjit", "jax", "pythran", "dace")
+FRAMEWORKS = ("numpy", "numba", "streamjit", "jax", "pythran", "dace", "numba_np", "streamjit_np")
+PARALLEL = {"numba_np": "njit", "streamjit_np": "stream"}  # framework -> npbench.VARIANTS' decorator
 OPTIONAL = {"jax": "jax", "pythran": "pythran", "dace": "dace"}  # framework -> module it needs
 KERNELS = ("heat_3d", "jacobi_1d", "jacobi_2d", "fdtd_2d", "cavity_flow", "hdiff", "gemver", "go_fast",
            "arc_distance", "softmax")
 PYTHRAN_FLAGS = ("-DUSE_XSIMD", "-fopenmp", "-march=native", "-ffast-math")  # NPBench's
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
               "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
 
 # kernel -> (NPBench preset, {parameter: (value, its power in the bytes)}): arrays of 200-300 MiB.
@@ -89,6 +106,9 @@ SIZES = {
 # JAX's kernels return their outputs (NumPy's change them in place): the names of what they
 # return, where not NPBench's output_args in order
 JAX_RETURNS = {"gemver": ("A", "x", "w"), "fdtd_2d": ("ex", "ey", "hz", "_fict_")}
+# the parallel sources' kernel functions, where not NPBench's func_name: upstream's cavity_flow_numba_np.py
+# defines nopython_mode (the numba_n source's cavity_flow, renamed)
+PARALLEL_FUNCS = {"cavity_flow": "nopython_mode"}
 
 
 def _npbench():
@@ -128,6 +148,26 @@ def _source(name, suffix):
     npb = _npbench()
     info = npb.kernel_info(name)
     return npb._source_dir(info) / f"{info['module_name']}_{suffix}.py"
+
+
+class NoParallelSource(LookupError):
+    """The kernel has no ``<module>_numba_np.py`` in NPBench: its cell says so."""
+
+
+def load_parallel(name, variant):
+    """The kernel's parallel Numba source (``<module>_numba_np.py``), loaded
+    as bench/npbench.py's `load_kernel` loads the ``numba_n`` one: its
+    decorators made ``variant``'s (one of its ``VARIANTS``), options kept."""
+    npb = _npbench()
+    path = _source(name, "numba_np")
+    if not path.is_file():
+        raise NoParallelSource(f"no parallel source upstream (NPBench has no {path.name})")
+    source = path.read_text()
+    assert npb.DECORATOR in source, f"{path} has no {npb.DECORATOR}"
+    namespace = {"__name__": f"npbench_{name}_{variant}_np", "__file__": str(path),
+                 "_variant_jit": npb.VARIANTS[variant]}
+    exec(compile(source.replace(npb.DECORATOR, "@_variant_jit("), str(path), "exec"), namespace)
+    return namespace[PARALLEL_FUNCS.get(name, npb.kernel_info(name)["func_name"])]
 
 
 def _short(error):
@@ -187,11 +227,13 @@ def dace_program(name):
 def thread_note(threads):
     cores = len(os.sched_getaffinity(0))
     if threads == 1:
-        return ("threads: all 1 (OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1, XLA_FLAGS="
-                f"{ONE_THREAD['XLA_FLAGS']!r})")
+        return ("threads: all 1 (OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=NUMBA_NUM_THREADS=1, "
+                f"XLA_FLAGS={ONE_THREAD['XLA_FLAGS']!r})")
     omp = os.environ.get("OMP_NUM_THREADS", str(cores))
+    numba_threads = os.environ.get("NUMBA_NUM_THREADS", str(cores))
     return (f"threads: numba, streamjit, Pythran 1, NumPy 1 (BLAS calls: {cores}, also njit's and streamjit's); "
-            f"JAX: XLA's CPU pool, {cores} cores; DaCe: OpenMP, {omp} threads")
+            f"JAX: XLA's CPU pool, {cores} cores; DaCe: OpenMP, {omp} threads; numba_np, streamjit_np: "
+            f"Numba's threading layer, {numba_threads} threads")
 
 
 def run_kernel(name, frameworks, scale=1.0, rounds=7):
@@ -235,6 +277,9 @@ def run_kernel(name, frameworks, scale=1.0, rounds=7):
             elif fw in ("numba", "streamjit"):
                 func, _ = npb.load_kernel(name, "njit" if fw == "numba" else "stream")
                 call, outs = (lambda f=func: f(*work)), named
+            elif fw in PARALLEL:
+                func = load_parallel(name, PARALLEL[fw])
+                call, outs = (lambda f=func: f(*work)), named
             elif fw == "jax":
                 import jax
                 jax.config.update("jax_enable_x64", True)
@@ -271,6 +316,8 @@ def run_kernel(name, frameworks, scale=1.0, rounds=7):
                 else:
                     runners[fw] = call
             del result
+        except NoParallelSource as error:
+            failed[fw] = str(error)
         except Exception as error:  # a framework that cannot build or run: say why, go on
             if fw == "numpy" and reference is None:
                 raise
@@ -378,7 +425,7 @@ def summary(rows, frameworks, skipped):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kernels", help=f"comma-separated (default: {','.join(KERNELS)})")
-    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="comma-separated (default: all six)")
+    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="comma-separated (default: all eight)")
     parser.add_argument("--scale", type=float, default=1.0, help="times the arrays' bytes (smoke run: 0.05)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, choices=(1,), help="1: every framework on one thread")
