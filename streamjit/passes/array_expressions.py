@@ -51,7 +51,9 @@ that reads it, and a temporary read twice at the same element (``res`` in
 temporary's element type (cast to its dtype where the expression computes
 another). Results equal Numba's: the same scalar operations on the same
 values. With a failed run-time check the call runs Numba's own statements,
-the temporaries included.
+the temporaries included. Operands that are slices of one array are read
+from that array at shifted indices (`view_shifts.py`), so that LLVM sees
+the views of one element as one load.
 
 Cost rule. Recomputing trades memory traffic for arithmetic: each view of
 ``T`` repeats ``T``'s operations. The fused element may hold at most
@@ -72,7 +74,8 @@ from numba.core import ir, types
 from numba.np.numpy_support import as_dtype
 
 from .. import codegen
-from .scan import root_array
+from .scan import views_array
+from .view_shifts import shift
 
 ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
                operator.pow, operator.neg, operator.pos, operator.lt, operator.le, operator.gt, operator.ge,
@@ -107,6 +110,8 @@ class Expression:
     view_of: dict = field(default_factory=dict)
     # (a, b) pairs of arrays checked to have one shape: a fused temporary's operands
     same_shapes: list = field(default_factory=list)
+    # {array operand that is a shifted view of another array: (that array's variable, the shift per dimension)}
+    shifted: dict = field(default_factory=dict)
     # {the kernel's array computed in the loop, never stored: how many times per element}
     fused: dict = field(default_factory=dict)
     # the temporaries read through views (recomputed per view: the cost rule's subject)
@@ -183,13 +188,6 @@ def _may_write(typemap, stmt):
     scalar = (types.Number, types.Boolean, types.SliceType, types.NoneType, types.StringLiteral, types.UnicodeType)
     args = list(value.args) + [v for _, v in value.kws]
     return isinstance(func, types.BoundFunction) or not all(isinstance(typemap.get(a.name), scalar) for a in args)
-
-
-def views_array(scan, var, array):
-    """Whether ``var`` is the kernel's array whose root variable is
-    ``array``, or a view of it (`scan.root_array`)."""
-    root = root_array(scan, var)
-    return root is not None and root[1] == array
 
 
 def _cast_to(typemap, ty, var_name):
@@ -333,6 +331,11 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
         if name != value.name and not name.startswith("$") and expression.graph[(name, _)][0] not in LEAVES \
                 and isinstance(typemap[name], types.Array):
             expression.fused[name] = expression.fused.get(name, 0) + 1
+    made = {s.target.name: (s.value, expression.view_of[s.target.name][1]) for s in expression.views}
+    for name in expression.arrays:
+        shifted = shift(scan, block, made, name, destination)
+        if shifted is not None:
+            expression.shifted[name] = shifted
     for arrays in shapes.values():  # each fused temporary's operands: one shape
         arrays = list(dict.fromkeys(arrays))
         expression.same_shapes += [(arrays[0], other) for other in arrays[1:]]
@@ -405,8 +408,9 @@ def element(emit, expression, index_for):
             if node[0] == "scalar":
                 values[key] = node[1]
             elif node[0] in ("array", "lead"):
-                index = index_for(node[2]) if node[0] == "array" else index_for(2, lead=True)
-                values[key] = emit.assign(ir.Expr.getitem(ir.Var(emit.scope, node[1], emit.loc), index, emit.loc),
+                array, offsets = expression.shifted.get(node[1], (node[1], ()))
+                index = index_for(node[2], shift=offsets) if node[0] == "array" else index_for(2, lead=True)
+                values[key] = emit.assign(ir.Expr.getitem(ir.Var(emit.scope, array, emit.loc), index, emit.loc),
                                           hint="element")
             elif node[0] == "alias":
                 values[key] = cast(value_of(node[1]), node[2])

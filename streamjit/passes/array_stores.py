@@ -52,8 +52,8 @@ from .. import codegen
 from .accesses import streamed_store_names
 from .indices import index_atoms, is_element_index, is_slice, subscript_key
 from ..plan import FUSED_TEMPORARY
-from .array_expressions import apply, element, expression, fusable, views_array
-from .scan import scan_kernel
+from .array_expressions import apply, element, expression, fusable
+from .scan import scan_kernel, views_array
 from .ir_build import Emitter, loop_nest, new_block
 from .rebindings import version_name
 from .retype import retype
@@ -132,12 +132,14 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     body = Emitter(scope, loc)
     by_ndim = {}
 
-    def index_for(k, lead=False):  # an operand of k dimensions is indexed by the last k indices (broadcasting)
+    def index_for(k, lead=False, shift=()):
+        """The index of an operand of k dimensions: the last k indices (broadcasting), each plus its ``shift``."""
         if lead:  # (np.outer's first operand: the next-to-last index)
             return indices[ndim - 2]
-        if k not in by_ndim:
-            by_ndim[k] = body.index(indices[ndim - k:])
-        return by_ndim[k]
+        if (k, shift) not in by_ndim:
+            by_ndim[(k, shift)] = body.index([body.add(i, s) if s else i
+                                              for i, s in zip(indices[ndim - k:], shift or (0,) * k)])
+        return by_ndim[(k, shift)]
 
     value = element_of(body, index_for)
     store = ir.SetItem(destination, index_for(ndim), value, loc)

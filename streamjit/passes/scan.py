@@ -332,6 +332,13 @@ def root_array(scan, var):
     return None
 
 
+def views_array(scan, var, array):
+    """Whether ``var`` is the kernel's array whose root variable is
+    ``array``, or a view of it (`scan.root_array`)."""
+    root = root_array(scan, var)
+    return root is not None and root[1] == array
+
+
 def _record(scan, label, stmt, target, node, is_store):
     root = root_array(scan, target)
     if root is None:

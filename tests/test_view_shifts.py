@@ -1,0 +1,109 @@
+"""Operands of a fused loop read from the array they are slices of, at
+shifted indices (`passes/view_shifts.py`): where the rule holds, the loop
+reads the array itself, and everywhere results equal numba.njit's."""
+
+import re
+
+import numba
+import numpy as np
+import pytest
+
+import streamjit as sj
+from streamjit.passes import array_stores
+from test_passes import after
+from test_temporaries import _hdiff_args, hdiff
+
+
+def _reads(seen):
+    """{array variable an element load of a fused loop reads: how many
+    times}, in the IR right after the pass (later passes rewrite loads)."""
+    counts = {}
+    for array in re.findall(r"\$streamjit_element\.\d+ = getitem\(value=([^,]+),", seen.text):
+        counts[array] = counts.get(array, 0) + 1
+    return counts
+
+
+def test_hdiffs_views_are_read_from_its_arrays(monkeypatch):
+    seen = after(monkeypatch, array_stores, hdiff, _hdiff_args((4, 5, 6), 0), stream_stores=True)
+    reads = _reads(seen)
+    # out_field's loop: lap_field at 8 views (5 reads of in_field each), the
+    # 4 gradients (2 each), the centre (and lap_field's own loop, 5 more):
+    # every one from in_field itself, none through a view
+    assert reads["in_field"] == 8 * 5 + 4 * 2 + 1 + 5 and reads["coeff"] == 1
+    assert not [name for name in reads if name.startswith("$")]
+
+
+def chained(out, a):
+    v = a[1:, 2:]
+    out[:, :] = v[1:, :-1] * a[2:, 2:-1] - v[:-1, 1:]
+
+
+def negative_and_strided(out, a):
+    out[:] = a[-3:] + a[::2][:3]
+
+
+def reassigned(out, a):
+    a = a[1:]                   # (Numba's SSA names it a.1: a view of the argument a)
+    out[:] = a[1:] - a[:-1]
+
+
+def swapped(out, a, b):
+    for _ in range(2):
+        out[:] = a[1:] - a[:-1]
+        a, b = b, a
+
+
+def reads_its_destination(out, a):
+    out[1:] = out[:-1] + a[1:]
+
+
+def root_in_another_block(out, a, flag):
+    b = a * 2.0
+    if flag:
+        out[:] = b[1:] - b[:-1]
+
+
+def test_what_the_rule_leaves_as_views(monkeypatch):
+    n = 9
+    assert _reads(after(monkeypatch, array_stores, chained, (np.ones((n - 2, n - 3)), np.ones((n, n))),
+                        stream_stores=True)) == {"a": 3}
+    assert _reads(after(monkeypatch, array_stores, reassigned, (np.ones(n - 2), np.ones(n)),
+                        stream_stores=True)) == {"a": 2}
+    for kernel, args in ((negative_and_strided, (np.ones(3), np.ones(n))),
+                         (swapped, (np.ones(n - 1), np.ones(n), np.ones(n))),
+                         (root_in_another_block, (np.ones(n - 1), np.ones(n), True))):
+        reads = _reads(after(monkeypatch, array_stores, kernel, args, stream_stores=True))
+        assert [name for name in reads if name.startswith("$")], kernel.__name__   # read through their views
+    assert "out" not in _reads(after(monkeypatch, array_stores, reads_its_destination, (np.ones(n), np.ones(n)),
+                                     stream_stores=True))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 17])
+def test_shifted_reads_equal_njit(n):
+    rng = np.random.default_rng(n)
+    a2 = rng.standard_normal((n + 3, n + 3))
+    cases = [(chained, (np.empty((n + 1, max(n, 0))), a2)),
+             (negative_and_strided, (np.empty(3), rng.standard_normal(n + 5))),
+             (reassigned, (np.empty(max(n - 2, 0)), rng.standard_normal(n))),
+             (swapped, (np.empty(n), rng.standard_normal(n + 1), rng.standard_normal(n + 1))),
+             (reads_its_destination, (rng.standard_normal(n + 1), rng.standard_normal(n + 1))),
+             (root_in_another_block, (np.empty(n), rng.standard_normal(n + 1), True))]
+    for kernel, args in cases:
+        streamed, plain = sj.stream_kernel(stream_stores=True, threshold=None)(kernel), numba.njit(kernel)
+        got, want = [a.copy() for a in args[:2]], [a.copy() for a in args[:2]]
+        streamed(*got, *args[2:])
+        plain(*want, *args[2:])
+        np.testing.assert_array_equal(got[0], want[0], err_msg=kernel.__name__)
+
+
+def test_a_start_past_the_end_on_an_empty_destination():
+    def past(out, a):
+        out[:] = a[3:] + a[5:]      # both clamped to a's length: empty, as out is
+
+    kernel, a = sj.stream_kernel(stream_stores=True, threshold=None)(past), np.arange(2.0)
+    out = np.empty(0)
+    kernel(out, a)
+    with pytest.raises(ValueError):
+        kernel(np.empty(1), a)      # numba's own code raises, as njit does
+    with pytest.raises(ValueError):
+        numba.njit(past)(np.empty(1), a)
