@@ -224,3 +224,31 @@ def test_parallel_calls_are_counted_once_per_call():
         {"bounds": 0, "alignment": 0, "contiguous": 1, "page_alias": 0, "operands": 0}
     assert "1 plain after a run-time check (1: a row that is not contiguous)" in \
         str(kernel.stream_report(kernel.signatures[-1]))
+
+
+def result_of_2d(a, b):
+    return a + 1.0
+
+
+def inplace_on_rows(a, b):
+    a[1:] -= 0.5 * (b[1:] - b[:-1])
+
+
+def shifted_3d(a, b):
+    a[1:-1, 1:-1, :] = b[2:, 1:-1, :] + b[:-2, 1:-1, :] - 4.0 * b[1:-1, 1:-1, :]
+
+
+@pytest.mark.parametrize("kernel", [result_of_2d, inplace_on_rows, shifted_3d])
+def test_fused_loop_nests_under_parallel_compile_and_equal_njit(kernel):
+    """A fused loop nest of 2 or 3 dimensions under parallel=True: its
+    outer loop is a prange, whose inner loops exit through a block of
+    their own (Numba's prange conversion failed without one)."""
+    rng = np.random.default_rng(5)
+    shape = (37, 41) if kernel is not shifted_3d else (9, 11, 13)
+    a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+    got_a, want_a = a.copy(), a.copy()
+    got = sj.stream_kernel(stream_stores=True, parallel=True, threshold=None)(kernel)(got_a, b)
+    want = numba.njit(parallel=True)(kernel)(want_a, b)
+    np.testing.assert_array_equal(got_a, want_a)
+    if want is not None:
+        np.testing.assert_array_equal(got, want)

@@ -108,15 +108,18 @@ def drop_definition(blocks, definition):
 def loop_nest(blocks, scope, loc, extents, body_label, exit_label, outer=range):
     """Blocks of ``for i0 in outer(extents[0]): for i1 in range(...): <body_label>``
     in Numba's loop shape; the body must jump back to the innermost header.
-    Returns (entry label, innermost header label, index variables)."""
+    An inner loop exits to a block that jumps back to its outer header, as
+    Python's loops do (Numba's prange conversion retargets only jumps to
+    the header, not branches). Returns (entry label, innermost header
+    label, index variables)."""
     entry, outer_header, indices = None, None, []
     for depth, extent in enumerate(extents):
         head = Emitter(scope, loc)
         nxt = head.assign(ir.Expr.iternext(head.temp("iter"), loc), hint="next")
         indices.append(head.assign(ir.Expr.pair_first(nxt, loc), hint="index"))
         more = head.assign(ir.Expr.pair_second(nxt, loc), hint="more")
-        header = new_block(blocks, scope, loc, head.stmts + [ir.Branch(more, body_label, outer_header or exit_label,
-                                                                        loc)])
+        done = exit_label if outer_header is None else new_block(blocks, scope, loc, [ir.Jump(outer_header, loc)])
+        header = new_block(blocks, scope, loc, head.stmts + [ir.Branch(more, body_label, done, loc)])
         pre = Emitter(scope, loc)
         pre.range_iterator(outer if depth == 0 else range, [extent], target=blocks[header].body[0].value.value)
         pre.stmts.append(ir.Jump(header, loc))
