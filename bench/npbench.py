@@ -103,17 +103,20 @@ def _source_dir(info):
     return HERE / "benchmarks" / info["relative_path"]
 
 
-def load_kernel(name, variant):
-    """The kernel's function, its module's Numba decorators made ``variant``'s
-    (one of `VARIANTS`); helpers it calls are decorated alike."""
+def load_kernel(name, variant, source="numba_n", func_name=None):
+    """The kernel's function (``func_name``, else NPBench's name for it) from
+    ``<module>_<source>.py`` (``numba_n``; ``numba_np``: the parallel one), its
+    module's Numba decorators made ``variant``'s (one of `VARIANTS`, the
+    decorator's options kept); helpers it calls are decorated alike."""
     info = kernel_info(name)
-    path = _source_dir(info) / f"{info['module_name']}_numba_n.py"
-    source = path.read_text()
-    assert DECORATOR in source, f"{path} has no {DECORATOR}"
+    path = _source_dir(info) / f"{info['module_name']}_{source}.py"
+    text = path.read_text()
+    assert DECORATOR in text, f"{path} has no {DECORATOR}"
     # (on the same line: Numba and the report name loops by their line)
-    namespace = {"__name__": f"npbench_{name}_{variant}", "__file__": str(path), "_variant_jit": VARIANTS[variant]}
-    exec(compile(source.replace(DECORATOR, "@_variant_jit("), str(path), "exec"), namespace)
-    return namespace[info["func_name"]], namespace
+    namespace = {"__name__": f"npbench_{name}_{variant}_{source}", "__file__": str(path),
+                 "_variant_jit": VARIANTS[variant]}
+    exec(compile(text.replace(DECORATOR, "@_variant_jit("), str(path), "exec"), namespace)
+    return namespace[func_name or info["func_name"]], namespace
 
 
 def parameters(name, preset=None, scale=1.0):

@@ -156,18 +156,11 @@ class NoParallelSource(LookupError):
 
 def load_parallel(name, variant):
     """The kernel's parallel Numba source (``<module>_numba_np.py``), loaded
-    as bench/npbench.py's `load_kernel` loads the ``numba_n`` one: its
-    decorators made ``variant``'s (one of its ``VARIANTS``), options kept."""
-    npb = _npbench()
-    path = _source(name, "numba_np")
-    if not path.is_file():
-        raise NoParallelSource(f"no parallel source upstream (NPBench has no {path.name})")
-    source = path.read_text()
-    assert npb.DECORATOR in source, f"{path} has no {npb.DECORATOR}"
-    namespace = {"__name__": f"npbench_{name}_{variant}_np", "__file__": str(path),
-                 "_variant_jit": npb.VARIANTS[variant]}
-    exec(compile(source.replace(npb.DECORATOR, "@_variant_jit("), str(path), "exec"), namespace)
-    return namespace[PARALLEL_FUNCS.get(name, npb.kernel_info(name)["func_name"])]
+    by bench/npbench.py's `load_kernel`: its decorators made ``variant``'s
+    (one of its ``VARIANTS``), options kept."""
+    if not _source(name, "numba_np").is_file():
+        raise NoParallelSource(f"no parallel source upstream (NPBench has no {_source(name, 'numba_np').name})")
+    return _npbench().load_kernel(name, variant, "numba_np", PARALLEL_FUNCS.get(name))[0]
 
 
 def _short(error):
