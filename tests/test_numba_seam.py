@@ -345,6 +345,28 @@ def test_create_library_instantiates_the_library_class_and_the_hook_replaces_the
     assert answer() == 42  # (the replaced module is what became machine code)
 
 
+def test_a_prange_worker_is_compiled_into_a_library_named_by_the_prefix():
+    names = []
+
+    class Recording(codegen.NumbaCodeLibrary):
+        def optimize_final_module(self):
+            names.append(self.name)
+            super().optimize_final_module()
+
+    def halves(a):
+        for i in numba.prange(a.shape[0]):
+            a[i] *= 0.5
+
+    cg = cpu_target.target_context.codegen()
+    previous = codegen.library_class(cg)
+    codegen.set_library_class(cg, Recording)
+    try:
+        numba.njit(parallel=True)(halves)(np.ones(8))
+    finally:
+        codegen.set_library_class(cg, previous)
+    assert any(name.startswith(codegen.PARFOR_WORKER_PREFIX) for name in names), names
+
+
 def test_the_engine_answers_for_symbols_and_global_addresses():
     library = _library_with(_ANSWER.format(n=2), codegen.NumbaCodeLibrary)
     context_codegen = library.codegen

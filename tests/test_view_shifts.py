@@ -78,6 +78,11 @@ def test_what_the_rule_leaves_as_views(monkeypatch):
                                      stream_stores=True))
 
 
+COMPILED = {kernel: (sj.stream_kernel(stream_stores=True, threshold=None)(kernel), numba.njit(kernel))
+            for kernel in (chained, negative_and_strided, reassigned, swapped, reads_its_destination,
+                           root_in_another_block)}
+
+
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 17])
 def test_shifted_reads_equal_njit(n):
     rng = np.random.default_rng(n)
@@ -89,7 +94,7 @@ def test_shifted_reads_equal_njit(n):
              (reads_its_destination, (rng.standard_normal(n + 1), rng.standard_normal(n + 1))),
              (root_in_another_block, (np.empty(n), rng.standard_normal(n + 1), True))]
     for kernel, args in cases:
-        streamed, plain = sj.stream_kernel(stream_stores=True, threshold=None)(kernel), numba.njit(kernel)
+        streamed, plain = COMPILED[kernel]
         got, want = [a.copy() for a in args[:2]], [a.copy() for a in args[:2]]
         streamed(*got, *args[2:])
         plain(*want, *args[2:])

@@ -20,7 +20,7 @@ import contextlib
 
 from numba.core.compiler_lock import global_compiler_lock
 
-from ..numba_internals.codegen import NumbaCodeLibrary, library_class, set_library_class
+from ..numba_internals.codegen import PARFOR_WORKER_PREFIX, NumbaCodeLibrary, library_class, set_library_class
 from ..protocol.targets import Target
 from .o3 import build, host_machine, timing_records
 
@@ -42,8 +42,15 @@ class StreamCodeLibrary(NumbaCodeLibrary):
     def optimize_final_module(self):
         self._unoptimized_module = self.final_module.clone()
         self.final_module, self.streamed_llvm_ir = build(
-            self.final_module, host_machine(self), Target(), self.name, own_library=self.name == self.kernel_name,
-            record=timing_records(self))
+            self.final_module, host_machine(self), Target(), self.name, code=self._code(), record=timing_records(self))
+
+    def _code(self):
+        """What this library holds, for the post-O3 stages: the kernel's own
+        code, one of its prange workers (Numba names their libraries after
+        the worker function), or a helper Numba shares."""
+        if self.name == self.kernel_name:
+            return "kernel"
+        return "worker" if self.name.startswith(PARFOR_WORKER_PREFIX) else "shared"
 
 
 @contextlib.contextmanager

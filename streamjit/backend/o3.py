@@ -81,13 +81,13 @@ def o3(module, machine, record=_no_record):
     return module
 
 
-def build(module, machine, target, name="", own_library=True, record=_no_record):
+def build(module, machine, target, name="", code="kernel", record=_no_record):
     """``(final module, its text)``: ``module`` (linked, unoptimized, with
     the data layout of ``machine``) after `o3` and the post-O3 stages for
     ``target`` (a `protocol.targets.Target`). ``name`` names the module in
-    dumps; ``own_library`` is `post_o3.stages.run_post_o3`'s."""
+    dumps; ``code`` is `post_o3.stages.run_post_o3`'s."""
     module = o3(module, machine, record)
-    text, changed = run_post_o3(str(module), target, name, own_library=own_library)
+    text, changed = run_post_o3(str(module), target, name, code=code)
     if changed:
         rewritten = llvm.parse_assembly(text)
         rewritten.verify()

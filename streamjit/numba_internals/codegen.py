@@ -10,6 +10,10 @@ default Numba's O3) and reads or replaces `final_module`.
 from numba.core import codegen as _codegen
 from numba.core.codegen import JITCodeLibrary
 
+# How Numba's parfor lowering names a prange worker function, and so the
+# code library it compiles the worker into (`parfors/parfor_lowering.py`).
+PARFOR_WORKER_PREFIX = "__numba_parfor_gufunc_"
+
 
 def library_class(codegen):
     """The class Numba's ``codegen.create_library`` instantiates."""

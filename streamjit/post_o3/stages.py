@@ -40,9 +40,12 @@ from .module import Module
 
 STAGES = (keep_scalar, vector_math, stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch,
           exit_fences, array_pool)
-# The stages that change code without streamjit's marks: they run on the
-# kernel's own module only, never on the helpers Numba links into `numba.njit` code too.
-SHARED_CODE_STAGES = (vector_math, array_pool)
+# The stages that change code without streamjit's marks, and the code they
+# may change (`run_post_o3`'s ``code``): the kernel's own module, and for
+# vector math the modules of its prange workers (their loops are the
+# kernel's, compiled apart by Numba's parfor lowering); never the helpers
+# Numba links into `numba.njit` code too.
+UNMARKED_CODE_STAGES = {vector_math: ("kernel", "worker"), array_pool: ("kernel",)}
 
 
 def stage_name(stage):
@@ -54,24 +57,25 @@ def stage_name(stage):
 STAGE_NAMES = tuple(map(stage_name, STAGES))
 
 
-def run_post_o3(text, target, module_name="", own_library=True):
+def run_post_o3(text, target, module_name="", code="kernel"):
     """(``text`` after every stage for ``target``, whether any changed it).
 
     Numba makes many modules while it compiles a kernel (its helpers, the
     wrappers), and most hold nothing of streamjit's: no mark, no
     keep-scalar call, no allocation to advise and no vector math call, so
     no stage has work there. Those are passed through without being parsed (first-call
-    compile time). Modules of code Numba shares with other compiles
-    (``own_library=False``: its internal helpers, `backend/library.py`)
-    skip the stages that change unmarked code (`SHARED_CODE_STAGES`)."""
+    compile time). ``code``: "kernel" (the kernel's own module), "worker"
+    (one of its prange workers) or "shared" (a helper Numba shares with
+    other compiles, `backend/library.py`); the stages that change unmarked
+    code run on the code `UNMARKED_CODE_STAGES` lets them."""
     marked = f'!"{DOMAIN_NAME}' in text
-    unmarked_work = own_library and (array_pool.has_work(text) or vector_math.has_work(text))
+    unmarked_work = any(code in where and stage.has_work(text) for stage, where in UNMARKED_CODE_STAGES.items())
     if not marked and KEEP_SCALAR not in text and not unmarked_work:
         return text, False
     module = Module(text)
     changed = False
     for stage in STAGES:
-        if stage in SHARED_CODE_STAGES and not own_library:
+        if code not in UNMARKED_CODE_STAGES.get(stage, (code,)):
             continue
         changed |= stage.run(module, target)
         if marked or unmarked_work:

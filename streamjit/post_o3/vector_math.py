@@ -28,8 +28,9 @@ Where: x86-64 Linux targets, when ``libmvec.so.1`` loads in this process
 (loaded here once, permanently, so the JIT and code loaded from Numba's cache
 resolve its symbols; elsewhere the stage does nothing), and a function
 libmvec has for that width. It changes code without streamjit's marks, so
-it runs on the kernel's own module only (`stages.SHARED_CODE_STAGES`): the
-helpers Numba shares with ``numba.njit`` code stay as they are.
+it runs on the kernel's own module and its prange workers' only
+(`stages.UNMARKED_CODE_STAGES`): the helpers Numba shares with
+``numba.njit`` code stay as they are.
 """
 
 import ctypes
