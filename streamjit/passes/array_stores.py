@@ -50,7 +50,7 @@ from numba.np.numpy_support import as_dtype
 from ..errors import warn_in_kernel
 from .. import codegen
 from .accesses import streamed_store_names
-from .indices import index_atoms, is_element_index, is_slice, subscript_key
+from .indices import index_atoms, is_element_index, is_int, is_slice, subscript_key
 from ..plan import FUSED_TEMPORARY
 from .array_expressions import apply, element, expression, fusable
 from .scan import scan_kernel, views_array
@@ -218,7 +218,7 @@ def _overlaps_itself(state, scan, access, arrays, streamed):
         if isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem") \
                 and scan.canonical(view.value.name) == scan.canonical(stmt.target.name):
             read = subscript_key(scan, view)
-            if None not in (read, written) and read != written:
+            if None not in (read, written) and read != written and not _disjoint(read, written):
                 views.append(view)
     if not views or not streamed:
         return bool(views)
@@ -230,6 +230,37 @@ def _overlaps_itself(state, scan, access, arrays, streamed):
     state.stream_facts.store_notes.append((name, access.line, text))
     state.stream_facts.store_origin[id(stmt)] = (stmt, "overlap")  # (kept: the note above says why)
     warn_in_kernel(state.func_id, text, access.line)
+    return True
+
+
+def _disjoint(read, written):
+    """Whether two subscripts (`subscript_key`) select disjoint elements
+    whatever the shape: in some dimension both are integer constants of one
+    sign that differ (``p[1, :]`` and ``p[0, :]``; ``p[:, -2]`` and ``p[:, -1]``)."""
+    def constant(key):
+        try:
+            return int(key) if isinstance(key, str) else None
+        except ValueError:
+            return None
+
+    return any(a is not None and b is not None and (a < 0) == (b < 0) and a != b
+               for a, b in zip(map(constant, read), map(constant, written)))
+
+
+def _stores_a_column(state, scan, access, streamed):
+    """Whether the store writes a column of a C array (``p[:, 0] = ...``: an
+    integer index in its last dimension), whose elements lie a row apart:
+    a streamed loop would fail its contiguity check on every call, so the
+    store stays Numba's own, plain, with a note (no warning)."""
+    ty, index = state.typemap[access.array_var], access.index
+    if not (isinstance(ty, types.Array) and ty.layout == "C" and ty.ndim >= 2 and len(index) == ty.ndim
+            and is_int(scan, index[-1])):
+        return False
+    if streamed:
+        state.stream_facts.store_notes.append((access.array, access.line, "a column (an integer index in the last "
+                                               "dimension of a C array): its elements lie a row apart, so Numba "
+                                               "stores it, plain"))
+    state.stream_facts.store_origin[id(access.stmt)] = (access.stmt, "column")
     return True
 
 
@@ -258,6 +289,8 @@ def _rewrite_store(state, scan, access, uses, streamed):
     """A row store, slice assignment or in-place operator on an array
     (``streamed``: one whose stores stream)."""
     typemap, stmt = state.typemap, access.stmt
+    if _stores_a_column(state, scan, access, streamed):
+        return False
     block, at = _place(state, stmt)
     inplace, how = None, access.kind
     if access.kind == "inplace":
