@@ -50,7 +50,7 @@ from numba.np.numpy_support import as_dtype
 from ..errors import warn_in_kernel
 from .. import codegen
 from .accesses import streamed_store_names
-from .indices import index_atoms, is_element_index, is_int, is_slice, subscript_key
+from .indices import disjoint_subscripts, index_atoms, is_element_index, is_int, is_slice, subscript_key
 from ..plan import FUSED_TEMPORARY
 from .array_expressions import apply, element, expression, fusable
 from .scan import scan_kernel, views_array
@@ -218,7 +218,7 @@ def _overlaps_itself(state, scan, access, arrays, streamed):
         if isinstance(view, ir.Expr) and view.op in ("getitem", "static_getitem") \
                 and scan.canonical(view.value.name) == scan.canonical(stmt.target.name):
             read = subscript_key(scan, view)
-            if None not in (read, written) and read != written and not _disjoint(read, written):
+            if None not in (read, written) and read != written and not disjoint_subscripts(read, written):
                 views.append(view)
     if not views or not streamed:
         return bool(views)
@@ -231,20 +231,6 @@ def _overlaps_itself(state, scan, access, arrays, streamed):
     state.stream_facts.store_origin[id(stmt)] = (stmt, "overlap")  # (kept: the note above says why)
     warn_in_kernel(state.func_id, text, access.line)
     return True
-
-
-def _disjoint(read, written):
-    """Whether two subscripts (`subscript_key`) select disjoint elements
-    whatever the shape: in some dimension both are integer constants of one
-    sign that differ (``p[1, :]`` and ``p[0, :]``; ``p[:, -2]`` and ``p[:, -1]``)."""
-    def constant(key):
-        try:
-            return int(key) if isinstance(key, str) else None
-        except ValueError:
-            return None
-
-    return any(a is not None and b is not None and (a < 0) == (b < 0) and a != b
-               for a, b in zip(map(constant, read), map(constant, written)))
 
 
 def _stores_a_column(state, scan, access, streamed):

@@ -88,3 +88,17 @@ def subscript_key(scan, node):
 
     atoms = index_atoms(scan, node)
     return None if atoms is None else tuple(atom_key(a) for a in atoms)
+
+
+def disjoint_subscripts(read, written):
+    """Whether two `subscript_key` s select disjoint elements whatever the
+    shape: in some dimension both are integer constants of one sign that
+    differ (``p[1, :]`` and ``p[0, :]``; ``p[:, -2]`` and ``p[:, -1]``)."""
+    def constant(key):
+        try:
+            return int(key) if isinstance(key, str) else None
+        except ValueError:
+            return None
+
+    return any(a is not None and b is not None and (a < 0) == (b < 0) and a != b
+               for a, b in zip(map(constant, read), map(constant, written)))
