@@ -112,3 +112,15 @@ def test_a_start_past_the_end_on_an_empty_destination():
         kernel(np.empty(1), a)      # numba's own code raises, as njit does
     with pytest.raises(ValueError):
         numba.njit(past)(np.empty(1), a)
+
+
+def explicit_slice_of_stop(out, a):
+    out[:] = a[slice(3)] + a[slice(1, 4)]      # slice(3) is a[:3], not a[3:]
+
+
+def test_an_explicit_slice_of_its_stop_is_not_read_as_a_start():
+    a = np.random.default_rng(9).standard_normal(5)
+    got, want = np.empty(3), np.empty(3)
+    sj.stream_kernel(stream_stores=True, threshold=None)(explicit_slice_of_stop)(got, a)
+    numba.njit(explicit_slice_of_stop)(want, a)
+    np.testing.assert_array_equal(got, want)

@@ -45,6 +45,7 @@ from ..plan import METADATA_KEY
 from .. import codegen
 from .rebindings import version_name
 from .affine import AffineAnalyzer, emit_index
+from .indices import int_constant
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .peel_checks import run_time_checks
 from .retype import copy_types
@@ -73,13 +74,6 @@ class PeelPlan:
     runs: tuple = None  # (a, b): the aligned loop(s) run where a > b
 
 
-def _int_value(scan, x):
-    if isinstance(x, int):
-        return x
-    value = scan.definition(x.name)
-    return value.value if isinstance(value, ir.Const) and isinstance(value.value, int) else None
-
-
 def _terminal(block):
     return isinstance(block.body[-1], (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise))
 
@@ -89,7 +83,7 @@ def _why_not_peelable(scan, loop):
         return "its loop is a prange loop that was not split into blocks"
     if not loop.is_range:
         return "its loop is not a range() loop"
-    if _int_value(scan, loop.step) not in (1, -1):
+    if int_constant(scan, loop.step) not in (1, -1):
         return "its loop step is not 1 or -1"
     blocks = scan.func_ir.blocks
     header = blocks[loop.for_block].body[-1]
@@ -150,7 +144,7 @@ def plan_peels(scan, legal, streamed, aligned_loads, result, origin):
                     loads.append((a, dims))
         plan = PeelPlan(loop, root, aligned, loads)
         # (sources read through aligned pointers only forwards)
-        plan.sources = _alignable_stream_loads(plan, loop, aligned_loads, scan) if _int_value(scan, loop.step) == 1 \
+        plan.sources = _alignable_stream_loads(plan, loop, aligned_loads, scan) if int_constant(scan, loop.step) == 1 \
             else []
         plans.append(plan)
         for access, _ in aligned:
@@ -273,8 +267,8 @@ def _never_negative(scan, dims):
     for dim in dims:
         low = dim.const
         for loop, c in dim.coeffs.items():
-            start = _int_value(scan, loop.start) if loop.is_range else None
-            if c < 0 or start is None or start < 0 or _int_value(scan, loop.step) != 1:
+            start = int_constant(scan, loop.start) if loop.is_range else None
+            if c < 0 or start is None or start < 0 or int_constant(scan, loop.step) != 1:
                 return False
             low += c * start
         if dim.terms or low < 0:
@@ -365,7 +359,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     exit_label = header_branch.falsebr
     scope, loc = preheader.scope, loop.loc
     pre = Emitter(scope, loc)
-    reverse = _int_value(scan, loop.step) == -1
+    reverse = int_constant(scan, loop.step) == -1
     first, hi = _iterations(pre, loop, reverse)
     checks = run_time_checks(scan, pre, plan, first, pre.sub(hi, 1), options.page_alias_bytes)
     plan.checks = {name: _all(pre, group).name for name, group in checks.items() if group}

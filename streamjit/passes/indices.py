@@ -13,6 +13,15 @@ def is_int(scan, atom):
     return isinstance(atom, int) and not isinstance(atom, bool)
 
 
+def int_constant(scan, atom):
+    """The int an index atom or loop bound holds (an int, or a variable
+    assigned an int constant), else None."""
+    if isinstance(atom, ir.Var):
+        value = scan.definition(atom.name)
+        atom = value.value if isinstance(value, ir.Const) else None
+    return atom if isinstance(atom, int) and not isinstance(atom, bool) else None
+
+
 def is_slice(typemap, atom):
     """Whether an index atom (a Var or a constant) is a slice."""
     if isinstance(atom, ir.Var):

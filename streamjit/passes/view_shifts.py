@@ -26,42 +26,40 @@ whose overlap check is made).
 
 from numba.core import ir, types
 
-from .indices import index_atoms
+from .indices import index_atoms, int_constant, is_slice
 from .scan import views_array
-
-
-def _literal(scan, atom, default):
-    """The int an index atom (a Var or a constant) holds, ``default`` for
-    None, or False where it is not a literal."""
-    if isinstance(atom, ir.Var):
-        value = scan.definition(atom.name)
-        if not isinstance(value, ir.Const):
-            return False
-        atom = value.value
-    if atom is None:
-        return default
-    return atom if isinstance(atom, int) and not isinstance(atom, bool) else False
 
 
 def _slice_starts(scan, value):
     """The start of each slice of the getitem ``value`` when its index is
     slices only, each of step 1 and a literal start >= 0, else None."""
     starts = []
-    for atom in index_atoms(scan, value) or [None]:
+    for atom in index_atoms(scan, value) or ():
         if isinstance(atom, slice):
-            parts = (atom.start, atom.step)
+            start, step = atom.start, atom.step
+        elif is_slice(scan.typemap, atom) and _slice_call_arguments(scan, atom) is not None:
+            start, _, step = _slice_call_arguments(scan, atom)
         else:
-            made = scan.definition(atom.name) if isinstance(atom, ir.Var) else None
-            if not (isinstance(made, ir.Expr) and made.op == "call" and len(made.args) in (2, 3) and not made.kws
-                    and isinstance(scan.definition(made.func.name), ir.Global)
-                    and scan.definition(made.func.name).value is slice):
-                return None
-            parts = (made.args[0], made.args[2] if len(made.args) == 3 else None)
-        start, step = _literal(scan, parts[0], 0), _literal(scan, parts[1], 1)
-        if start is False or start < 0 or step != 1:
+            return None
+        start = 0 if _is_none(scan, start) else int_constant(scan, start)
+        if start is None or start < 0 or not (_is_none(scan, step) or int_constant(scan, step) == 1):
             return None
         starts.append(start)
-    return starts
+    return starts or None
+
+
+def _slice_call_arguments(scan, var):
+    """(start, stop, step) of ``slice(start, stop[, step])`` (what ``a[x:y]``
+    builds), or None (``slice(stop)``, or no call visible)."""
+    made = scan.definition(var.name)
+    if isinstance(made, ir.Expr) and made.op == "call" and len(made.args) in (2, 3) and not made.kws:
+        return (list(made.args) + [None])[:3]
+    return None
+
+
+def _is_none(scan, atom):
+    return atom is None or (isinstance(atom, ir.Var) and isinstance(scan.definition(atom.name), ir.Const)
+                            and scan.definition(atom.name).value is None)
 
 
 def shift(scan, block, made, name, destination):
