@@ -3,11 +3,13 @@ advances with the innermost loop; results never change."""
 
 import re
 
+import numba
 import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import measure
+from streamjit import calibration, measure
+from streamjit.machine import LoadStage
 from test_codegen import needs_x86_avx
 
 PREFETCH_NTA = re.compile(r"^\s*prefetchnta\s", re.M)
@@ -270,3 +272,41 @@ def test_loads_of_compute_bound_loops_are_plain(rng):
     report = compute_bound.stream_report()
     assert report.arrays["a"].prefetches == report.arrays["b"].prefetches == 0
     assert any("compute-bound" in n for n in plain_notes(compute_bound, "b"))
+
+
+def pressure_sweeps(nit, p, b):
+    # cavity_flow's pressure loop: ``pn`` allocated three times under one name
+    pn = np.empty_like(p)
+    pn = p.copy()
+    for q in range(nit):
+        pn = p.copy()
+        p[1:-1, 1:-1] = 0.25 * (pn[1:-1, 2:] + pn[1:-1, :-2] + pn[2:, 1:-1] + pn[:-2, 1:-1]) - b[1:-1, 1:-1]
+        p[0, :] = p[1, :]
+
+
+def test_an_array_the_kernel_allocates_again_is_one_array_and_a_prefetched_source(rng):
+    """A name the kernel allocates into more than once (``pn = p.copy()``
+    in a loop, after ``pn = np.empty_like(p)``) is one array: its loads
+    are seen, and as a source of a streamed store it takes the profile's
+    sources stage like a parameter (the streamed loop runs above the
+    threshold, where such an array has left the L2), never a streamed load."""
+    kernel = calibration.kernel_with_stages(pressure_sweeps, "p", False, LoadStage(), LoadStage("t1", 4096),
+                                            threshold=None)
+    p, b = rng.standard_normal((67, 45)), rng.standard_normal((67, 45))
+    expected = p.copy()
+    numba.njit(pressure_sweeps)(3, expected, b)
+    kernel(3, p, b)
+    np.testing.assert_array_equal(p, expected)
+    assert kernel.stream_calls()["streamed"] == 1
+    report = kernel.stream_report()
+    # (the report's rows trace parameters' pointers: the prefetches of pn's
+    # loads are those it does not give to b)
+    prefetches = len(re.findall(r"call void @llvm\.prefetch", kernel.inspect_llvm(kernel.signatures[0])))
+    assert 0 < report.arrays["b"].prefetches < prefetches
+    assert report.arrays["b"].nt_loads == 0 and "pn" not in kernel.stream_result().streamed_loads
+
+
+def test_versions_of_an_ssa_name_are_its_own():
+    from streamjit.passes.rebindings import version_name
+    assert version_name("pn") == version_name("pn.1") == version_name("pn.1.1") == "pn"
+    assert version_name("$12load.3") == "$12load"

@@ -86,7 +86,8 @@ def _owner(scan, found, leaf):
         source = scan.canonical(base)
     else:
         return None
-    return next((name for name, var in scan.arrays.items() if var == source), None) or scan.group_name(source)
+    return next((name for name, var in scan.arrays.items() if var == source), None) or scan.versions.get(source) \
+        or scan.group_name(source)
 
 
 def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=codegen.copies_elementwise,

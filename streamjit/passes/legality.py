@@ -190,7 +190,8 @@ def _touches(scan, store, whole, outer, inner, origin):
     """Whether a statement of the loop ``outer`` outside the nest rooted at
     ``inner`` hands the stored array, or a view of it, to anything but what
     the module header allows."""
-    bases = {scan.arrays.get(store.array)} | {v for v in scan.groups if scan.group_name(v) == store.array}
+    bases = {scan.arrays.get(store.array)} | {v for v in scan.groups if scan.group_name(v) == store.array} \
+        | {v for v, name in scan.versions.items() if name == store.array}
 
     def rooted(name):
         while scan.canonical(name) not in bases:

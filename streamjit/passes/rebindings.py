@@ -75,15 +75,15 @@ def swaps_permute(blocks, defs, group_vars):
 
 
 def version_name(var):
-    """The kernel's name of an SSA version (``B`` of ``B.2``)."""
-    return re.sub(r"\.\d+$", "", var)
+    """The kernel's name of an SSA version (``B`` of ``B.2`` and of ``B.1.1``)."""
+    return re.sub(r"(\.\d+)+$", "", var)
 
 
 def find_rebindings(scan):
     """Fill ``scan.rebound`` (a variable that holds one array) and the
     ping-pong groups (one that holds one of several of the kernel's arrays,
     swapped by a time loop)."""
-    by_var = {var: name for name, var in scan.arrays.items()}
+    by_var = {**scan.versions, **{var: name for name, var in scan.arrays.items()}}
     for var, roots in rebinding_roots(scan.defs, scan.typemap).items():
         if len(roots) == 1:
             scan.rebound[var] = next(iter(roots))

@@ -146,6 +146,7 @@ class KernelScan:
     arrays: dict  # array name -> variable bound to it: parameters, and arrays the kernel allocates
     fresh: frozenset = frozenset()  # names of the arrays the kernel allocates
     results: frozenset = frozenset()  # of those, the ones an array expression computes (Numba's own code)
+    versions: dict = field(default_factory=dict)  # another variable a fresh array's name is allocated into -> name
     views: dict = field(default_factory=dict)  # view variable made by `array_stores.py` -> array name
     loops: list = field(default_factory=list)
     accesses: list = field(default_factory=list)
@@ -315,6 +316,8 @@ def root_array(scan, var):
     for array, bound in scan.arrays.items():
         if name == bound:
             return array, bound, [], None
+    if name in scan.versions:
+        return scan.versions[name], name, [], None
     value = scan.definition(var.name)
     base = _same_elements_view_of(scan, value)
     if base is not None:
@@ -372,19 +375,25 @@ def _user_name(var, local_names):
     return name if name in local_names else None
 
 
+def _allocates(func_ir, call, typemap):
+    """Whether ``call`` makes a new array: a NumPy allocation, or an array's ``copy()``."""
+    callname = guard(find_callname, func_ir, call, typemap)
+    return callname in ALLOCATORS or callname is not None and callname[0] == "copy" \
+        and isinstance(callname[1], ir.Var) and isinstance(typemap.get(callname[1].name), types.Array)
+
+
 def _fresh_arrays(func_ir, typemap):
-    """({user name: variable}, result names) of the arrays the kernel makes:
-    allocated with NumPy (``r = np.empty_like(x)``) or computed by an array
-    expression (``r = a * x + y``), under the name the user gave them, or
-    RETURN_NAME for one returned unnamed (``return a * x + y``); the result
-    names are those of arrays only computed (not yet rewritten to an
-    allocation and a loop by `array_stores.py`)."""
+    """({user name: variable}, {variable: user name}, result names) of the arrays the kernel
+    makes: allocated (``np.empty_like(x)``, ``x.copy()``) or computed by an array expression
+    (``a * x + y``), under the name the user gave them, or RETURN_NAME for one returned unnamed.
+    A name made again (``pn = p.copy()`` in a loop) is one array bound to several variables: the
+    first in the first dict, the others in the second. The result names are those of arrays only
+    computed (not yet rewritten to an allocation and a loop by `array_stores.py`)."""
     local_names = set(func_ir.func_id.code.co_varnames) | set(func_ir.func_id.code.co_cellvars)
     assigns = [s for block in func_ir.blocks.values() for s in block.body if isinstance(s, ir.Assign)]
     arrays = [s for s in assigns
               if isinstance(s.value, ir.Expr) and isinstance(typemap.get(s.target.name), types.Array)]
-    allocated = {s.target.name for s in arrays
-                 if s.value.op == "call" and guard(find_callname, func_ir, s.value, typemap) in ALLOCATORS}
+    allocated = {s.target.name for s in arrays if s.value.op == "call" and _allocates(func_ir, s.value, typemap)}
     computed = {s.target.name for s in arrays if is_array_expression(s.value, typemap)} - allocated
     made = allocated | computed
     named = {s.target.name: s.value.name for s in assigns if isinstance(s.value, ir.Var)
@@ -393,13 +402,15 @@ def _fresh_arrays(func_ir, typemap):
     casts = {s.target.name: s.value.value.name for s in arrays if s.value.op == "cast"}
     returned = {casts.get(s.value.name) for block in func_ir.blocks.values() for s in block.body
                 if isinstance(s, ir.Return)}
-    found = {}
+    found, versions = {}, {}
     for user, var in sorted(named.items()):
-        found.setdefault(_user_name(user, local_names), var)
+        name = _user_name(user, local_names)
+        if found.setdefault(name, var) != var:
+            versions[var] = name
     for var in sorted(returned & made):
-        if var not in found.values():
+        if var not in found.values() and var not in versions:
             found.setdefault(RETURN_NAME, var)
-    return found, frozenset(name for name, var in found.items() if var in computed)
+    return found, versions, frozenset(name for name, var in found.items() if var in computed)
 
 
 def scan_kernel(func_ir, typemap, parallel=False, views=None):
@@ -410,11 +421,12 @@ def scan_kernel(func_ir, typemap, parallel=False, views=None):
         if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Arg) \
                 and isinstance(typemap.get(stmt.target.name), types.Array):
             arrays[stmt.value.name] = stmt.target.name
-    made, results = _fresh_arrays(func_ir, typemap)
+    made, versions, results = _fresh_arrays(func_ir, typemap)
     fresh = {name: var for name, var in made.items() if name not in arrays}
     defs = definitions(func_ir.blocks)
     scan = KernelScan(func_ir=func_ir, typemap=typemap, arrays={**arrays, **fresh}, fresh=frozenset(fresh),
                       results=results & set(fresh),
+                      versions={var: name for var, name in versions.items() if name in fresh},
                       views=dict(views or {}),
                       defs=defs, cfg=compute_cfg_from_blocks(func_ir.blocks))
     find_rebindings(scan)
