@@ -44,28 +44,32 @@ def listen_for_fallbacks(dispatcher):
     fallback per check (`warn_fallback`), without keeping it alive."""
     reference = weakref.ref(dispatcher)
 
-    def listener(check):
+    def listener(check, streams):
         kernel = reference()
         if kernel is not None:
-            warn_fallback(kernel, check)
+            warn_fallback(kernel, check, streams)
 
     for overload in dispatcher.overloads.values():
         result = overload.metadata.get(METADATA_KEY)
         if result is not None and result.call_counter is not None:
-            on_first_fallback(result.call_counter, listener)
+            on_first_fallback(result.call_counter,
+                              lambda check, streams=bool(result.streamed_stores): listener(check, streams))
 
 
-def warn_fallback(dispatcher, check):
+def warn_fallback(dispatcher, check, streams=True):
     """A `StreamWarning`, once per kernel and check, at the line that
-    called the kernel: a run-time check sent a call to the plain loops,
-    why, and what to change so that such calls stream."""
+    called the kernel: a run-time check sent a call to the plain loops
+    (``streams``: code that streams stores; else a fused loop to Numba's
+    own code), why, and what to change so that such calls stream (run the
+    fused loop)."""
     if check in dispatcher._fallbacks_warned:
         return
     dispatcher._fallbacks_warned.add(check)
     name = dispatcher.py_func.__name__
-    message = (f"a call of {name} ran plain stores, not streamed ones: {FALLBACK_WORDS[check]}; to stream, "
-               f"{FALLBACK_REMEDIES[check]} (said once per kernel and reason; {name}.stream_fallbacks() "
-               "counts such calls)")
+    ran, remedy = ("plain stores, not streamed ones", "to stream") if streams else \
+        ("Numba's own code for an array expression, not the loop it was fused into", "to run the fused loop")
+    message = (f"a call of {name} ran {ran}: {FALLBACK_WORDS[check]}; {remedy}, {FALLBACK_REMEDIES[check]} (said "
+               f"once per kernel and reason; {name}.stream_fallbacks() counts such calls)")
     frame = _caller_frame()
     if frame is None:
         code = dispatcher.py_func.__code__

@@ -133,8 +133,11 @@ class StreamDispatcher(Reducible, CPUDispatcher):
             its plain version (`stream_fallbacks` says which); no aligned
             loop was reached (empty or short loops, or none could be
             aligned: ``stream_report`` says why). All zero before the first
-            call, and for code that streams no store (its calls, which run
-            the plain loops, are not counted).
+            call, and for code that neither streams a store nor fused a
+            loop (its calls run numba.njit's code). Code that fused loops but
+            streams no store counts ``plain`` (its fused loops ran) and
+            ``after_check`` (a fused loop's check sent the call to Numba's own
+            code for the expression).
         """
         return dict(zip(CALL_PATHS, summed_counters(self, signature)))
 

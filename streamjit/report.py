@@ -185,17 +185,19 @@ FALLBACK_REMEDIES = {
 def calls_line(calls, fallbacks=None, streams=True):
     """What ran: the calls so far, per path (`passes/call_record.py`), and
     which run-time checks sent calls to the plain code; None: not counted
-    (``streams``: whether any store of the code streams)."""
+    (``streams``: whether any store of the code streams; code that streams
+    none is counted where it fused loops, which ran or fell back)."""
     if calls is None:
         return "calls: not counted" + ("" if streams else " (no store streams: every call runs the plain loops)")
     words = {"streamed": "streamed", "below_threshold": "plain below the threshold",
-             "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"}
+             "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"} if streams \
+        else {"plain": "ran the fused loops (no store streams)", "after_check": "Numba's code after a run-time check"}
     parts = [f"{calls[path]} {words[path]}" for path in words]
     failed = [f"{n}: {FALLBACK_WORDS[check]}" + ("; allocate the output with streamjit.empty_like"
                                                  if check == "page_alias" else "")
               for check, n in (fallbacks or {}).items() if n]
     if failed:
-        parts[2] += f" ({'; '.join(failed)})"
+        parts[list(words).index("after_check")] += f" ({'; '.join(failed)})"
     return "calls: " + ", ".join(parts)
 
 

@@ -112,6 +112,24 @@ def test_fresh_outputs_stay_plain_under_true_and_the_report_says_why():
     assert any("not streamed under stream_stores=True" in n for n in row.notes)
 
 
+def smooth_copy(a):
+    out = a.copy()                      # an array the kernel makes, as np.copy(a) does
+    out[1:-1] = 0.5 * (a[2:] + a[:-2])
+    return out
+
+
+def test_a_copy_the_kernel_makes_is_a_fresh_output():
+    a = np.random.default_rng(5).standard_normal(1001)
+    expected = numba.njit(smooth_copy)(a)
+    named = sj.stream_kernel(stream_stores=["out"], threshold=None)(smooth_copy)
+    np.testing.assert_array_equal(named(a), expected)
+    assert named.stream_calls()["streamed"] == 1 and named.stream_report().arrays["out"].nt_vector_stores > 0
+    under_true = sj.stream_kernel(stream_stores=True)(smooth_copy)
+    np.testing.assert_array_equal(under_true(a), expected)
+    assert "out" not in under_true.stream_result().streamed_stores
+    assert any("not streamed under stream_stores=True" in n for n in under_true.stream_report().arrays["out"].notes)
+
+
 def test_fresh_array_read_back_after_the_nest():
     x = np.random.default_rng(2).standard_normal(5000)
     tmp, total = READ_BACK(x)

@@ -5,6 +5,7 @@ line or say why they differ."""
 import dataclasses
 
 import numpy as np
+import pytest
 
 import streamjit as sj
 from streamjit.report import COLUMN_HEADS, LEGEND, ArrayReport, StreamReport
@@ -70,6 +71,29 @@ def test_calls_are_summed_over_signatures_unless_one_is_given():
         double(np.empty(100, dtype), np.ones(100, dtype))
     assert double.stream_calls()["streamed"] == 3
     assert [double.stream_calls(sig)["streamed"] for sig in double.signatures] == [1, 2]
+
+
+def test_fused_loops_that_stream_nothing_count_their_fallbacks_and_warn():
+    @sj.stream_kernel(stream_stores=True, threshold=None)
+    def bump(u, a):
+        u += 2.0 * a                      # only updated in place: fused, plain stores
+
+    rng = np.random.default_rng(3)
+    u, a = rng.standard_normal(1001), rng.standard_normal(1001)
+    expected = u + 2.0 * a[::-1]
+    bump(u, a[::-1])                      # (a view, as below: one signature)
+    np.testing.assert_array_equal(u, expected)
+    assert bump.stream_result().streamed_stores == frozenset()
+    assert bump.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 0, "plain": 1}
+    expected = u + 2.0 * u[::-1]
+    with pytest.warns(sj.StreamWarning, match="ran Numba's own code for an array expression, not the loop it was "
+                                              "fused into: an operand overlapping its destination"):
+        bump(u, u[::-1])                  # overlaps its destination: Numba's code, with its temporary
+    np.testing.assert_array_equal(u, expected)
+    assert bump.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 1}
+    assert bump.stream_fallbacks()["operands"] == 1
+    assert ("calls: 1 ran the fused loops (no store streams), 1 Numba's code after a run-time check (1: an operand "
+            "overlapping its destination, or of another shape)") in str(bump.stream_report()).splitlines()
 
 
 def test_counts_that_differ_say_why():

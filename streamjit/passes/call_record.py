@@ -26,8 +26,10 @@ the aligned loops run inside `prange` workers (`parallel_blocks.py`), and
 so parallel calls are counted as serial ones are.
 
 ``large`` is the size test (`size_check.py`; True without a threshold).
-Kernels that stream nothing are not counted. Where no loop could be
-aligned every call counts as ``plain``, and the report says why.
+Where no loop could be aligned every call counts as ``plain``, and the
+report says why. Kernels that stream nothing are counted only where they
+fused loops (`array_stores.py`), whose run-time check may send a call to
+Numba's own code: ``plain`` (the fused loops ran) or ``after_check``.
 """
 
 import hashlib
@@ -65,12 +67,13 @@ def _failed(emit, passed):
 
 
 def run_pass(state):
-    """Where any store streams: zero the path counters at entry, record which path the call took
-    (an aligned loop ran, below the threshold, a failed run-time check, none reached) and add it
-    to the kernel's counters before each return or raise. True when the IR changed."""
+    """Where any store streams or a loop was fused: zero the path counters at entry, record which
+    path the call took (an aligned loop ran, below the threshold, a failed run-time check, none
+    reached) and add it to the kernel's counters before each return or raise. True when the IR
+    changed."""
     facts, result = state.stream_facts, state.metadata[METADATA_KEY]
     options = facts.options
-    if not result.streamed_stores:
+    if not (result.streamed_stores or facts.fallbacks):
         return False
     blocks = state.func_ir.blocks
     entry = blocks[min(blocks)]
