@@ -398,3 +398,30 @@ def test_boundary_copies_stream_their_rows_and_warn_of_nothing():
     assert notes["p"].count("a column (an integer index in the last dimension") == 1
     assert notes["u"].count("a column (an integer index in the last dimension") == 1
     assert "overlap" not in notes["p"]
+
+
+def fdtd_steps(ey, hz, fict):
+    # NPBench's fdtd_2d: a row store, then an update in place of the same array
+    for t in range(fict.shape[0]):
+        ey[0, :] = fict[t]
+        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+
+
+def test_an_update_in_place_stays_plain_beside_a_streamed_row_of_its_array():
+    rng = np.random.default_rng(11)
+    ey, hz, fict = rng.standard_normal((37, 45)), rng.standard_normal((37, 45)), rng.standard_normal(3)
+    expected = ey.copy()
+    numba.njit(fdtd_steps)(expected, hz, fict)
+    kernels = {"measured": sj.stream_kernel(stream_stores=True)(fdtd_steps),
+               "named": sj.stream_kernel(stream_stores=["ey"], threshold=None)(fdtd_steps)}
+    for kernel in kernels.values():
+        out = ey.copy()
+        kernel(out, hz, fict)
+        np.testing.assert_array_equal(out, expected)
+        assert kernel.stream_calls()["streamed"] == 1 and "ey" in kernel.stream_result().streamed_stores
+    rows = {name: kernel.stream_report().arrays["ey"] for name, kernel in kernels.items()}
+    # (the named kernel streams the row and the update; the measured one the row only)
+    assert 0 < rows["measured"].nt_vector_stores < rows["named"].nt_vector_stores
+    line = fdtd_steps.__code__.co_firstlineno + 4
+    assert any(note.startswith(f"line {line}: an update in place") for note in rows["measured"].notes)
+    assert not any("an update in place" in note for note in rows["named"].notes)

@@ -32,13 +32,15 @@ def gramschmidt(A, R, Q):
 
 
 def test_planes_written_twice_per_k_stream_and_equal_njit():
-    """Each store of the k loop is a stage: both stream, each fenced. In
-    vadv's own shape the planes are columns (k indexes the last dimension):
-    legal too, but their elements lie a row apart, so Numba stores them."""
+    """Each store of the k loop is a stage: both stream, each fenced (with
+    threshold=None: under "auto" the second, an update in place, stays
+    plain). In vadv's own shape the planes are columns (k indexes the last
+    dimension): legal too, but their elements lie a row apart, so Numba
+    stores them."""
     rng = np.random.default_rng(0)
     dcol, divided = rng.standard_normal((9, 70, 6)), rng.standard_normal((9, 70, 6))
     for function, expected_nt in ((planes, True), (vadv_shaped, False)):
-        kernel = sj.stream_kernel(stream_stores=["ccol"])(function)
+        kernel = sj.stream_kernel(stream_stores=["ccol"], threshold=None)(function)
         for ccol in (np.zeros((9, 70, 6)), np.zeros((9, 71, 6))[:, 1:]):
             expected, got = ccol.copy(), ccol.copy()
             numba.njit(function)(expected, dcol, divided)

@@ -38,6 +38,22 @@ IN_PLACE_NOTE = ("only updated in place: not streamed under stream_stores=True (
                  " name it in stream_stores to stream it anyway")
 
 
+# Why `array_stores.py` makes an update in place a loop of plain stores under
+# the measured rules, whatever other stores to its array do, as for an array
+# only updated in place (IN_PLACE_NOTE): NPBench's fdtd_2d streams ``ey[0, :]
+# = ...`` and ran 0.96-0.97x its never-streamed self with ``ey[1:, :] -= ...``
+# streamed too (Intel Xeon VM, family 6 model 167, bench/npbench.py).
+UPDATE_NOTE = ("an update in place (each element is read just before it is written: no read to save): plain stores "
+               "under stream_stores=True or threshold='auto', whatever other stores to it do; name it with "
+               "threshold=None to stream it anyway")
+
+
+def updates_stay_plain(options):
+    """Whether the measured rules apply (stream_stores=True, or names under threshold="auto"), which leave an update
+    in place plain."""
+    return options.stream_stores is True or options.measured
+
+
 def _atom_key(scan, atom):
     return scan.canonical(atom.name) if isinstance(atom, ir.Var) else atom
 
@@ -154,7 +170,7 @@ def streamed_store_names(options, scan, origin=None):
     stored = {a.array for a in scan.stores()}
     option = set(options.stream_stores or ()) if options.stream_stores is not True else None
     named = stored if option is None else {n for n in stored if n in option or scan.roots(n) <= option}
-    if options.stream_stores is True or options.measured:
+    if updates_stay_plain(options):
         named = {name for name in named if not _measured_slower(scan, name, origin, option is not None)}
     return named.union(*(scan.roots(name) for name in named))
 

@@ -99,14 +99,16 @@ def _why_not_peelable(scan, loop):
     return None
 
 
-def plan_peels(scan, legal, streamed, aligned_loads, result, origin):
+def plan_peels(scan, legal, streamed, aligned_loads, result, origin, plain_stores=frozenset()):
     """Choose the loops to split; note why other streamed stores stay plain.
     ``aligned_loads``: the streamed arrays whose loads may be read through
-    aligned pointers (as non-temporal loads)."""
+    aligned pointers (as non-temporal loads); ``plain_stores``: ids of
+    stores that stay plain whatever their array (`StreamFacts.plain_stores`)."""
     plans = []
     for loop in scan.loops:
         # (in-place operators and index-array stores are Numba's own: not analyzed)
-        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop and s in legal]
+        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop and s in legal
+                  and id(s.stmt) not in plain_stores]
         if not direct:
             continue
         reason = _why_not_peelable(scan, loop)
@@ -402,7 +404,8 @@ def run_pass(state):
     scan, options = facts.scan, facts.options
     # a second, aligned-source loop only where loads may become non-temporal (the machine profile)
     plans = plan_peels(scan, facts.legal, result.streamed_stores,
-                       result.streamed_loads if options.loads.nt_loads else frozenset(), result, facts.store_origin)
+                       result.streamed_loads if options.loads.nt_loads else frozenset(), result, facts.store_origin,
+                       facts.plain_stores)
     # a loop that holds another split loop is not split itself (its blocks
     # changed under it); its own stores stay plain
     nested = [p for p in plans if any(q is not p and p.loop.header in q.loop.enclosing_headers() for q in plans)]
