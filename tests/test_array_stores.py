@@ -219,6 +219,7 @@ KERNELS["scale_accumulate_named"] = (sj.stream_kernel(stream_stores=["C"], thres
     "scale_accumulate"][1])
 KERNELS["slice_in_place_named"] = (sj.stream_kernel(stream_stores=["A"], threshold=None)(slice_in_place), KERNELS[
     "slice_in_place"][1])
+KERNELS["add_row_named"] = (sj.stream_kernel(stream_stores=["M"], threshold=None)(add_row), KERNELS["add_row"][1])
 
 
 def nt_vector_stores(name, array):
@@ -262,10 +263,12 @@ def test_self_overlapping_in_place_operator_says_so_and_keeps_numpy_semantics():
 def test_broadcast_operands_fuse_or_fall_back(rows, v_len):
     rng = np.random.default_rng(8)
     M, v = rng.standard_normal((rows, 47)), rng.standard_normal(v_len)
-    got = run_both("add_row", M, v)[0]
-    np.testing.assert_array_equal(got, M * 0.5 + v)    # v_len 1: broadcast at run time, Numba's own loop
+    for name in ("add_row", "add_row_named"):
+        got = run_both(name, M, v)[0]
+        np.testing.assert_array_equal(got, M * 0.5 + v)    # v_len 1: broadcast at run time, Numba's own loop
     if rows and v_len > 1:
-        assert nt_vector_stores("add_row", "M") > 0
+        # (M is read element for element where it is written: an update in place, plain under True)
+        assert nt_vector_stores("add_row_named", "M") > 0 and nt_vector_stores("add_row", "M") == 0
 
 
 def test_division_by_zero_gives_inf_as_the_array_expression_does():
@@ -425,3 +428,26 @@ def test_an_update_in_place_stays_plain_beside_a_streamed_row_of_its_array():
     line = fdtd_steps.__code__.co_firstlineno + 4
     assert any(note.startswith(f"line {line}: an update in place") for note in rows["measured"].notes)
     assert not any("an update in place" in note for note in rows["named"].notes)
+
+
+def gemm_update(C, A, B, alpha, beta):
+    C[:] = alpha * A @ B + beta * C           # NPBench's gemm: C read where it is written
+
+
+def view_update(u, a):
+    u[1:-1] = 2.0 * u[1:-1] + a[1:-1]
+
+
+def test_a_store_reading_its_own_elements_is_an_update_in_place():
+    rng = np.random.default_rng(12)
+    cases = ((gemm_update, "C", (rng.standard_normal((17, 19)), rng.standard_normal((17, 5)),
+                                 rng.standard_normal((5, 19)), 1.5, 0.5)),
+             (view_update, "u", (rng.standard_normal(101), rng.standard_normal(101))))
+    for function, name, args in cases:
+        expected, got = ([a.copy() if isinstance(a, np.ndarray) else a for a in args] for _ in range(2))
+        numba.njit(function)(*expected)
+        kernel = sj.stream_kernel(stream_stores=True)(function)
+        kernel(*got)
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-13)
+        assert name not in kernel.stream_result().streamed_stores, function.__name__
+        assert any(n.startswith("only updated in place") for n in kernel.stream_report().arrays[name].notes)

@@ -50,7 +50,8 @@ from numba.np.numpy_support import as_dtype
 from ..errors import warn_in_kernel
 from .. import codegen
 from .accesses import UPDATE_NOTE, streamed_store_names, updates_stay_plain
-from .indices import disjoint_subscripts, index_atoms, is_element_index, is_int, is_slice, subscript_key
+from .indices import (disjoint_subscripts, index_atoms, is_element_index, is_int, is_slice, reads_what_it_writes,
+                      subscript_key)
 from ..plan import FUSED_TEMPORARY
 from .array_expressions import apply, element, expression, fusable
 from .scan import scan_kernel, views_array
@@ -100,10 +101,8 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     `Expression`'s original statements and ``stmt`` (Numba's own code).
     ``head(emit)`` emits the destination's shape source and returns (it, the
     destination); ``fast(emit, shape)`` runs before the loop (an
-    allocation); ``done`` after it; ``streamed``: whether the destination's
-    stores stream (a failed check then counts as a fallback); ``plain``: the
-    loop's store stays plain even so (it joins ``plain_stores``). Returns
-    the destination."""
+    allocation); ``done`` after it; ``streamed``: whether the destination's stores stream (a failed check then
+    counts as a fallback); ``plain``: the loop's store stays plain even so (`plain_stores`). Returns the destination."""
     blocks, scope, loc = state.func_ir.blocks, block.scope, stmt.loc
     at = next(k for k, s in enumerate(block.body) if s is stmt)
     moved = {id(n) for n in found.nodes}
@@ -292,7 +291,6 @@ def _rewrite_store(state, scan, access, uses, streamed):
             else how
     else:
         return False
-    plain = streamed and how in ("inplace", "update") and updates_stay_plain(state.stream_facts.options)
     if inplace is not None:
         if inplace.value.fn not in _INPLACE:
             return False
@@ -314,6 +312,8 @@ def _rewrite_store(state, scan, access, uses, streamed):
         return False
     if not streamed and _views_itself_through_a_call(scan, access, found.arrays):
         return False
+    how = "update" if how not in ("inplace", "update") and reads_what_it_writes(scan, stmt, found.arrays) else how
+    plain = streamed and how in ("inplace", "update") and updates_stay_plain(state.stream_facts.options)
     computed = found.computed
     if inplace is not None:
         found = replace(found, nodes=found.nodes + ([inplace] if inplace is not stmt else []),

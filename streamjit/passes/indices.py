@@ -111,3 +111,24 @@ def disjoint_subscripts(read, written):
 
     return any(a is not None and b is not None and (a < 0) == (b < 0) and a != b
                for a, b in zip(map(constant, read), map(constant, written)))
+
+
+# `subscript_key` of ``:``, built at run time or a constant of Numba's
+_WHOLE_AXIS = (("slice", "None", "None"), repr(slice(None, None, None)))
+
+
+def reads_what_it_writes(scan, stmt, arrays):
+    """Whether an operand is the destination itself, element for element:
+    the whole array stored whole (gemm's ``C[:] = alpha * A @ B + beta *
+    C``), or the view stored (``u[1:-1] = 2.0 * u[1:-1]``)."""
+    if not isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+        return False
+    written, target = subscript_key(scan, stmt), scan.canonical(stmt.target.name)
+    whole = written is not None and all(key in _WHOLE_AXIS for key in written)
+    for leaf in arrays:
+        view = scan.definition(leaf)
+        if scan.canonical(leaf) == target and whole or isinstance(view, ir.Expr) and view.op in (
+                "getitem", "static_getitem") and scan.canonical(view.value.name) == target \
+                and subscript_key(scan, view) == written is not None:
+            return True
+    return False
