@@ -431,7 +431,7 @@ def test_an_update_in_place_stays_plain_beside_a_streamed_row_of_its_array():
 
 
 def gemm_update(C, A, B, alpha, beta):
-    C[:] = alpha * A @ B + beta * C           # NPBench's gemm: C read where it is written
+    C[:] = alpha * A * B + beta * C           # NPBench's gemm's shape (with A @ B): C read where it is written
 
 
 def view_update(u, a):
@@ -440,8 +440,8 @@ def view_update(u, a):
 
 def test_a_store_reading_its_own_elements_is_an_update_in_place():
     rng = np.random.default_rng(12)
-    cases = ((gemm_update, "C", (rng.standard_normal((17, 19)), rng.standard_normal((17, 5)),
-                                 rng.standard_normal((5, 19)), 1.5, 0.5)),
+    cases = ((gemm_update, "C", (rng.standard_normal((17, 19)), rng.standard_normal((17, 19)),
+                                 rng.standard_normal((17, 19)), 1.5, 0.5)),
              (view_update, "u", (rng.standard_normal(101), rng.standard_normal(101))))
     for function, name, args in cases:
         expected, got = ([a.copy() if isinstance(a, np.ndarray) else a for a in args] for _ in range(2))
