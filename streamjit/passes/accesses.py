@@ -38,9 +38,9 @@ IN_PLACE_NOTE = ("only updated in place: not streamed under stream_stores=True (
                  " name it in stream_stores to stream it anyway")
 
 
-# Why `array_stores.py` makes an update in place a loop of plain stores under
-# the measured rules, whatever other stores to its array do, as for an array
-# only updated in place (IN_PLACE_NOTE): NPBench's fdtd_2d streams ``ey[0, :]
+# Why `align_peel.py` leaves the loop `array_stores.py` made of an update in
+# place plain under the measured rules, whatever other stores to its array
+# do, as for an array only updated in place (IN_PLACE_NOTE): NPBench's fdtd_2d streams ``ey[0, :]
 # = ...`` and ran 0.96-0.97x its never-streamed self with ``ey[1:, :] -= ...``
 # streamed too (Intel Xeon VM, family 6 model 167, bench/npbench.py).
 UPDATE_NOTE = ("an update in place (each element is read just before it is written: no read to save): plain stores "

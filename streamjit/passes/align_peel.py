@@ -44,6 +44,7 @@ from numba.core import ir, types
 from ..plan import METADATA_KEY
 from .. import codegen
 from .rebindings import version_name
+from .accesses import UPDATE_NOTE, updates_stay_plain
 from .affine import AffineAnalyzer, emit_index
 from .indices import int_constant
 from .ir_build import Emitter, new_block, retarget, drop_definition
@@ -99,16 +100,16 @@ def _why_not_peelable(scan, loop):
     return None
 
 
-def plan_peels(scan, legal, streamed, aligned_loads, result, origin, plain_stores=frozenset()):
+def plan_peels(scan, legal, streamed, aligned_loads, result, origin, updates_plain=False):
     """Choose the loops to split; note why other streamed stores stay plain.
     ``aligned_loads``: the streamed arrays whose loads may be read through
-    aligned pointers (as non-temporal loads); ``plain_stores``: ids of
-    stores that stay plain whatever their array (`StreamFacts.plain_stores`)."""
+    aligned pointers (as non-temporal loads); ``updates_plain``: the loops
+    `array_stores.py` made of updates in place keep plain stores
+    (`accesses.UPDATE_NOTE`)."""
     plans = []
     for loop in scan.loops:
         # (in-place operators and index-array stores are Numba's own: not analyzed)
-        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop and s in legal
-                  and id(s.stmt) not in plain_stores]
+        direct = [s for s in scan.stores() if s.array in streamed and s.loops and s.loops[-1] is loop and s in legal]
         if not direct:
             continue
         reason = _why_not_peelable(scan, loop)
@@ -122,7 +123,9 @@ def plan_peels(scan, legal, streamed, aligned_loads, result, origin, plain_store
             dims = legal[s][1]
             if id(s.stmt) in origin and not s.is_element:
                 continue  # Numba's own store, where `array_stores.py`'s element loop cannot run
-            if s.kind == "row":
+            if updates_plain and origin.get(id(s.stmt), (None, None))[1] in ("inplace", "update"):
+                result.note(s.array, s.line, UPDATE_NOTE)
+            elif s.kind == "row":
                 result.note(s.array, s.line, "a row store (fewer indices than dimensions); plain stores")
             elif s.kind == "slice":
                 result.note(s.array, s.line, "a slice store; plain stores")
@@ -405,7 +408,7 @@ def run_pass(state):
     # a second, aligned-source loop only where loads may become non-temporal (the machine profile)
     plans = plan_peels(scan, facts.legal, result.streamed_stores,
                        result.streamed_loads if options.loads.nt_loads else frozenset(), result, facts.store_origin,
-                       facts.plain_stores)
+                       updates_stay_plain(options))
     # a loop that holds another split loop is not split itself (its blocks
     # changed under it); its own stores stay plain
     nested = [p for p in plans if any(q is not p and p.loop.header in q.loop.enclosing_headers() for q in plans)]

@@ -49,7 +49,7 @@ from numba.np.numpy_support import as_dtype
 
 from ..errors import warn_in_kernel
 from .. import codegen
-from .accesses import UPDATE_NOTE, streamed_store_names, updates_stay_plain
+from .accesses import streamed_store_names
 from .indices import (disjoint_subscripts, index_atoms, is_element_index, is_int, is_slice, reads_what_it_writes,
                       subscript_key)
 from ..plan import FUSED_TEMPORARY
@@ -87,12 +87,11 @@ def _owner(scan, found, leaf):
         source = scan.canonical(base)
     else:
         return None
-    return next((name for name, var in scan.arrays.items() if var == source), None) or scan.versions.get(source) \
-        or scan.group_name(source)
+    return scan.array_bound_to(source) or scan.group_name(source)
 
 
 def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=codegen.copies_elementwise,
-          fast=None, done=(), streamed=True, plain=False):
+          fast=None, done=(), streamed=True):
     """Split ``block`` at ``stmt``: the statements before it (and the views
     of fused temporaries' operands), then a run-time test that every array
     operand can be read element for element (and each fused temporary's
@@ -101,8 +100,9 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     `Expression`'s original statements and ``stmt`` (Numba's own code).
     ``head(emit)`` emits the destination's shape source and returns (it, the
     destination); ``fast(emit, shape)`` runs before the loop (an
-    allocation); ``done`` after it; ``streamed``: whether the destination's stores stream (a failed check then
-    counts as a fallback); ``plain``: the loop's store stays plain even so (`plain_stores`). Returns the destination."""
+    allocation); ``done`` after it; ``streamed``: whether the destination's
+    stores stream (a failed check then counts as a fallback). Returns the
+    destination."""
     blocks, scope, loc = state.func_ir.blocks, block.scope, stmt.loc
     at = next(k for k, s in enumerate(block.body) if s is stmt)
     moved = {id(n) for n in found.nodes}
@@ -145,8 +145,6 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     value = element_of(body, index_for)
     store = ir.SetItem(destination, index_for(ndim), value, loc)
     state.stream_facts.store_origin[id(store)] = (store, how)
-    if plain:
-        state.stream_facts.plain_stores.add(id(store))
     body.stmts += [store, ir.Jump(innermost, loc)]
     blocks[body_label].body = body.stmts
     emit.stmts.append(ir.Branch(ok, entry, fallback, loc))
@@ -313,7 +311,6 @@ def _rewrite_store(state, scan, access, uses, streamed):
     if not streamed and _views_itself_through_a_call(scan, access, found.arrays):
         return False
     how = "update" if how not in ("inplace", "update") and reads_what_it_writes(scan, stmt, found.arrays) else how
-    plain = streamed and how in ("inplace", "update") and updates_stay_plain(state.stream_facts.options)
     computed = found.computed
     if inplace is not None:
         found = replace(found, nodes=found.nodes + ([inplace] if inplace is not stmt else []),
@@ -339,11 +336,8 @@ def _rewrite_store(state, scan, access, uses, streamed):
                 index = emit.tuple_([index])
             view = emit.assign(ir.Expr.getitem(stmt.target, index, stmt.loc), hint="view")
             return view, view
-    destination = _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, done=done, streamed=streamed,
-                        plain=plain)
+    destination = _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, done=done, streamed=streamed)
     state.stream_facts.views[destination.name] = access.array
-    if plain:
-        state.stream_facts.store_notes.append((access.array, access.line, UPDATE_NOTE))
     state.stream_facts.store_notes.append((access.array, access.line, "{} stored by {} element loop where the operands "
                                            "allow it".format(_HOW[how], "a fused" if inplace is not None or any(
                                                not isinstance(n.value, ir.Var) for n in found.nodes) else "an")))

@@ -40,11 +40,6 @@ class StreamFacts:
     # ``"overlap"``). Producer: `array_stores`. Consumers: `parallel_blocks`,
     # `accesses`, `legality`, `align_peel`.
     store_origin: dict = field(default_factory=dict)
-    # ids of the element stores of loops `array_stores` made that stay plain
-    # though other stores to their array stream (an update in place beside a
-    # streamed row store, under the measured rules).
-    # Producer: `array_stores`. Consumer: `align_peel`.
-    plain_stores: set = field(default_factory=set)
     # The variables whose False sends a loop `array_stores` fused to Numba's
     # own store (a run-time check failed). Producer: `array_stores`.
     # Consumer: `call_record`, which counts those calls as fallbacks.

@@ -83,12 +83,12 @@ def find_rebindings(scan):
     """Fill ``scan.rebound`` (a variable that holds one array) and the
     ping-pong groups (one that holds one of several of the kernel's arrays,
     swapped by a time loop)."""
-    by_var = {**scan.versions, **{var: name for name, var in scan.arrays.items()}}
     for var, roots in rebinding_roots(scan.defs, scan.typemap).items():
+        names = [scan.array_bound_to(r) for r in roots]
         if len(roots) == 1:
             scan.rebound[var] = next(iter(roots))
-        elif roots <= set(by_var):
-            scan.groups[var] = frozenset(by_var[r] for r in roots)
+        elif None not in names:
+            scan.groups[var] = frozenset(names)
     aliased = set()
     for var, names in scan.groups.items():
         name = version_name(var)

@@ -165,6 +165,10 @@ class KernelScan:
     def loads(self, array=None):
         return [a for a in self.accesses if not a.is_store and (array is None or a.array == array)]
 
+    def array_bound_to(self, var):
+        """The array ``var`` is bound to (a parameter, or an allocation of one the kernel makes), or None."""
+        return next((name for name, bound in self.arrays.items() if bound == var), None) or self.versions.get(var)
+
     def canonical(self, name):
         """The variable at the end of ``name``'s chain of single copies (or
         the array a rebound variable holds, `rebindings.py`)."""
@@ -313,11 +317,9 @@ def root_array(scan, var):
         return scan.views[name], name, [], None
     if name in scan.groups:
         return scan.group_name(name), name, [], None
-    for array, bound in scan.arrays.items():
-        if name == bound:
-            return array, bound, [], None
-    if name in scan.versions:
-        return scan.versions[name], name, [], None
+    array = scan.array_bound_to(name)
+    if array is not None:
+        return array, name, [], None
     value = scan.definition(var.name)
     base = _same_elements_view_of(scan, value)
     if base is not None:
@@ -383,12 +385,11 @@ def _allocates(func_ir, call, typemap):
 
 
 def _fresh_arrays(func_ir, typemap):
-    """({user name: variable}, {variable: user name}, result names) of the arrays the kernel
-    makes: allocated (``np.empty_like(x)``, ``x.copy()``) or computed by an array expression
-    (``a * x + y``), under the name the user gave them, or RETURN_NAME for one returned unnamed.
-    A name made again (``pn = p.copy()`` in a loop) is one array bound to several variables: the
-    first in the first dict, the others in the second. The result names are those of arrays only
-    computed (not yet rewritten to an allocation and a loop by `array_stores.py`)."""
+    """({user name: variable}, {variable: user name}, result names) of the arrays the kernel makes: allocated
+    (``np.empty_like(x)``, ``x.copy()``) or computed by an array expression (``a * x + y``), under the name the user
+    gave them, or RETURN_NAME for one returned unnamed. A name made again (``pn = p.copy()`` in a loop) is one array
+    bound to several variables: the first in the first dict, the others in the second. The result names are those of
+    arrays only computed (not yet rewritten to an allocation and a loop by `array_stores.py`)."""
     local_names = set(func_ir.func_id.code.co_varnames) | set(func_ir.func_id.code.co_cellvars)
     assigns = [s for block in func_ir.blocks.values() for s in block.body if isinstance(s, ir.Assign)]
     arrays = [s for s in assigns
