@@ -161,7 +161,8 @@ class StreamReport:
 FALLBACK_WORDS = {"bounds": "an index outside its array", "alignment": "streamed stores of different alignments",
                   "contiguous": "a row that is not contiguous",
                   "page_alias": "a source a few bytes behind a streamed store modulo 4 KiB, which stalls streamed stores on "
-                                "this CPU (the machine profile's page_alias_bytes)",
+                                "this CPU (the machine profile's page_alias_bytes), where the loop could not run staged (a note says why, or "
+                                "the arrays share memory)",
                   "operands": "an operand overlapping its destination, or of another shape"}
 
 
@@ -189,16 +190,19 @@ def calls_line(calls, fallbacks=None, streams=True):
     none is counted where it fused loops, which ran or fell back)."""
     if calls is None:
         return "calls: not counted" + ("" if streams else " (no store streams: every call runs the plain loops)")
-    words = {"streamed": "streamed", "below_threshold": "plain below the threshold",
+    words = {"streamed": "streamed", "staged": "streamed through a staging buffer (a source a few bytes behind a "
+                                               "streamed store modulo 4 KiB)",
+             "below_threshold": "plain below the threshold",
              "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"} if streams \
         else {"plain": "ran the fused loops (no store streams)", "after_check": "Numba's code after a run-time check"}
-    parts = [f"{calls[path]} {words[path]}" for path in words]
+    # (staged calls only where there were some: on most CPUs no loop stages)
+    parts = {path: f"{calls[path]} {words[path]}" for path in words if path != "staged" or calls.get(path)}
     failed = [f"{n}: {FALLBACK_WORDS[check]}" + ("; allocate the output with streamjit.empty_like"
                                                  if check == "page_alias" else "")
               for check, n in (fallbacks or {}).items() if n]
     if failed:
-        parts[list(words).index("after_check")] += f" ({'; '.join(failed)})"
-    return "calls: " + ", ".join(parts)
+        parts["after_check"] += f" ({'; '.join(failed)})"
+    return "calls: " + ", ".join(parts.values())
 
 
 def _asm_function(asm_text, name):

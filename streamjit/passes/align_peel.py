@@ -34,7 +34,6 @@ they share their offset within a cache line (checked at run time). The
 inserted IR is untyped; `retype.py` types it.
 """
 
-import copy
 import functools
 import operator
 from dataclasses import dataclass, field
@@ -49,8 +48,9 @@ from .affine import AffineAnalyzer, emit_index
 from .indices import int_constant
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .peel_checks import run_time_checks
-from .retype import copy_types
-from .stream_loads import marker_of, why_plain
+from .loop_copies import clone_loop, rewrite_copy
+from .staging import disjoint_checks, staged_loop, why_not_staged
+from .stream_loads import why_plain
 
 SIZE_GATE = "$streamjit_large"
 
@@ -73,6 +73,7 @@ class PeelPlan:
     span: tuple = None  # (first, end): the loop's iterations run over [first, end)
     start: str = None  # the variable holding where the aligned loop(s) start (or end, running down)
     runs: tuple = None  # (a, b): the aligned loop(s) run where a > b
+    staged: str = None  # the variable that is False where the staged loop runs instead (`staging.py`)
 
 
 def _terminal(block):
@@ -189,82 +190,6 @@ def _alignable_stream_loads(plan, loop, streamed_loads, scan):
             and d[-1].coeffs == {loop: 1} and all(loop not in x.coeffs for x in d[:-1])]
 
 
-def _clone_loop(state, loop, iterator):
-    """A copy of the loop's blocks under new labels, reading ``iterator``;
-    returns (new header label, old label -> new label)."""
-    blocks = state.func_ir.blocks
-    scope = blocks[loop.header].scope
-    mapping = {}
-    top = max(blocks)
-    for label in sorted(loop.body):
-        top += 1
-        mapping[label] = top
-    for label, new in mapping.items():
-        block = copy.deepcopy(blocks[label], {id(scope): scope})
-        for old_stmt, new_stmt in zip(blocks[label].body, block.body):
-            copy_types(state, old_stmt, new_stmt)
-        retarget(block, mapping)
-        blocks[new] = block
-    for stmt in blocks[mapping[loop.for_block]].body:
-        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "iternext":
-            stmt.value.value = ir.Var(scope, iterator, stmt.loc)
-    return mapping[loop.header], mapping
-
-
-def _position(blocks, access):
-    return access.label, next(i for i, s in enumerate(blocks[access.label].body) if s is access.stmt)
-
-
-def _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result):
-    """Turn the planned accesses of one loop copy into intrinsic calls."""
-    edits = {}  # (new label, position) -> replacement statements builder
-    for (access, _), pointer in zip(plan.stores, pointers):
-        edits[_position(blocks, access)] = ("store", access, pointer)
-    for access, _ in plan.loads:
-        edits[_position(blocks, access)] = ("load", access, source_pointers.get(access))
-    by_block = {}
-    for (label, pos), edit in edits.items():
-        by_block.setdefault(mapping[label], {})[pos] = edit
-    for label, block_edits in by_block.items():
-        block = blocks[label]
-        body = []
-        for pos, stmt in enumerate(block.body):
-            edit = block_edits.get(pos)
-            if edit is None:
-                body.append(stmt)
-                continue
-            kind, access, pointer = edit
-            emit = Emitter(block.scope, stmt.loc, body)
-            arr = ir.Var(block.scope, access.array_var, stmt.loc)
-            index = _access_index(emit, access, stmt)
-            if kind == "store":
-                value = stmt.value
-                loaded = scan.definition(value.name)
-                if isinstance(loaded, ir.Expr) and loaded.op in ("getitem", "static_getitem"):
-                    value = emit.call(codegen.not_a_load, value)   # a copy: keep it a loop
-                emit.call(codegen.stream_store, arr, index, value, pointer, offset_of(emit),
-                               emit.const(access.array))
-                continue
-            marker = marker_of(scan, access, options, result)
-            if pointer is not None:
-                emit.call(codegen.load_at, pointer, offset_of(emit), emit.const(marker), target=stmt.target)
-            elif marker is None:
-                emit.call(codegen.direct_load, arr, index, target=stmt.target)
-            else:
-                emit.call(codegen.direct_stream_load, arr, index, emit.const(marker), target=stmt.target)
-        block.body = body
-
-
-def _access_index(emit, access, stmt):
-    """The full index of an access as one variable (a tuple when chained
-    or static)."""
-    original = stmt.index if isinstance(stmt, ir.SetItem) else getattr(stmt.value, "index", None) \
-        if isinstance(stmt, ir.Assign) else None
-    if isinstance(original, ir.Var) and not access.chained:
-        return original
-    return emit.index(access.index)
-
-
 def _never_negative(scan, dims):
     """Whether every dimension of an affine index is >= 0 in every
     iteration: loops counting up by one from constants >= 0, coefficients
@@ -339,8 +264,8 @@ def _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result
                                                 emit_index(scan, dims, loop, start, emit))
         iterator = emit.temp("aligned_iter").name
         emit.range_iterator(range, [emit.sub(start, 1), loop.stop, -1] if reverse else [start, hi], target=iterator)
-        head, mapping = _clone_loop(state, loop, iterator)
-        _rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
+        head, mapping = clone_loop(state, loop, iterator)
+        rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
         emit.stmts.append(ir.Jump(head, loc))
         return new_block(blocks, scope, loc, emit.stmts)
 
@@ -353,6 +278,23 @@ def _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result
     sourced = aligned_copy(Emitter(scope, loc), dict.fromkeys(a for a, _ in plan.sources))
     test.stmts.append(ir.Branch(both, sourced, unaligned, loc))
     return new_block(blocks, scope, loc, test.stmts)
+
+
+def _stage(scan, plan, pre, reverse, result):
+    """Where sources may trail the streamed store modulo a page, a call
+    whose sources do runs the staged loop (`staging.py`) where it can: the
+    page-alias check then fails (a fallback to the plain loop) only where
+    the arrays also share memory. Else note why such calls run plain."""
+    reason = "its loop runs backwards" if reverse else why_not_staged(scan, plan)
+    if reason:
+        for access, _ in plan.stores:
+            result.note(access.array, access.line, "calls whose sources trail the streamed store modulo 4 KiB run "
+                        f"the plain loop, not staged because {reason}")
+        return
+    plan.staged = plan.checks["page_alias"]
+    scope, loc = pre.scope, pre.loc
+    plan.checks["page_alias"] = pre.binop(operator.or_, ir.Var(scope, plan.staged, loc),
+                                          _all(pre, disjoint_checks(pre, plan))).name
 
 
 def apply_peel(state, scan, plan, gate, scalar_head, options, result):
@@ -368,6 +310,8 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     first, hi = _iterations(pre, loop, reverse)
     checks = run_time_checks(scan, pre, plan, first, pre.sub(hi, 1), options.page_alias_bytes)
     plan.checks = {name: _all(pre, group).name for name, group in checks.items() if group}
+    if checks["page_alias"]:
+        _stage(scan, plan, pre, reverse, result)
     ok = _all(pre, [ir.Var(scope, name, loc) for name in plan.checks.values()])
     plan.span = (first, hi)  # (with plan.checks, what `call_record.py` counts a fallback by)
     if gate:
@@ -382,6 +326,10 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
                        target=loop.iterator)
     preheader.body[-1:-1] = pre.stmts
     entry = _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result)
+    if plan.staged:
+        entry = new_block(blocks, scope, loc, [ir.Branch(ir.Var(scope, plan.staged, loc), entry,
+                                                         staged_loop(state, scan, plan, start, hi, options, result),
+                                                         loc)])
     after = Emitter(scope, loc)
     runs = (start, first) if reverse else (hi, start)
     more = after.binop(operator.gt, *runs)

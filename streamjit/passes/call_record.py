@@ -13,8 +13,9 @@ counters' increments before each return:
     ran = opaque(0); fell_bounds = opaque(0); ...     # at entry
     fell_bounds = fell_bounds + (not (ok | end <= first))  # after each of an aligned loop's run-time checks
     ran = ran + opaque(end > start)                   # where the aligned loop's start is computed
+    staged = staged + opaque(end > start & not alias_ok)  # there too, where the loop can run staged
     fell_operands = fell_operands + (not ok)          # after a fused loop's check (`array_stores.py`)
-    record_call(name, ran, large, (fell_bounds, ...)) # before each return and raise
+    record_call(name, ran, staged, large, (fell_bounds, ...))  # before each return and raise
 
 One count per kind of check (``codegen.FALLBACK_CHECKS``: bounds,
 alignment of several streamed stores, contiguous rows, a source a few bytes
@@ -43,6 +44,7 @@ from .align_peel import SIZE_GATE
 from .ir_build import Emitter
 
 RAN = "$streamjit_ran"
+STAGED = "$streamjit_staged"
 FELL = {check: f"$streamjit_fell_{check}" for check in codegen.FALLBACK_CHECKS}
 
 
@@ -79,7 +81,7 @@ def run_pass(state):
     entry = blocks[min(blocks)]
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     start = Emitter(entry.scope, entry.loc)
-    for counter in (RAN, *FELL.values()):  # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
+    for counter in (RAN, STAGED, *FELL.values()):  # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
         start.call(codegen.opaque, start.const(0), target=counter)
     entry.body[at:at] = start.stmts
     # (values added in where they are computed, not constants set in the
@@ -88,6 +90,10 @@ def run_pass(state):
     for plan in facts.peels:
         _after(blocks, plan.start, lambda emit, _, plan=plan: _count(
             emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs))))
+        if plan.staged:  # (the aligned loop ran staged: `staging.py`)
+            _after(blocks, plan.start, lambda emit, _, plan=plan: _count(emit, STAGED, emit.call(
+                codegen.opaque, emit.binop(operator.and_, emit.binop(operator.gt, *plan.runs),
+                                           _failed(emit, ir.Var(emit.scope, plan.staged, emit.loc))))))
         for check, variable in plan.checks.items():
             # (an empty loop's checks fail too: not a fallback)
             _after(blocks, variable, lambda emit, passed, plan=plan, check=check: _count(emit, FELL[check], _failed(
@@ -114,6 +120,6 @@ def run_pass(state):
                 else emit.const(True)
             fell = emit.tuple_([ir.Var(block.scope, counter, emit.loc) for counter in FELL.values()])
             emit.call(codegen.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),
-                      large, fell)
+                      ir.Var(block.scope, STAGED, emit.loc), large, fell)
             block.body[-1:-1] = emit.stmts
     return True

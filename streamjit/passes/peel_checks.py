@@ -66,7 +66,8 @@ def _alignment_checks(scan, emitter, plan, first):
             for access, dims in plan.stores[1:]]
 
 
-def _itemsize(scan, array_var):
+def itemsize(scan, array_var):
+    """The item size in bytes of the array variable ``array_var``."""
     return as_dtype(scan.typemap[array_var].dtype).itemsize
 
 
@@ -78,10 +79,10 @@ def _page_alias_checks(scan, emitter, plan, first, page_alias_bytes):
     loop, (anchor, anchor_dims) = plan.loop, plan.stores[0]
     scope, loc = emitter.scope, emitter.loc
     stored = {access.array_var for access, _ in plan.stores}
-    itemsize = _itemsize(scan, anchor.array_var)
+    size = itemsize(scan, anchor.array_var)
     sources = {(access.array_var, tuple(d.key() for d in dims), tuple(d.const for d in dims)): (access, dims)
                for access, dims in plan.loads if access.array_var not in stored
-               and _itemsize(scan, access.array_var) == itemsize}
+               and itemsize(scan, access.array_var) == size}
     if len(sources) < 2 or not page_alias_bytes:
         return []
     anchor_first = emit_index(scan, anchor_dims, loop, first, emitter)

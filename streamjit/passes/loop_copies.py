@@ -1,0 +1,101 @@
+"""Copies of a split loop's blocks, their planned accesses rewritten.
+
+`align_peel.py` versions a streamed loop by copying its blocks under new
+labels (loop versioning, as Numba's ``MixedContainerUnroller`` clones loop
+bodies) and turning the copy's planned accesses into intrinsic calls: its
+streamed stores into ``stream_store`` through the aligned pointer (or, for
+`staging.py`, into ``buffer_store`` to the staging buffer), its affine
+loads into ``direct_load`` (or reads of aligned sources through
+``load_at``).
+"""
+
+import copy
+
+from numba.core import ir
+
+from .. import codegen
+from .ir_build import Emitter, retarget
+from .retype import copy_types
+from .stream_loads import marker_of
+
+
+def clone_loop(state, loop, iterator):
+    """A copy of the loop's blocks under new labels, reading ``iterator``;
+    returns (new header label, old label -> new label)."""
+    blocks = state.func_ir.blocks
+    scope = blocks[loop.header].scope
+    mapping = {}
+    top = max(blocks)
+    for label in sorted(loop.body):
+        top += 1
+        mapping[label] = top
+    for label, new in mapping.items():
+        block = copy.deepcopy(blocks[label], {id(scope): scope})
+        for old_stmt, new_stmt in zip(blocks[label].body, block.body):
+            copy_types(state, old_stmt, new_stmt)
+        retarget(block, mapping)
+        blocks[new] = block
+    for stmt in blocks[mapping[loop.for_block]].body:
+        if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "iternext":
+            stmt.value.value = ir.Var(scope, iterator, stmt.loc)
+    return mapping[loop.header], mapping
+
+
+def _position(blocks, access):
+    return access.label, next(i for i, s in enumerate(blocks[access.label].body) if s is access.stmt)
+
+
+def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result, staged=False):
+    """Turn the planned accesses of one loop copy into intrinsic calls: each
+    streamed store to ``pointers`` (one per planned store) at ``offset_of``,
+    streamed (the aligned pointers) or, ``staged``, plain (the staging
+    buffers)."""
+    edits = {}  # (new label, position) -> replacement statements builder
+    for (access, _), pointer in zip(plan.stores, pointers):
+        edits[_position(blocks, access)] = ("store", access, pointer)
+    for access, _ in plan.loads:
+        edits[_position(blocks, access)] = ("load", access, source_pointers.get(access))
+    by_block = {}
+    for (label, pos), edit in edits.items():
+        by_block.setdefault(mapping[label], {})[pos] = edit
+    for label, block_edits in by_block.items():
+        block = blocks[label]
+        body = []
+        for pos, stmt in enumerate(block.body):
+            edit = block_edits.get(pos)
+            if edit is None:
+                body.append(stmt)
+                continue
+            kind, access, pointer = edit
+            emit = Emitter(block.scope, stmt.loc, body)
+            arr = ir.Var(block.scope, access.array_var, stmt.loc)
+            index = _access_index(emit, access, stmt)
+            if kind == "store":
+                value = stmt.value
+                loaded = scan.definition(value.name)
+                if isinstance(loaded, ir.Expr) and loaded.op in ("getitem", "static_getitem"):
+                    value = emit.call(codegen.not_a_load, value)   # a copy: keep it a loop
+                if staged:
+                    emit.call(codegen.buffer_store, pointer, offset_of(emit), value)
+                else:
+                    emit.call(codegen.stream_store, arr, index, value, pointer, offset_of(emit),
+                              emit.const(access.array))
+                continue
+            marker = marker_of(scan, access, options, result)
+            if pointer is not None:
+                emit.call(codegen.load_at, pointer, offset_of(emit), emit.const(marker), target=stmt.target)
+            elif marker is None:
+                emit.call(codegen.direct_load, arr, index, target=stmt.target)
+            else:
+                emit.call(codegen.direct_stream_load, arr, index, emit.const(marker), target=stmt.target)
+        block.body = body
+
+
+def _access_index(emit, access, stmt):
+    """The full index of an access as one variable (a tuple when chained
+    or static)."""
+    original = stmt.index if isinstance(stmt, ir.SetItem) else getattr(stmt.value, "index", None) \
+        if isinstance(stmt, ir.Assign) else None
+    if isinstance(original, ir.Var) and not access.chained:
+        return original
+    return emit.index(access.index)

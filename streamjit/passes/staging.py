@@ -1,0 +1,151 @@
+"""Stream a split loop through a staging buffer where its sources trail its
+stores modulo 4 KiB.
+
+On CPUs where a load a few bytes behind a streamed store modulo a page
+waits for that store to reach memory (4K aliasing: the machine profile's
+``page_alias_bytes``, above 0 on Zen 2), a call whose arrays lie so (arrays
+allocated alike: ``B = A.copy()``, ``np.empty_like(A)``) cannot run the
+aligned loop at speed, and the plain loop stalls too. `align_peel.py` asks
+this pass for a third version of such a loop: its iterations run in strips,
+each computing the streamed stores into a buffer on the stack (ordinary
+stores, in cache, half a page from the destination modulo 4 KiB), then
+copying the strip out with the aligned non-temporal stores:
+
+    if hi > start:                                  # (align_peel.py)
+        if no_trailing_alias(...): <aligned loop>
+        else:                                       # the staged loop
+            p = aligned_pointer(out, idx(start)); buf = staging_buffer(out, idx(start), STRIP_BYTES)
+            for t in range(strips):
+                s = start + t * n; e = min(s + n, hi)
+                for j in range(s, e): BODY''        # out[idx(j)] = v  ->  buffer_store(buf, j - s, v)
+                for k in range(e - s): stream_store(out, idx(s + k), buffer_load(buf, k), p, s + k - start)
+
+Staging moves each strip's stores after its loads, so it is compiled only
+where that cannot change a result: a forward loop that uses its arrays only
+in its planned element accesses and never loads a streamed destination; and
+it runs only where the destinations share no memory with each other or
+with the arrays the loop reads (``disjoint``, per call). A call whose
+trailing sources overlap the destination runs the plain loop, counted as a
+``page_alias`` fallback.
+"""
+
+import operator
+
+from numba.core import ir, types
+
+from .. import codegen
+from .affine import emit_index
+from .indices import int_constant
+from .ir_build import Emitter, loop_nest, new_block, retarget
+from .loop_copies import clone_loop, rewrite_copy
+from .peel_checks import itemsize
+
+# The bytes of the first destination one strip computes before streaming
+# them out: a multiple of 4 KiB, so the buffer keeps its distance from the
+# destination modulo a page from strip to strip, and well inside L1
+# (bench/staging.py).
+STRIP_BYTES = 8192
+
+
+def _skips_a_store(scan, loop, stored_labels):
+    """Whether one iteration of ``loop`` can pass none of ``stored_labels``
+    (a staged strip would then stream out elements no iteration wrote)."""
+    blocks = scan.func_ir.blocks
+    start = blocks[loop.for_block].body[-1].truebr
+    seen, todo = set(), [start]
+    while todo:
+        label = todo.pop()
+        if label in seen or label in stored_labels:
+            continue
+        if label not in loop.body or label in (loop.header, loop.for_block):
+            return True  # back at the header, or out of the loop, without a store
+        seen.add(label)
+        todo += [succ for succ, _ in scan.cfg.successors(label)]
+    return False
+
+
+def why_not_staged(scan, plan):
+    """None where ``plan``'s loop can be staged, else why not."""
+    loop = plan.loop
+    if int_constant(scan, loop.step) != 1:
+        return "its loop does not count up by one"
+    by_array = {}
+    for access, dims in plan.stores:
+        by_array.setdefault(access.array_var, []).append((access, dims))
+    for stores in by_array.values():
+        array = stores[0][0].array
+        if len({tuple((d.key(), d.const) for d in dims) for _, dims in stores}) > 1:
+            return f"its loop stores '{array}' at two different indices"
+        if _skips_a_store(scan, loop, {access.label for access, _ in stores}):
+            return f"an iteration of its loop may store no element of '{array}'"
+    if any(a.array_var in by_array for a, _ in plan.loads):
+        return "its loop loads a streamed destination"
+    planned = {id(a.stmt) for a, _ in plan.stores + plan.loads}
+    blocks = scan.func_ir.blocks
+    for label in loop.body:
+        for stmt in blocks[label].body:
+            if id(stmt) in planned:
+                continue
+            used = next((v.name for v in stmt.list_vars() if isinstance(scan.typemap.get(v.name), types.Array)), None)
+            if used is not None:
+                return f"its loop uses the array '{used}' other than by element"
+    return None
+
+
+def disjoint_checks(emitter, plan):
+    """One ``disjoint`` per streamed destination and other array the loop
+    reads or writes (staging reorders their accesses within a strip)."""
+    scope, loc = emitter.scope, emitter.loc
+    stored = list(dict.fromkeys(a.array_var for a, _ in plan.stores))
+    others = list(dict.fromkeys(a.array_var for a, _ in plan.loads))
+    pairs = [(d, o) for k, d in enumerate(stored) for o in stored[k + 1:] + [x for x in others if x not in stored]]
+    return [emitter.call(codegen.disjoint, ir.Var(scope, d, loc), ir.Var(scope, o, loc)) for d, o in pairs]
+
+
+def staged_loop(state, scan, plan, start, hi, options, result):
+    """The entry label of ``plan.loop``'s staged version over ``[start, hi)``
+    (see the module doc), exiting where the loop exits."""
+    blocks, loop = scan.func_ir.blocks, plan.loop
+    scope, loc = blocks[loop.header].scope, loop.loc
+    exit_label = blocks[loop.for_block].body[-1].falsebr
+    (anchor, _), *_ = plan.stores
+    strip = STRIP_BYTES // itemsize(scan, anchor.array_var)
+    pre = Emitter(scope, loc)
+    # one buffer per destination array (its stores share one index: `why_not_staged`)
+    stores = list({access.array_var: (access, dims) for access, dims in plan.stores}.values())
+    arrays = [ir.Var(scope, a.array_var, loc) for a, _ in stores]
+    firsts = [emit_index(scan, d, loop, start, pre) for _, d in stores]
+    pointers = [pre.call(codegen.aligned_pointer, arr, at) for arr, at in zip(arrays, firsts)]
+    buffers = [pre.call(codegen.staging_buffer, arr, at, strip * itemsize(scan, arr.name))
+               for arr, at in zip(arrays, firsts)]
+    buffer_of = dict(zip((a.name for a in arrays), buffers))
+    strips = pre.binop(operator.floordiv, pre.add(pre.sub(hi, start), strip - 1), strip)
+    strip_body = new_block(blocks, scope, loc, [])
+    entry, strip_header, (t,) = loop_nest(blocks, scope, loc, [strips], strip_body, exit_label)
+    pre.stmts.append(ir.Jump(entry, loc))
+
+    body = Emitter(scope, loc)
+    first = body.add(start, body.binop(operator.mul, t, strip))
+    end = body.call(min, body.add(first, strip), hi)
+    iterator = body.temp("staged_iter").name
+    body.range_iterator(range, [first, end], target=iterator)
+    compute, mapping = clone_loop(state, loop, iterator)
+    rewrite_copy(scan, blocks, mapping, plan, [buffer_of[a.array_var] for a, _ in plan.stores],
+                 lambda emit: emit.sub(ir.Var(scope, loop.induction, loc), first), {}, options, result, staged=True)
+    count = body.sub(end, first)
+    body.stmts.append(ir.Jump(compute, loc))
+    blocks[strip_body].body = body.stmts
+
+    out = Emitter(scope, loc)
+    next_strip = new_block(blocks, scope, loc, [ir.Jump(strip_header, loc)])
+    copy_body = new_block(blocks, scope, loc, [])
+    copy_entry, copy_header, (k,) = loop_nest(blocks, scope, loc, [count], copy_body, next_strip)
+    j = out.add(first, k)
+    for (access, dims), arr, pointer, buffer in zip(stores, arrays, pointers, buffers):
+        value = out.call(codegen.not_a_load, out.call(codegen.buffer_load, buffer, k))  # (a copy: keep it a loop)
+        out.call(codegen.stream_store, arr, emit_index(scan, dims, loop, j, out), value, pointer, out.sub(j, start),
+                 out.const(access.array))
+    out.stmts.append(ir.Jump(copy_header, loc))
+    blocks[copy_body].body = out.stmts
+    retarget(blocks[mapping[loop.for_block]], {exit_label: copy_entry})
+    return new_block(blocks, scope, loc, pre.stmts)
