@@ -240,10 +240,10 @@ def page_alias_workloads(mib, rng):
 
 
 def page_alias_choice(speeds):
-    """``(page_alias_bytes, table)`` for ``{workload: plain loop's time /
-    streamed time}`` with sources a few bytes behind: 0 where streaming is
-    at least `NO_LOSS` of the plain loop on every workload, else
-    `machine.STALLING_PAGE_ALIAS_BYTES`."""
+    """``(page_alias_bytes, table)`` for ``{workload: staged loop's time /
+    aligned loop's time}`` with sources a few bytes behind: 0 where the
+    aligned loop is at least `NO_LOSS` of the staged one on every workload,
+    else `machine.STALLING_PAGE_ALIAS_BYTES`."""
     table = ", ".join(f"{w} {r:.2f}x" for w, r in speeds.items())
     return (STALLING_PAGE_ALIAS_BYTES if min(speeds.values()) < NO_LOSS else 0), table
 
@@ -259,16 +259,17 @@ def measure_page_alias(mib=64, rounds=5, report=print):
                                                page_alias_bytes=STALLING_PAGE_ALIAS_BYTES if checked else 0)
                    for checked in (True, False)}
         medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
-        plain = kernels[True].stream_fallbacks().get("page_alias", 0)
+        staged = kernels[True].stream_calls()["staged"]
         streamed = kernels[False].stream_calls()["streamed"]
-        if not plain or not streamed:
-            raise RuntimeError(f"{name}: the checked build fell back on {plain} calls and the other streamed on "
+        if not staged or not streamed:
+            raise RuntimeError(f"{name}: the checked build ran staged on {staged} calls and the other streamed on "
                                f"{streamed}: the workload does not measure the check")
         speeds[name] = medians[True] / medians[False]
     value, table = page_alias_choice(speeds)
-    report(f"sources trailing a streamed store modulo 4 KiB ({mib} MiB float32), streamed against the plain loop "
-           f"the check runs: {table}: " + (f"stalls, check {value} bytes" if value else "no stall, no check"))
-    reason = (f"calibrated on {cpu_name()}: streamed against plain with sources a few bytes behind modulo 4 KiB: "
+    report(f"sources trailing a streamed store modulo 4 KiB ({mib} MiB float32), the aligned loop against the "
+           f"staged loop the check runs: {table}: " + (f"stalls, check {value} bytes" if value else
+                                                       "no stall, no check"))
+    reason = (f"calibrated on {cpu_name()}: aligned against staged loop with sources a few bytes behind modulo 4 KiB: "
               f"{table}")
     return value, reason, [{"row": "page_alias_bytes", **speeds}]
 
@@ -341,7 +342,7 @@ def machine_info():
         "streamed loads": f"{profile.stream_loads.describe()} ({profile.reasons.get('stream_loads', '')})",
         "sources of stores": f"{profile.sources.describe()} ({profile.reasons.get('sources', '')})",
         "4K aliasing check": (f"sources 1-{profile.page_alias_bytes} bytes behind a streamed store modulo 4 KiB run "
-                              "the plain loop" if profile.page_alias_bytes else "none")
+                              "the staged loop" if profile.page_alias_bytes else "none")
                              + f" ({profile.reasons.get('page_alias_bytes', '')})",
         "threshold (auto)": _threshold_line(*default_threshold()),
         "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "

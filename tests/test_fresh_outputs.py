@@ -101,7 +101,7 @@ def test_fresh_outputs_are_placed_apart_from_the_arguments_and_stream(kernel):
         out = kernel(u)
         np.testing.assert_array_equal(out, plain(u))
         assert page_distance(out, u) >= 512, (shift, out.ctypes.data % 4096, u.ctypes.data % 4096)
-    assert kernel.stream_calls() == {"streamed": 64, "below_threshold": 0, "after_check": 0, "plain": 0}
+    assert kernel.stream_calls() == {"streamed": 64, "below_threshold": 0, "after_check": 0, "plain": 0, "staged": 0}
 
 
 def test_fresh_outputs_stay_plain_under_true_and_the_report_says_why():

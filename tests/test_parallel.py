@@ -215,7 +215,7 @@ def test_parallel_calls_are_counted_once_per_call():
         dst = np.empty_like(src)
         kernel(dst, src)
         np.testing.assert_array_equal(dst, src)
-    assert kernel.stream_calls() == {"streamed": 1, "below_threshold": 2, "after_check": 0, "plain": 0}
+    assert kernel.stream_calls() == {"streamed": 1, "below_threshold": 2, "after_check": 0, "plain": 0, "staged": 0}
     strided = np.random.rand(3 * BLOCK + 5, 2)[:, 0]  # (a non-contiguous source: every block's check fails)
     kernel(np.empty_like(strided), strided)
     assert kernel.stream_calls(kernel.signatures[-1]) == \
