@@ -127,12 +127,15 @@ class StreamDispatcher(Reducible, CPUDispatcher):
         -------
         dict
             ``{"streamed": n, "below_threshold": n, "after_check": n,
-            "plain": n}``: an aligned loop ran; the streamed arrays were
-            below ``threshold``; a run-time check (alignment, bounds,
-            overlapping operands, a non-contiguous view) sent every loop to
-            its plain version (`stream_fallbacks` says which); no aligned
-            loop was reached (empty or short loops, or none could be
-            aligned: ``stream_report`` says why). All zero before the first
+            "plain": n, "staged": n}``: an aligned loop ran; the streamed
+            arrays were below ``threshold``; a run-time check (alignment,
+            bounds, overlapping operands, a non-contiguous view) sent every
+            loop to its plain version (`stream_fallbacks` says which); no
+            aligned loop was reached (empty or short loops, or none could be
+            aligned: ``stream_report`` says why); an aligned loop ran staged
+            (a source a few bytes behind a streamed store modulo 4 KiB, on
+            CPUs where that stalls the store: the strip is computed into a
+            buffer in cache and streamed out of it). All zero before the first
             call, and for code that neither streams a store nor fused a
             loop (its calls run numba.njit's code). Code that fused loops but
             streams no store counts ``plain`` (its fused loops ran) and

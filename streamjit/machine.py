@@ -306,8 +306,10 @@ class MachineProfile:
       aliasing: the core compares the low 12 address bits of a load with
       those of the stores in flight, and a non-temporal store stays in
       flight until it reaches memory). Where it is above 0, every call of
-      a loop reading two streams or more checks its addresses and runs the
-      plain loop when a source trails that closely; 0: no check.
+      a loop reading two streams or more checks its addresses and, when a
+      source trails that closely, runs the staged loop (`passes/staging.py`:
+      strips computed into a buffer in cache, streamed out of it), or the
+      plain loop where the loop cannot be staged; 0: no check.
 
     ``origin`` says where the choices come from, ``reasons`` why (per row)."""
     stream_loads: LoadStage
@@ -321,7 +323,9 @@ class MachineProfile:
 ROWS = ("stream_loads", "sources", "page_alias_bytes")
 # The page_alias_bytes of CPUs where trailing sources stall streamed stores
 # (measured on a Zen 2, below), and of CPUs nobody measured: a call that
-# would stall falls back to the plain loop, never much slower than njit.
+# would stall runs the staged loop, which ran near the aligned loop where
+# nothing stalls (Intel Xeon, bench/staging.py) and beat the plain loop
+# where it does (a hand-written staged sweep on the Zen 2, bench/README.md).
 STALLING_PAGE_ALIAS_BYTES = 192
 
 # Defaults for machines never calibrated, per vendor and family, from

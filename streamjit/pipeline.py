@@ -30,7 +30,8 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
 4. ``legality``: Halide's per-stage rule for streamed stores;
 5. ``align_peel``: innermost streamed loops split into a plain head and an
    aligned loop whose stores and loads are the intrinsics of
-   ``codegen/``;
+   ``codegen/`` (and, where trailing sources stall streamed stores, a
+   staged loop: ``staging``);
 6. ``fence_placement``: a store fence after each streamed nest (and its
    aligned loops);
 7. ``size_check``: with a threshold, one size test at entry gates every

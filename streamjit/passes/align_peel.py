@@ -27,7 +27,9 @@ profile lowers streamed loads as non-temporal loads. LLVM's vectorizer ends
 each aligned loop with its own remainder loop. When a check fails (an
 index out of range, a non-contiguous or unaligned array, a short loop:
 `peel_checks.py`), the head loop runs the whole range exactly as Numba
-would.
+would. Where a source may trail the streamed store modulo 4 KiB on a CPU
+where that stalls it, a third copy, the staged loop (`staging.py`), runs
+the calls whose sources do (the copies: `loop_copies.py`).
 
 Several streamed destinations in one loop are aligned together only when
 they share their offset within a cache line (checked at run time). The

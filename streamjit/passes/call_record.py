@@ -1,6 +1,6 @@
-"""Count, per call, which path a kernel took: streamed, plain below the
-size threshold, or plain after a run-time check sent its loops to their
-plain versions (and which checks failed).
+"""Count, per call, which path a kernel took: streamed (or staged:
+`staging.py`), plain below the size threshold, or plain after a run-time
+check sent its loops to their plain versions (and which checks failed).
 
 The report says what was compiled; what ran depends on each call's data
 (its size, its alignment, whether operands overlap). Numba keeps its own

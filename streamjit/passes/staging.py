@@ -14,9 +14,10 @@ copying the strip out with the aligned non-temporal stores:
     if hi > start:                                  # (align_peel.py)
         if no_trailing_alias(...): <aligned loop>
         else:                                       # the staged loop
-            p = aligned_pointer(out, idx(start)); buf = staging_buffer(out, idx(start), STRIP_BYTES)
+            p = aligned_pointer(out, idx(start))
             for t in range(strips):
                 s = start + t * n; e = min(s + n, hi)
+                buf = staging_buffer(out, idx(s), STRIP_BYTES)  # (one stack buffer, placed per strip)
                 for j in range(s, e): BODY''        # out[idx(j)] = v  ->  buffer_store(buf, j - s, v)
                 for k in range(e - s): stream_store(out, idx(s + k), buffer_load(buf, k), p, s + k - start)
 
@@ -41,10 +42,8 @@ from .loop_copies import clone_loop, rewrite_copy
 from .peel_checks import itemsize
 
 # The bytes of the first destination one strip computes before streaming
-# them out: a multiple of 4 KiB, so the buffer keeps its distance from the
-# destination modulo a page from strip to strip, and well inside L1
-# (bench/staging.py).
-STRIP_BYTES = 8192
+# them out (a multiple of the cache line; bench/staging.py).
+STRIP_BYTES = 4096
 
 
 def _skips_a_store(scan, loop, stored_labels):
@@ -114,11 +113,8 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     # one buffer per destination array (its stores share one index: `why_not_staged`)
     stores = list({access.array_var: (access, dims) for access, dims in plan.stores}.values())
     arrays = [ir.Var(scope, a.array_var, loc) for a, _ in stores]
-    firsts = [emit_index(scan, d, loop, start, pre) for _, d in stores]
-    pointers = [pre.call(codegen.aligned_pointer, arr, at) for arr, at in zip(arrays, firsts)]
-    buffers = [pre.call(codegen.staging_buffer, arr, at, strip * itemsize(scan, arr.name))
-               for arr, at in zip(arrays, firsts)]
-    buffer_of = dict(zip((a.name for a in arrays), buffers))
+    pointers = [pre.call(codegen.aligned_pointer, arr, emit_index(scan, d, loop, start, pre))
+                for arr, (_, d) in zip(arrays, stores)]
     strips = pre.binop(operator.floordiv, pre.add(pre.sub(hi, start), strip - 1), strip)
     strip_body = new_block(blocks, scope, loc, [])
     entry, strip_header, (t,) = loop_nest(blocks, scope, loc, [strips], strip_body, exit_label)
@@ -126,6 +122,10 @@ def staged_loop(state, scan, plan, start, hi, options, result):
 
     body = Emitter(scope, loc)
     first = body.add(start, body.binop(operator.mul, t, strip))
+    # (placed per strip: the buffer keeps half a page from the strip it holds, whatever the strip's size)
+    buffers = [body.call(codegen.staging_buffer, arr, emit_index(scan, d, loop, first, body),
+                         strip * itemsize(scan, arr.name)) for arr, (_, d) in zip(arrays, stores)]
+    buffer_of = dict(zip((a.name for a in arrays), buffers))
     end = body.call(min, body.add(first, strip), hi)
     iterator = body.temp("staged_iter").name
     body.range_iterator(range, [first, end], target=iterator)
