@@ -25,7 +25,7 @@ from streamjit.calibration import at_page_offset, kernel_with_stages
 from streamjit.machine import STALLING_PAGE_ALIAS_BYTES, LoadStage, machine_profile
 from streamjit.passes import staging
 
-STRIPS = (1024, 2048, 4096, 8192)
+STRIPS = (256, 512, 1024, 2048)
 
 
 def jacobi_sweep(A, B):
@@ -72,7 +72,7 @@ def _builds(function, output):
     for strip in STRIPS:
         kernel = kernel_with_stages(function, output, False, LoadStage(), sources,
                                     page_alias_bytes=STALLING_PAGE_ALIAS_BYTES, threshold=None)
-        builds[f"staged, {strip // 1024} KiB strips"] = kernel
+        builds[f"staged, {strip} B strips"] = kernel
     return builds
 
 
@@ -84,7 +84,7 @@ def _compile(builds, make):
     for name, kernel in builds.items():
         got = make()
         if name.startswith("staged"):
-            staging.STRIP_BYTES = int(name.split()[1]) * 1024
+            staging.STRIP_BYTES = int(name.split()[1])
         try:
             kernel(*got)
         finally:

@@ -107,8 +107,8 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     blocks, loop = scan.func_ir.blocks, plan.loop
     scope, loc = blocks[loop.header].scope, loop.loc
     exit_label = blocks[loop.for_block].body[-1].falsebr
-    (anchor, _), *_ = plan.stores
-    strip = STRIP_BYTES // itemsize(scan, anchor.array_var)
+    # (STRIP_BYTES of the narrowest destination: every destination's strips start on a cache line)
+    strip = STRIP_BYTES // min(itemsize(scan, a.array_var) for a, _ in plan.stores)
     pre = Emitter(scope, loc)
     # one buffer per destination array (its stores share one index: `why_not_staged`)
     stores = list({access.array_var: (access, dims) for access, dims in plan.stores}.values())
