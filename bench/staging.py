@@ -25,7 +25,7 @@ from streamjit.calibration import at_page_offset, kernel_with_stages
 from streamjit.machine import STALLING_PAGE_ALIAS_BYTES, LoadStage, machine_profile
 from streamjit.passes import staging
 
-STRIPS = (256, 512, 1024, 2048)
+STRIPS = (512, 1024, 2048, 4096)
 
 
 def jacobi_sweep(A, B):

@@ -18,27 +18,50 @@ _HALF_PAGE = PAGE_BYTES // 2
 _LINE_BYTES = 64
 
 
+def _slot_stride(slot_bytes):
+    """Slot starts a whole number of pages apart: each keeps its placement."""
+    return -(-slot_bytes // PAGE_BYTES) * PAGE_BYTES
+
+
 @intrinsic(prefer_literal=True)
-def staging_buffer(typingctx, arr, index, size):
-    """A pointer to ``size`` bytes (an integer literal) of the stack,
-    cache-line aligned, whose address is half a page past ``arr[index]``'s
-    modulo 4 KiB (within a line). One buffer per call site, allocated in the
-    function's entry block: a loop that asks for it again reuses it."""
-    if not (isinstance(size, types.IntegerLiteral) and is_element_access(arr, index)):
+def staging_region(typingctx, slot_bytes):
+    """Stack memory for two staging slots of ``slot_bytes`` (an integer
+    literal) each, wherever `staging_slot` places them: allocated once, in
+    the function's entry block, however often the loop asks for a slot."""
+    if not isinstance(slot_bytes, types.IntegerLiteral):
         return None
-    nbytes = size.literal_value
+    nbytes = 2 * _slot_stride(slot_bytes.literal_value) + PAGE_BYTES
 
     def codegen(context, builder, sig, args):
-        i8, intp = llir.IntType(8), context.get_value_type(types.intp)
-        raw = cgutils.alloca_once(builder, llir.ArrayType(i8, nbytes + PAGE_BYTES))
-        raw.align = _LINE_BYTES
-        start = builder.bitcast(raw, i8.as_pointer())
-        target = element_address(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        i8 = llir.IntType(8)
+        region = cgutils.alloca_once(builder, llir.ArrayType(i8, nbytes))
+        region.align = _LINE_BYTES
+        return builder.bitcast(region, i8.as_pointer())
+
+    return types.CPointer(types.uint8)(slot_bytes), codegen
+
+
+@intrinsic(prefer_literal=True)
+def staging_slot(typingctx, region, arr, index, slot, slot_bytes):
+    """Slot ``slot`` (0 or 1) of a `staging_region`, for the strip of
+    ``arr`` starting at ``arr[index]``: cache-line aligned, half a page past
+    that element's address modulo 4 KiB (within a line). The same strip and
+    slot give the same pointer."""
+    if not (isinstance(slot_bytes, types.IntegerLiteral) and is_element_access(arr, index)
+            and isinstance(region, types.CPointer) and isinstance(slot, types.Integer)):
+        return None
+    stride = _slot_stride(slot_bytes.literal_value)
+
+    def codegen(context, builder, sig, args):
+        intp = context.get_value_type(types.intp)
+        start = args[0]
+        target = element_address(context, builder, sig.args[1], args[1], sig.args[2], args[2])
         skip = builder.sub(builder.add(target, intp(_HALF_PAGE)), builder.ptrtoint(start, intp))
         skip = builder.and_(skip, intp(PAGE_BYTES - _LINE_BYTES))
+        skip = builder.add(skip, builder.mul(context.cast(builder, args[3], sig.args[3], types.intp), intp(stride)))
         return builder.bitcast(builder.gep(start, [skip]), context.get_value_type(arr.dtype).as_pointer())
 
-    return types.CPointer(arr.dtype)(arr, index, size), codegen
+    return types.CPointer(arr.dtype)(region, arr, index, slot, slot_bytes), codegen
 
 
 @intrinsic

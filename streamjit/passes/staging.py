@@ -9,17 +9,20 @@ aligned loop at speed, and the plain loop stalls too. `align_peel.py` asks
 this pass for a third version of such a loop: its iterations run in strips,
 each computing the streamed stores into a buffer on the stack (ordinary
 stores, in cache, half a page from the destination modulo 4 KiB), then
-copying the strip out with the aligned non-temporal stores:
+copying the strip before it out with the aligned non-temporal stores (one
+strip behind, so that no load follows the streamed stores it trails):
 
     if hi > start:                                  # (align_peel.py)
         if no_trailing_alias(...): <aligned loop>
         else:                                       # the staged loop
-            p = aligned_pointer(out, idx(start))
-            for t in range(strips):
+            p = aligned_pointer(out, idx(start)); region = staging_region(SLOT_BYTES)
+            for t in range(strips + 1):
                 s = start + t * n; e = min(s + n, hi)
-                buf = staging_buffer(out, idx(s), STRIP_BYTES)  # (one stack buffer, placed per strip)
+                buf = staging_slot(region, out, idx(s), t % 2, SLOT_BYTES)
                 for j in range(s, e): BODY''        # out[idx(j)] = v  ->  buffer_store(buf, j - s, v)
-                for k in range(e - s): stream_store(out, idx(s + k), buffer_load(buf, k), p, s + k - start)
+                q = s - n; last = staging_slot(region, out, idx(q), 1 - t % 2, SLOT_BYTES)
+                for k in range(min(s, hi) - max(q, start)):  # (none for t == 0)
+                    stream_store(out, idx(q + k), buffer_load(last, k), p, q + k - start)
 
 Staging moves each strip's stores after its loads, so it is compiled only
 where that cannot change a result: a forward loop that uses its arrays only
@@ -41,8 +44,8 @@ from .ir_build import Emitter, loop_nest, new_block, retarget
 from .loop_copies import clone_loop, rewrite_copy
 from .peel_checks import itemsize
 
-# The bytes of the first destination one strip computes before streaming
-# them out (a multiple of the cache line; bench/staging.py).
+# The bytes of the narrowest destination one strip computes before
+# streaming them out (a multiple of the cache line; bench/staging.py).
 STRIP_BYTES = 4096
 
 
@@ -113,26 +116,37 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     # one buffer per destination array (its stores share one index: `why_not_staged`)
     stores = list({access.array_var: (access, dims) for access, dims in plan.stores}.values())
     arrays = [ir.Var(scope, a.array_var, loc) for a, _ in stores]
+    slot_bytes = [strip * itemsize(scan, arr.name) for arr in arrays]
     pointers = [pre.call(codegen.aligned_pointer, arr, emit_index(scan, d, loop, start, pre))
                 for arr, (_, d) in zip(arrays, stores)]
+    regions = [pre.call(codegen.staging_region, size) for size in slot_bytes]
     strips = pre.binop(operator.floordiv, pre.add(pre.sub(hi, start), strip - 1), strip)
     strip_body = new_block(blocks, scope, loc, [])
-    entry, strip_header, (t,) = loop_nest(blocks, scope, loc, [strips], strip_body, exit_label)
+    entry, strip_header, (t,) = loop_nest(blocks, scope, loc, [pre.add(strips, 1)], strip_body, exit_label)
     pre.stmts.append(ir.Jump(entry, loc))
 
+    def slots(emit, first, parity):
+        return {arr.name: emit.call(codegen.staging_slot, region, arr, emit_index(scan, d, loop, first, emit), parity,
+                                    size)
+                for arr, (_, d), region, size in zip(arrays, stores, regions, slot_bytes)}
+
+    # strip t computes [first, end) into slot t % 2 (empty for t == strips), ...
     body = Emitter(scope, loc)
     first = body.add(start, body.binop(operator.mul, t, strip))
-    # (placed per strip: the buffer keeps half a page from the strip it holds, whatever the strip's size)
-    buffers = [body.call(codegen.staging_buffer, arr, emit_index(scan, d, loop, first, body),
-                         strip * itemsize(scan, arr.name)) for arr, (_, d) in zip(arrays, stores)]
-    buffer_of = dict(zip((a.name for a in arrays), buffers))
     end = body.call(min, body.add(first, strip), hi)
+    parity = body.binop(operator.and_, t, 1)
+    computing = slots(body, first, parity)
     iterator = body.temp("staged_iter").name
     body.range_iterator(range, [first, end], target=iterator)
     compute, mapping = clone_loop(state, loop, iterator)
-    rewrite_copy(scan, blocks, mapping, plan, [buffer_of[a.array_var] for a, _ in plan.stores],
+    rewrite_copy(scan, blocks, mapping, plan, [computing[a.array_var] for a, _ in plan.stores],
                  lambda emit: emit.sub(ir.Var(scope, loop.induction, loc), first), {}, options, result, staged=True)
-    count = body.sub(end, first)
+    # ... then streams out strip t - 1 (empty for t == 0): the loads of a strip never follow
+    # the streamed stores of the strip just before it, which they would trail by a few bytes
+    # (its start a whole number of strips from ``start``, which the alignment proof needs; none before t == 1)
+    previous = body.sub(first, strip)
+    copied = slots(body, previous, body.binop(operator.xor, parity, 1))
+    count = body.sub(body.call(min, first, hi), body.call(max, previous, start))
     body.stmts.append(ir.Jump(compute, loc))
     blocks[strip_body].body = body.stmts
 
@@ -140,9 +154,9 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     next_strip = new_block(blocks, scope, loc, [ir.Jump(strip_header, loc)])
     copy_body = new_block(blocks, scope, loc, [])
     copy_entry, copy_header, (k,) = loop_nest(blocks, scope, loc, [count], copy_body, next_strip)
-    j = out.add(first, k)
-    for (access, dims), arr, pointer, buffer in zip(stores, arrays, pointers, buffers):
-        value = out.call(codegen.not_a_load, out.call(codegen.buffer_load, buffer, k))  # (a copy: keep it a loop)
+    j = out.add(previous, k)
+    for (access, dims), arr, pointer in zip(stores, arrays, pointers):
+        value = out.call(codegen.not_a_load, out.call(codegen.buffer_load, copied[arr.name], k))  # (keep it a loop)
         out.call(codegen.stream_store, arr, emit_index(scan, dims, loop, j, out), value, pointer, out.sub(j, start),
                  out.const(access.array))
     out.stmts.append(ir.Jump(copy_header, loc))
