@@ -30,11 +30,12 @@ def staging_region(typingctx, slot_bytes):
     the function's entry block, however often the loop asks for a slot."""
     if not isinstance(slot_bytes, types.IntegerLiteral):
         return None
-    nbytes = 2 * _slot_stride(slot_bytes.literal_value) + PAGE_BYTES
+    nbytes = 2 * _slot_stride(slot_bytes.literal_value) + PAGE_BYTES  # (a multiple of 8)
 
     def codegen(context, builder, sig, args):
         i8 = llir.IntType(8)
-        region = cgutils.alloca_once(builder, llir.ArrayType(i8, nbytes))
+        # (words, counted: InstCombine took 5 s over an [n x i8] array of this size)
+        region = cgutils.alloca_once(builder, llir.IntType(64), size=context.get_constant(types.intp, nbytes // 8))
         region.align = _LINE_BYTES
         return builder.bitcast(region, i8.as_pointer())
 
