@@ -17,6 +17,9 @@ METADATA_KEY = "streamjit"
 # The note on a streamed array stored by the kernel's own loops (how its
 # stores were made: not a reason for anything).
 LOOP_NOTE = "stored in a loop"
+# How the note begins on a streamed loop that cannot run staged
+# (`passes/staging.py`), on CPUs where trailing sources stall streamed stores.
+NOT_STAGED = "calls whose sources trail the streamed store modulo 4 KiB run the plain loop, not staged because"
 # The note on a temporary computed inside the element loop that reads it
 # (`passes/array_expressions.py`; the report lists these as fused).
 FUSED_TEMPORARY = ("fused into the element loop storing {array} (line {line}): computed where it is read, "

@@ -26,7 +26,7 @@ from numba.core.ir_utils import legalize_names
 
 from .protocol.targets import count_asm_streaming
 from .math_calls import math_call_notes, math_calls
-from .plan import FUSED_TEMPORARY, LOOP_NOTE
+from .plan import FUSED_TEMPORARY, LOOP_NOTE, NOT_STAGED
 from .post_o3.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
 from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
 from .post_o3.module import LOCAL, Module, argument_field
@@ -260,7 +260,7 @@ def _signature_notes(result, name, aryty, rep):
     if name in result.streamed_stores:
         if aryty.layout != "C":
             notes.append(f"layout '{aryty.layout}': streamed only where the last dimension is contiguous at run time")
-        if rep.nt_vector_stores == 0 and all(n.endswith(LOOP_NOTE) for n in notes):
+        if rep.nt_vector_stores == 0 and all(n.endswith(LOOP_NOTE) or NOT_STAGED in n for n in notes):
             kind = "scalar NT stores" if rep.nt_scalar_stores else "plain stores"
             why = result.vector_hints.get(name)
             notes.append(f"the aligned loop did not vectorize: {kind}" + (f"; {'; '.join(why)}" if why else ""))

@@ -15,6 +15,7 @@ from numba import types as T
 
 import streamjit as sj
 from streamjit.options import FORWARDED_NUMBA_OPTIONS, GPU_NUMBA_OPTIONS, GPU_OPTIONS, STREAM_OPTIONS
+from streamjit.plan import NOT_STAGED
 
 try:
     from numba import cuda
@@ -118,9 +119,11 @@ def gpu_kernel(options):
 
 def decision(result):
     """What one compile decided: the arrays streamed, and each array's notes
-    without their line numbers (the CPU's loop notes aside)."""
+    without their line numbers (the CPU's loop notes aside, and its note on
+    calls that cannot run staged)."""
     notes = {array: sorted(n.split(": ", 1)[1] if n.startswith("line ") else n for n in texts
-                           if not n.endswith("stored in a loop") and not n.endswith(": plain load"))
+                           if not n.endswith("stored in a loop") and not n.endswith(": plain load")
+                           and NOT_STAGED not in n)
              for array, texts in result.notes.items()}
     return set(result.streamed_stores), set(result.streamed_loads), {a: n for a, n in notes.items() if n}
 

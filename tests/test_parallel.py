@@ -219,7 +219,7 @@ def test_parallel_calls_are_counted_once_per_call():
     strided = np.random.rand(3 * BLOCK + 5, 2)[:, 0]  # (a non-contiguous source: every block's check fails)
     kernel(np.empty_like(strided), strided)
     assert kernel.stream_calls(kernel.signatures[-1]) == \
-        {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0}
+        {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0, "staged": 0}
     assert kernel.stream_fallbacks(kernel.signatures[-1]) == \
         {"bounds": 0, "alignment": 0, "contiguous": 1, "page_alias": 0, "operands": 0}
     assert "1 plain after a run-time check (1: a row that is not contiguous)" in \

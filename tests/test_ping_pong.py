@@ -179,7 +179,7 @@ def test_stream_calls_count_each_path():
     strided = np.random.rand(10_000, 2)[:, 0]     # a non-contiguous source: the run-time check fails
     kernel(np.empty_like(strided), strided)
     assert kernel.stream_calls(kernel.signatures[-1]) == \
-        {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0}
+        {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0, "staged": 0}
     assert kernel.stream_result(kernel.signatures[-1]).calls["after_check"] == 1
     assert kernel.stream_fallbacks(kernel.signatures[-1]) == \
         {"bounds": 0, "alignment": 0, "contiguous": 1, "page_alias": 0, "operands": 0}

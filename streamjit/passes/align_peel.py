@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from numba.core import ir, types
 
-from ..plan import METADATA_KEY
+from ..plan import METADATA_KEY, NOT_STAGED
 from .. import codegen
 from .rebindings import version_name
 from .accesses import UPDATE_NOTE, updates_stay_plain
@@ -290,13 +290,12 @@ def _stage(scan, plan, pre, reverse, result):
     reason = "its loop runs backwards" if reverse else why_not_staged(scan, plan)
     if reason:
         for access, _ in plan.stores:
-            result.note(access.array, access.line, "calls whose sources trail the streamed store modulo 4 KiB run "
-                        f"the plain loop, not staged because {reason}")
+            result.note(access.array, access.line, f"{NOT_STAGED} {reason}")
         return
     plan.staged = plan.checks["page_alias"]
     scope, loc = pre.scope, pre.loc
     plan.checks["page_alias"] = pre.binop(operator.or_, ir.Var(scope, plan.staged, loc),
-                                          _all(pre, disjoint_checks(pre, plan))).name
+                                          _all(pre, disjoint_checks(scan, pre, plan))).name
 
 
 def apply_peel(state, scan, plan, gate, scalar_head, options, result):

@@ -24,11 +24,12 @@ strip behind, so that no load follows the streamed stores it trails):
                 for k in range(min(s, hi) - max(q, start)):  # (none for t == 0)
                     stream_store(out, idx(q + k), buffer_load(last, k), p, q + k - start)
 
-Staging moves each strip's stores after its loads, so it is compiled only
-where that cannot change a result: a forward loop that uses its arrays only
-in its planned element accesses and never loads a streamed destination; and
+Staging moves each strip's streamed stores after its other accesses, so it
+is compiled only where that cannot change a result: a forward loop that
+uses its arrays only in element accesses and never loads a streamed
+destination; and
 it runs only where the destinations share no memory with each other or
-with the arrays the loop reads (``disjoint``, per call). A call whose
+with the arrays the loop reads or writes (``disjoint``, per call). A call whose
 trailing sources overlap the destination runs the plain loop, counted as a
 ``page_alias`` fallback.
 """
@@ -70,6 +71,13 @@ def _skips_a_store(scan, loop, stored_labels):
     return False
 
 
+def _other_stores(scan, plan):
+    """The loop's element stores to arrays it does not stream (kept in
+    their order, apart from the destinations: `disjoint_checks`)."""
+    stored = {a.array_var for a, _ in plan.stores}
+    return [a for a in scan.stores() if a.label in plan.loop.body and a.is_element and a.array_var not in stored]
+
+
 def why_not_staged(scan, plan):
     """None where ``plan``'s loop can be staged, else why not."""
     loop = plan.loop
@@ -86,7 +94,7 @@ def why_not_staged(scan, plan):
             return f"an iteration of its loop may store no element of '{array}'"
     if any(a.array_var in by_array for a, _ in plan.loads):
         return "its loop loads a streamed destination"
-    planned = {id(a.stmt) for a, _ in plan.stores + plan.loads}
+    planned = {id(a.stmt) for a, _ in plan.stores + plan.loads} | {id(a.stmt) for a in _other_stores(scan, plan)}
     blocks = scan.func_ir.blocks
     for label in loop.body:
         for stmt in blocks[label].body:
@@ -98,12 +106,12 @@ def why_not_staged(scan, plan):
     return None
 
 
-def disjoint_checks(emitter, plan):
+def disjoint_checks(scan, emitter, plan):
     """One ``disjoint`` per streamed destination and other array the loop
     reads or writes (staging reorders their accesses within a strip)."""
     scope, loc = emitter.scope, emitter.loc
     stored = list(dict.fromkeys(a.array_var for a, _ in plan.stores))
-    others = list(dict.fromkeys(a.array_var for a, _ in plan.loads))
+    others = list(dict.fromkeys([a.array_var for a, _ in plan.loads] + [a.array_var for a in _other_stores(scan, plan)]))
     pairs = [(d, o) for k, d in enumerate(stored) for o in stored[k + 1:] + [x for x in others if x not in stored]]
     return [emitter.call(codegen.disjoint, ir.Var(scope, d, loc), ir.Var(scope, o, loc)) for d, o in pairs]
 
