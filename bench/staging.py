@@ -57,8 +57,8 @@ def _workloads(mib):
         fill = np.random.default_rng(1)
         return (at_page_offset((n,), 28, fill), at_page_offset((n,), 16, fill), at_page_offset((n,), 16, fill),
                 np.float32(3))
-    return {f"Jacobi sweep, B = A.copy() ({side}x{side} float64)": (jacobi_sweep, "B",
-                                                                     lambda: (at_offset(grid, 16), at_offset(grid, 16))),
+    alike = (lambda: (at_offset(grid, 16), at_offset(grid, 16)))
+    return {f"Jacobi sweep, B = A.copy() ({side}x{side} float64)": (jacobi_sweep, "B", alike),
             f"triad, destination 12 bytes past its sources ({n} float32)": (measure.stream_triad, "a",
                                                                               triad_args)}
 

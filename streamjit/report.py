@@ -160,9 +160,9 @@ class StreamReport:
 # What each run-time check that sent a call to the plain code found (`codegen.FALLBACK_CHECKS`).
 FALLBACK_WORDS = {"bounds": "an index outside its array", "alignment": "streamed stores of different alignments",
                   "contiguous": "a row that is not contiguous",
-                  "page_alias": "a source a few bytes behind a streamed store modulo 4 KiB, which stalls streamed stores on "
-                                "this CPU (the machine profile's page_alias_bytes), where the loop could not run staged (a note says why, or "
-                                "the arrays share memory)",
+                  "page_alias": "a source a few bytes behind a streamed store modulo 4 KiB, which stalls streamed "
+                                "stores on this CPU (the machine profile's page_alias_bytes), where the loop could not "
+                                "run staged (a note says why, or the arrays share memory)",
                   "operands": "an operand overlapping its destination, or of another shape"}
 
 

@@ -81,7 +81,8 @@ def run_pass(state):
     entry = blocks[min(blocks)]
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     start = Emitter(entry.scope, entry.loc)
-    for counter in (RAN, STAGED, *FELL.values()):  # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
+    # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
+    for counter in (RAN, STAGED, *FELL.values()):
         start.call(codegen.opaque, start.const(0), target=counter)
     entry.body[at:at] = start.stmts
     # (values added in where they are computed, not constants set in the

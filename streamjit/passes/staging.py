@@ -111,7 +111,8 @@ def disjoint_checks(scan, emitter, plan):
     reads or writes (staging reorders their accesses within a strip)."""
     scope, loc = emitter.scope, emitter.loc
     stored = list(dict.fromkeys(a.array_var for a, _ in plan.stores))
-    others = list(dict.fromkeys([a.array_var for a, _ in plan.loads] + [a.array_var for a in _other_stores(scan, plan)]))
+    others = list(dict.fromkeys([a.array_var for a, _ in plan.loads]
+                                + [a.array_var for a in _other_stores(scan, plan)]))
     pairs = [(d, o) for k, d in enumerate(stored) for o in stored[k + 1:] + [x for x in others if x not in stored]]
     return [emitter.call(codegen.disjoint, ir.Var(scope, d, loc), ir.Var(scope, o, loc)) for d, o in pairs]
 
