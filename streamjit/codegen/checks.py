@@ -110,7 +110,9 @@ def _aligned_boundary(arr, at, lo, hi, ok, reverse):
 def same_alignment(typingctx, arr, index, anchor, anchor_index):
     """True when ``arr[index]`` and ``anchor[anchor_index]`` share their offset
     within a stream-aligned block, so one peel aligns both (and ``arr``'s last
-    dimension is contiguous, as the anchor's is checked by ``aligned_start``)."""
+    dimension is contiguous, as the anchor's is checked by ``aligned_start``).
+    Only for arrays of one item size (`align_peel.plan_peels`): offsets of
+    other sizes drift apart along the loop."""
     supported = is_element_access(arr, index) and is_element_access(anchor, anchor_index)
 
     def codegen(context, builder, sig, args):

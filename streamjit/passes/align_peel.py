@@ -49,7 +49,7 @@ from .accesses import UPDATE_NOTE, updates_stay_plain
 from .affine import AffineAnalyzer, emit_index
 from .indices import int_constant
 from .ir_build import Emitter, new_block, retarget, drop_definition
-from .peel_checks import run_time_checks
+from .peel_checks import itemsize, run_time_checks
 from .loop_copies import clone_loop, rewrite_copy
 from .staging import disjoint_checks, staged_loop, why_not_staged
 from .stream_loads import why_plain
@@ -143,6 +143,16 @@ def plan_peels(scan, legal, streamed, aligned_loads, result, origin, updates_pla
                             "plain stores")
         if not aligned:
             continue
+        # (one aligned start serves stores of one item size only: `same_alignment` compares offsets
+        # within a line at the first iteration, which move apart by the item sizes' difference; the
+        # widest items stream, the most bytes)
+        size = max(itemsize(scan, s.array_var) for s, _ in aligned)
+        widest = next(s.array for s, _ in aligned if itemsize(scan, s.array_var) == size)
+        for s, _ in aligned:
+            if itemsize(scan, s.array_var) != size:
+                result.note(s.array, s.line, f"its items are not {size} bytes, as those of '{widest}' streamed in "
+                            "the same loop; plain stores")
+        aligned = [(s, dims) for s, dims in aligned if itemsize(scan, s.array_var) == size]
         analyzer = AffineAnalyzer(scan, root)
         loads = []
         for a in scan.loads():
