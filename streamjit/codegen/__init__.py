@@ -32,10 +32,11 @@ near plain ``numba.njit``).
 - ``no_trailing_alias``: that a source does not trail the streamed store by
   1 to the machine profile's ``page_alias_bytes`` modulo a page (4K
   aliasing with stores in flight, on CPUs where it stalls them).
-- ``staging_region`` / ``staging_slot`` / ``buffer_store`` / ``buffer_load``
-  / ``disjoint``: the stack buffers a loop whose sources trail its stores modulo 4 KiB
-  streams through (``passes/staging.py``), its plain stores and loads, and
-  the check that the destination shares no memory with what the loop reads.
+- ``staging_region`` / ``staging_slot`` / ``buffer_store`` / ``disjoint``:
+  the stack buffers a loop whose sources trail its stores modulo 4 KiB
+  streams through (``passes/staging.py``), the plain stores into them
+  (``load_at`` without a marker reads them back), and the check that the
+  destination shares no memory with what the loop reads or writes.
 - ``exceeds``: whether the streamed arrays are above the size threshold.
 - ``copies_elementwise`` / ``same_shape`` / ``leads``: whether a whole-array
   store or an array expression can run as an element loop
@@ -57,18 +58,18 @@ data) falls back to Numba's own indexing or to "no aligned loop", never to a
 guessed alignment.
 """
 
-from .access import (aligned_pointer, direct_load, direct_stream_load, load_at, not_a_load, stream_load,
+from .access import (aligned_pointer, buffer_store, direct_load, direct_stream_load, load_at, not_a_load, stream_load,
                      stream_store, unwrapped_load, unwrapped_store)
 from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
                      no_trailing_alias, same_alignment)
 from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, record_call, store_fence
 from .fusion import copies_elementwise, leads, same_shape, where_element, with_numpy_errors
 from .placement import placed_apart
-from .staging import buffer_load, buffer_store, disjoint, staging_region, staging_slot
+from .staging import disjoint, staging_region, staging_slot
 
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
            "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "same_alignment", "CALL_PATHS",
            "FALLBACK_CHECKS", "keep_scalar", "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape",
            "leads", "where_element", "with_numpy_errors", "placed_apart",
-           "buffer_load", "buffer_store", "disjoint", "staging_region", "staging_slot"]
+           "buffer_store", "disjoint", "staging_region", "staging_slot"]

@@ -99,11 +99,8 @@ def stream_store(typingctx, arr, index, value, base, offset, name):
     if (isinstance(base, types.CPointer) and is_element_access(arr, index) and arr.mutable
             and typingctx.can_convert(value, arr.dtype) is not None):
         def codegen(context, builder, sig, args):
-            ptrty, offty, valty = sig.args[3], sig.args[4], sig.args[2]
-            ptr = cgutils.gep(builder, args[3], context.cast(builder, args[4], offty, types.intp))
-            val = context.cast(builder, args[2], valty, ptrty.dtype)
-            data = context.data_model_manager[ptrty.dtype].as_data(builder, val)
-            mark_streamed_store(builder, builder.store(data, ptr), name.literal_value)
+            stored = _store_through(context, builder, sig.args[3], args[3], sig.args[4], args[4], sig.args[2], args[2])
+            mark_streamed_store(builder, stored, name.literal_value)
             return context.get_dummy_value()
 
         return types.none(arr, index, value, base, offset, name), codegen
@@ -118,18 +115,44 @@ def stream_store(typingctx, arr, index, value, base, offset, name):
     return types.none(arr, index, value, base, offset, name), codegen_plain
 
 
-@intrinsic(prefer_literal=True)
-def load_at(typingctx, base, offset, marker):
-    """``base[offset]`` through an aligned pointer, tagged as a streamed load
-    lowered as ``marker`` says."""
-    if not isinstance(base, types.CPointer) or not isinstance(marker, types.StringLiteral):
+def _pointer_at(context, builder, base, offset_type, offset):
+    return cgutils.gep(builder, base, context.cast(builder, offset, offset_type, types.intp))
+
+
+def _store_through(context, builder, pointer_type, base, offset_type, offset, value_type, value):
+    """``base[offset] = value`` (``base`` a ``CPointer``); returns the store."""
+    val = context.cast(builder, value, value_type, pointer_type.dtype)
+    data = context.data_model_manager[pointer_type.dtype].as_data(builder, val)
+    return builder.store(data, _pointer_at(context, builder, base, offset_type, offset))
+
+
+@intrinsic
+def buffer_store(typingctx, base, offset, value):
+    """``base[offset] = value``: a plain store through a pointer (into a
+    staging buffer, `passes/staging.py`)."""
+    if not (isinstance(base, types.CPointer) and typingctx.can_convert(value, base.dtype) is not None):
         return None
-    m = marker.literal_value
 
     def codegen(context, builder, sig, args):
-        ptr = cgutils.gep(builder, args[0], context.cast(builder, args[1], sig.args[1], types.intp))
-        raw = builder.load(ptr)
-        mark_streamed_load(builder, raw, m)
+        _store_through(context, builder, sig.args[0], args[0], sig.args[1], args[1], sig.args[2], args[2])
+        return context.get_dummy_value()
+
+    return types.none(base, offset, value), codegen
+
+
+@intrinsic(prefer_literal=True)
+def load_at(typingctx, base, offset, marker):
+    """``base[offset]`` through a pointer: an aligned source's, tagged as a
+    streamed load lowered as ``marker`` says, or (``marker`` None) a plain
+    load (out of a staging buffer)."""
+    if not isinstance(base, types.CPointer) or not isinstance(marker, (types.StringLiteral, types.NoneType)):
+        return None
+    m = getattr(marker, "literal_value", None)
+
+    def codegen(context, builder, sig, args):
+        raw = builder.load(_pointer_at(context, builder, args[0], sig.args[1], args[1]))
+        if m is not None:
+            mark_streamed_load(builder, raw, m)
         return context.data_model_manager[sig.args[0].dtype].from_data(builder, raw)
 
     return base.dtype(base, offset, marker), codegen

@@ -112,6 +112,12 @@ def byte_span(context, builder, aryty, ary_value):
     return low, builder.add(high, intp(as_dtype(aryty.dtype).itemsize))
 
 
+def spans_apart(context, builder, a_type, a, b_type, b):
+    """Whether two arrays' `byte_span` share no byte."""
+    (a_low, a_high), (b_low, b_high) = byte_span(context, builder, a_type, a), byte_span(context, builder, b_type, b)
+    return builder.or_(builder.icmp_unsigned("<=", a_high, b_low), builder.icmp_unsigned("<=", b_high, a_low))
+
+
 def numba_operation(typingctx, op, argtys):
     """Numba's own signature for ``op(*argtys)`` (getitem/setitem), or None."""
     return typingctx.resolve_function_type(op, argtys, {})

@@ -8,7 +8,7 @@ from numba.core.callconv import create_error_model
 from numba.core.typing import signature
 from numba.np.numpy_support import as_dtype
 
-from .arrays import array_field, array_shape, byte_span, call_numba_operation
+from .arrays import array_field, array_shape, call_numba_operation, spans_apart
 from .registration import intrinsic
 
 
@@ -41,10 +41,7 @@ def copies_elementwise(typingctx, row, value):
         ok = _operand_fits(context, builder, row, args[0], value, args[1])
         if not isinstance(value, types.Array) or not 1 <= value.ndim <= row.ndim:
             return ok
-        row_low, row_high = byte_span(context, builder, row, args[0])
-        value_low, value_high = byte_span(context, builder, value, args[1])
-        apart = builder.or_(builder.icmp_unsigned("<=", row_high, value_low),
-                            builder.icmp_unsigned("<=", value_high, row_low))
+        apart = spans_apart(context, builder, row, args[0], value, args[1])
         if as_dtype(row.dtype).itemsize == as_dtype(value.dtype).itemsize and row.ndim == value.ndim:
             same = builder.icmp_unsigned("==", array_field(context, builder, row, args[0], "data"),
                                          array_field(context, builder, value, args[1], "data"))
@@ -72,10 +69,7 @@ def leads(typingctx, arr, value):
     def codegen(context, builder, sig, args):
         shape = array_shape(context, builder, arr, args[0])
         ok = builder.icmp_signed("==", shape[-2], array_shape(context, builder, value, args[1])[0])
-        arr_low, arr_high = byte_span(context, builder, arr, args[0])
-        value_low, value_high = byte_span(context, builder, value, args[1])
-        apart = builder.or_(builder.icmp_unsigned("<=", arr_high, value_low),
-                            builder.icmp_unsigned("<=", value_high, arr_low))
+        apart = spans_apart(context, builder, arr, args[0], value, args[1])
         for n in shape:
             apart = builder.or_(apart, builder.icmp_signed("==", n, n.type(0)))
         return builder.and_(ok, apart)

@@ -1,13 +1,13 @@
 """The staging buffer of a streamed loop whose sources trail its stores
 modulo 4 KiB (`passes/staging.py`): where the buffer lies, the plain
-stores and loads that fill and drain it, and the per-call check that
-staging cannot change a result."""
+slots it is cut into, and the per-call check that staging cannot change a
+result (its plain stores and loads: `access.buffer_store`, `access.load_at`)."""
 
 import llvmlite.ir as llir
 from numba import types
 from numba.core import cgutils
 
-from .arrays import array_field, byte_span, element_address, is_element_access
+from .arrays import array_field, element_address, is_element_access, spans_apart
 from ..protocol.targets import PAGE_BYTES
 from .registration import intrinsic
 
@@ -66,47 +66,16 @@ def staging_slot(typingctx, region, arr, index, slot, slot_bytes):
 
 
 @intrinsic
-def buffer_store(typingctx, base, offset, value):
-    """``base[offset] = value``: a plain store into a staging buffer."""
-    if not (isinstance(base, types.CPointer) and typingctx.can_convert(value, base.dtype) is not None):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = cgutils.gep(builder, args[0], context.cast(builder, args[1], sig.args[1], types.intp))
-        val = context.cast(builder, args[2], sig.args[2], base.dtype)
-        builder.store(context.data_model_manager[base.dtype].as_data(builder, val), ptr)
-        return context.get_dummy_value()
-
-    return types.none(base, offset, value), codegen
-
-
-@intrinsic
-def buffer_load(typingctx, base, offset):
-    """``base[offset]``: a plain load from a staging buffer."""
-    if not isinstance(base, types.CPointer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = cgutils.gep(builder, args[0], context.cast(builder, args[1], sig.args[1], types.intp))
-        return context.data_model_manager[base.dtype].from_data(builder, builder.load(ptr))
-
-    return base.dtype(base, offset), codegen
-
-
-@intrinsic
 def disjoint(typingctx, a, b):
     """True when arrays ``a`` and ``b`` share no byte (or either is empty);
     True for non-arrays."""
     def codegen(context, builder, sig, args):
         if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
             return cgutils.true_bit
-        spans = [byte_span(context, builder, t, v) for t, v in zip(sig.args, args)]
         empty = cgutils.false_bit
         for t, v in zip(sig.args, args):
             nitems = array_field(context, builder, t, v, "nitems")
             empty = builder.or_(empty, builder.icmp_signed("==", nitems, nitems.type(0)))
-        (a_low, a_high), (b_low, b_high) = spans
-        apart = builder.or_(builder.icmp_unsigned("<=", a_high, b_low), builder.icmp_unsigned("<=", b_high, a_low))
-        return builder.or_(apart, empty)
+        return builder.or_(spans_apart(context, builder, a, args[0], b, args[1]), empty)
 
     return types.boolean(a, b), codegen

@@ -22,7 +22,7 @@ strip behind, so that no load follows the streamed stores it trails):
                 for j in range(s, e): BODY''        # out[idx(j)] = v  ->  buffer_store(buf, j - s, v)
                 q = s - n; last = staging_slot(region, out, idx(q), 1 - t % 2, SLOT_BYTES)
                 for k in range(min(s, hi) - max(q, start)):  # (none for t == 0)
-                    stream_store(out, idx(q + k), buffer_load(last, k), p, q + k - start)
+                    stream_store(out, idx(q + k), load_at(last, k, None), p, q + k - start)
 
 Staging moves each strip's streamed stores after its other accesses, so it
 is compiled only where that cannot change a result: a forward loop that
@@ -45,8 +45,8 @@ from .ir_build import Emitter, loop_nest, new_block, retarget
 from .loop_copies import clone_loop, rewrite_copy
 from .peel_checks import itemsize
 
-# The bytes of the narrowest destination one strip computes before
-# streaming them out (a multiple of the cache line). Measured on the Intel
+# The bytes of each destination one strip computes before streaming them
+# out (a multiple of the cache line). Measured on the Intel
 # Xeon VM (family 6 model 167), bench/staging.py, 256 MiB: 512-byte strips
 # ran the Jacobi sweep 1.16x njit (the aligned loop 1.16x) and triad 1.48x
 # (1.54x); 4 KiB strips 1.10x and 1.31x. Not measured where trailing
@@ -81,8 +81,8 @@ def _other_stores(scan, plan):
 def why_not_staged(scan, plan):
     """None where ``plan``'s loop can be staged, else why not."""
     loop = plan.loop
-    if int_constant(scan, loop.step) != 1:
-        return "its loop does not count up by one"
+    if int_constant(scan, loop.step) != 1:  # (-1: split loops count by one)
+        return "its loop runs backwards"
     by_array = {}
     for access, dims in plan.stores:
         by_array.setdefault(access.array_var, []).append((access, dims))
@@ -123,16 +123,15 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     blocks, loop = scan.func_ir.blocks, plan.loop
     scope, loc = blocks[loop.header].scope, loop.loc
     exit_label = blocks[loop.for_block].body[-1].falsebr
-    # (STRIP_BYTES of the narrowest destination: every destination's strips start on a cache line)
-    strip = STRIP_BYTES // min(itemsize(scan, a.array_var) for a, _ in plan.stores)
+    # (every planned store has one item size: `align_peel.plan_peels`)
+    strip = STRIP_BYTES // itemsize(scan, plan.stores[0][0].array_var)
     pre = Emitter(scope, loc)
     # one buffer per destination array (its stores share one index: `why_not_staged`)
     stores = list({access.array_var: (access, dims) for access, dims in plan.stores}.values())
     arrays = [ir.Var(scope, a.array_var, loc) for a, _ in stores]
-    slot_bytes = [strip * itemsize(scan, arr.name) for arr in arrays]
     pointers = [pre.call(codegen.aligned_pointer, arr, emit_index(scan, d, loop, start, pre))
                 for arr, (_, d) in zip(arrays, stores)]
-    regions = [pre.call(codegen.staging_region, size) for size in slot_bytes]
+    regions = [pre.call(codegen.staging_region, STRIP_BYTES) for _ in arrays]
     strips = pre.binop(operator.floordiv, pre.add(pre.sub(hi, start), strip - 1), strip)
     strip_body = new_block(blocks, scope, loc, [])
     entry, strip_header, (t,) = loop_nest(blocks, scope, loc, [pre.add(strips, 1)], strip_body, exit_label)
@@ -140,8 +139,8 @@ def staged_loop(state, scan, plan, start, hi, options, result):
 
     def slots(emit, first, parity):
         return {arr.name: emit.call(codegen.staging_slot, region, arr, emit_index(scan, d, loop, first, emit), parity,
-                                    size)
-                for arr, (_, d), region, size in zip(arrays, stores, regions, slot_bytes)}
+                                    STRIP_BYTES)
+                for arr, (_, d), region in zip(arrays, stores, regions)}
 
     # strip t computes [first, end) into slot t % 2 (empty for t == strips), ...
     body = Emitter(scope, loc)
@@ -169,7 +168,7 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     copy_entry, copy_header, (k,) = loop_nest(blocks, scope, loc, [count], copy_body, next_strip)
     j = out.add(previous, k)
     for (access, dims), arr, pointer in zip(stores, arrays, pointers):
-        value = out.call(codegen.not_a_load, out.call(codegen.buffer_load, copied[arr.name], k))  # (keep it a loop)
+        value = out.call(codegen.not_a_load, out.call(codegen.load_at, copied[arr.name], k, out.const(None)))
         out.call(codegen.stream_store, arr, emit_index(scan, dims, loop, j, out), value, pointer, out.sub(j, start),
                  out.const(access.array))
     out.stmts.append(ir.Jump(copy_header, loc))
