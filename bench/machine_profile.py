@@ -16,10 +16,11 @@ limits.c's own runs):
   against the C NT stencil, with the output placed apart from the input
   modulo 4 KiB (as the drop-in places the outputs it allocates) and
   allocated alike (4 bytes past the input's left neighbour modulo 4 KiB,
-  where 4K aliasing stalls streamed loops and streamjit runs plain);
+  where 4K aliasing stalls streamed loops and, on CPUs whose profile has
+  the check, streamjit runs its staged loop);
 - the ``page_alias_bytes`` row: triad and the stencil with their sources a
   few bytes behind the streamed store modulo 4 KiB, streamed with no
-  check, with the check (the plain loop), never streamed, njit and C NT;
+  check, with the check (the staged loop), never streamed, njit and C NT;
   it ends with the value ``calibrate`` would store for this CPU;
 - gathers `out[i] = lut[key[i]] * x[i]` from a table that stays in L2 and
   from one four times larger: `stream_loads` against `stream_stores` alone.
@@ -191,7 +192,7 @@ def main(mib, limits_path, rounds=9):
 def page_alias(mib, lib, rounds):
     """The ``page_alias_bytes`` row: sources a few bytes behind the streamed
     store modulo 4 KiB (as arrays allocated alike lie), streamed with no
-    check against the check of the CPUs where they stall (the plain loop),
+    check against the check of the CPUs where they stall (the staged loop),
     the kernel never streamed, njit and the C NT kernel; ends with the value
     `calibration.page_alias_choice` makes of these timings."""
     stalling = STALLING_PAGE_ALIAS_BYTES
@@ -216,7 +217,7 @@ def page_alias(mib, lib, rounds):
         print("  calls:", {label: k.stream_calls() for label, k in builds.items() if hasattr(k, "stream_calls")})
         speeds[name] = medians[f"check {stalling} bytes"] / medians["streamed, no check"]
     value, table = calibration.page_alias_choice(speeds)
-    print(f"\nvalue to store: page_alias_bytes = {value} (streamed against the check's plain loop: {table})")
+    print(f"\nvalue to store: page_alias_bytes = {value} (streamed against the check's staged loop: {table})")
 
 
 def jacobi5_f32_stencil(g):
