@@ -18,10 +18,11 @@ limits.c's own runs):
   allocated alike (4 bytes past the input's left neighbour modulo 4 KiB,
   where 4K aliasing stalls streamed loops and, on CPUs whose profile has
   the check, streamjit runs its staged loop);
-- the ``page_alias_bytes`` row: triad and the stencil with their sources a
-  few bytes behind the streamed store modulo 4 KiB, streamed with no
-  check, with the check (the staged loop), never streamed, njit and C NT;
-  it ends with the value ``calibrate`` would store for this CPU;
+- the ``page_alias_bytes`` and ``strip_bytes`` rows: triad and the stencil
+  with their sources a few bytes behind the streamed store modulo 4 KiB,
+  streamed with no check, with the check (the staged loop, at each strip
+  ``calibrate`` tries), never streamed, njit and C NT; it ends with the
+  values ``calibrate`` would store for this CPU;
 - gathers `out[i] = lut[key[i]] * x[i]` from a table that stays in L2 and
   from one four times larger: `stream_loads` against `stream_stores` alone.
 
@@ -42,7 +43,8 @@ import numpy as np
 
 import streamjit as sj
 from streamjit import calibration, measure
-from streamjit.machine import STALLING_PAGE_ALIAS_BYTES, LoadStage, cache_sizes, machine_profile
+from streamjit.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
+from streamjit.machine import LoadStage, cache_sizes, machine_profile
 from streamjit.codegen.placement import placed_apart
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -190,23 +192,26 @@ def main(mib, limits_path, rounds=9):
 
 
 def page_alias(mib, lib, rounds):
-    """The ``page_alias_bytes`` row: sources a few bytes behind the streamed
-    store modulo 4 KiB (as arrays allocated alike lie), streamed with no
-    check against the check of the CPUs where they stall (the staged loop),
-    the kernel never streamed, njit and the C NT kernel; ends with the value
-    `calibration.page_alias_choice` makes of these timings."""
+    """The ``page_alias_bytes`` and ``strip_bytes`` rows: sources a few bytes
+    behind the streamed store modulo 4 KiB (as arrays allocated alike lie),
+    streamed with no check against the check of the CPUs where they stall
+    (the staged loop, at each of calibrate's strips), the kernel never
+    streamed, njit and the C NT kernel; ends with the values
+    `calibration.staging_choice` makes of these timings."""
     stalling = STALLING_PAGE_ALIAS_BYTES
     cases = calibration.page_alias_workloads(mib, np.random.default_rng(1))
-    speeds = {}
+    aligned_speed = {}
     c_kernels = {"triad": lambda a, b, c, q: lib.triad_nt(ptr(a), ptr(b), ptr(c), float(q), a.size),
                  "5-point": lambda out, g: lib.jac_nt(ptr(out), ptr(g), *g.shape)}
+    staged = {strip: f"check {stalling} bytes, staged in {strip} B strips" for strip in calibration.STRIPS}
     for name, (function, args, output) in cases.items():
         builds = {"numba.njit": numba.njit(function)}
-        for label, alias, threshold in (("streamed, no check", 0, None), (f"check {stalling} bytes", stalling, None),
-                                        ("never streamed", 0, 1 << 62)):
+        for label, alias, strip, threshold in ([("streamed, no check", 0, 512, None)]
+                                               + [(staged[strip], stalling, strip, None) for strip in staged]
+                                               + [("never streamed", 0, 512, 1 << 62)]):
             builds[label] = calibration.kernel_with_stages(function, output, False, LoadStage(),
                                                            machine_profile().sources, page_alias_bytes=alias,
-                                                           threshold=threshold)
+                                                           strip_bytes=strip, threshold=threshold)
         impls = {label: (lambda k=k: k(*args)) for label, k in builds.items()}
         if lib:
             c_kernel = next(k for prefix, k in c_kernels.items() if name.startswith(prefix))
@@ -215,9 +220,10 @@ def page_alias(mib, lib, rounds):
         moved = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
         medians = compare(f"{name}, {mib} MiB float32", impls, moved, "numba.njit", rounds)
         print("  calls:", {label: k.stream_calls() for label, k in builds.items() if hasattr(k, "stream_calls")})
-        speeds[name] = medians[f"check {stalling} bytes"] / medians["streamed, no check"]
-    value, table = calibration.page_alias_choice(speeds)
-    print(f"\nvalue to store: page_alias_bytes = {value} (streamed against the check's staged loop: {table})")
+        aligned_speed[name] = {strip: medians[label] / medians["streamed, no check"] for strip, label in staged.items()}
+    value, table, strip, strips = calibration.staging_choice(aligned_speed)
+    print(f"\nvalues to store: page_alias_bytes = {value} (streamed against the check's staged loop, {strip} B "
+          f"strips: {table}), strip_bytes = {strip} (streamed against the staged loop per strip: {strips})")
 
 
 def jacobi5_f32_stencil(g):

@@ -6,7 +6,8 @@ them where the allocator maps each anew (its loads of ``A[i, j - 1]`` 8 bytes be
 stores to ``B[i, j]``) and triad with its destination 12 bytes past its
 sources. Builds: the aligned loop (no page-alias check: the profile row of
 CPUs where trailing sources do not stall), the staged loop at several strip
-sizes (the check of CPUs where they stall: every call runs staged), and
+sizes (the check of CPUs where they stall: every call runs staged; the machine
+profile's `strip_bytes` row picks one), and
 numba.njit (what the plain fallback runs). njit's time / the build's:
 median (min-max) of interleaved rounds; every result is checked equal to
 numba.njit's first, and every staged call counted staged.
@@ -14,7 +15,6 @@ numba.njit's first, and every staged call counted staged.
 Run: python bench/staging.py [MiB] [rounds]
 """
 
-import dataclasses
 import sys
 
 import numba
@@ -22,8 +22,8 @@ import numpy as np
 
 from streamjit import measure
 from streamjit.calibration import at_page_offset, kernel_with_stages
-from streamjit.machine import STALLING_PAGE_ALIAS_BYTES, LoadStage, machine_profile
-from streamjit.passes import staging
+from streamjit.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
+from streamjit.machine import LoadStage, machine_profile
 
 STRIPS = (512, 1024, 2048, 4096)
 
@@ -64,31 +64,25 @@ def _workloads(mib):
 
 
 def _builds(function, output):
-    """{build: kernel}; each staged build compiles with its strip size."""
+    """{build: kernel}; each staged build with its strip size."""
     sources = machine_profile().sources
     builds = {"numba.njit": numba.njit(function),
               "aligned loop (no check)": kernel_with_stages(function, output, False, LoadStage(), sources,
                                                             page_alias_bytes=0, threshold=None)}
     for strip in STRIPS:
         kernel = kernel_with_stages(function, output, False, LoadStage(), sources,
-                                    page_alias_bytes=STALLING_PAGE_ALIAS_BYTES, threshold=None)
+                                    page_alias_bytes=STALLING_PAGE_ALIAS_BYTES, strip_bytes=strip, threshold=None)
         builds[f"staged, {strip} B strips"] = kernel
     return builds
 
 
 def _compile(builds, make):
-    """Compile each build with its strip size and check it equals njit."""
+    """Compile each build and check it equals njit."""
     expected = make()
     builds["numba.njit"](*expected)
-    default = staging.STRIP_BYTES
     for name, kernel in builds.items():
         got = make()
-        if name.startswith("staged"):
-            staging.STRIP_BYTES = int(name.split()[1])
-        try:
-            kernel(*got)
-        finally:
-            staging.STRIP_BYTES = default
+        kernel(*got)
         assert all(np.array_equal(g, e) for g, e in zip(got, expected) if isinstance(g, np.ndarray)), name
     return expected
 

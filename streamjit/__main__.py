@@ -142,7 +142,7 @@ def _calibrate(args):
     elif _saved(lambda: save_load_stages(*stages), dict(zip(("sources", "stream_loads"), stages))) is None:
         return 1
     alias = measure_page_alias(mib=args.profile_mib, rounds=args.rounds)
-    path = _saved(lambda: save_page_alias(*alias), {"page_alias_bytes": alias[0]})
+    path = _saved(lambda: save_page_alias(*alias), {"page_alias_bytes": alias[0], "strip_bytes": alias[1]})
     if path is None:
         return 1
     print(f"profile saved to {path}\n")

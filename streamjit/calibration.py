@@ -39,9 +39,9 @@ import numpy as np
 
 from . import measure
 from .api import stream_kernel
+from .cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 from .dispatcher import StreamDispatcher
-from .machine import (STALLING_PAGE_ALIAS_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
-                      update_profile_file, vector_isa)
+from .machine import LoadStage, cache_sizes, cpu_name, machine_profile, stage_record, update_profile_file, vector_isa
 from .options import validate_options
 from .protocol.targets import fence_forms, nt_store_forms
 
@@ -243,42 +243,67 @@ def page_alias_choice(speeds):
     """``(page_alias_bytes, table)`` for ``{workload: staged loop's time /
     aligned loop's time}`` with sources a few bytes behind: 0 where the
     aligned loop is at least `NO_LOSS` of the staged one on every workload,
-    else `machine.STALLING_PAGE_ALIAS_BYTES`."""
+    else `cpu_defaults.STALLING_PAGE_ALIAS_BYTES`."""
     table = ", ".join(f"{w} {r:.2f}x" for w, r in speeds.items())
     return (STALLING_PAGE_ALIAS_BYTES if min(speeds.values()) < NO_LOSS else 0), table
 
 
+# The strips (bytes per destination) calibrate runs the staged loop with;
+# bench/staging.py sweeps more.
+STRIPS = (256, 512, 1024, 2048)
+
+
 def measure_page_alias(mib=64, rounds=5, report=print):
     """Measure whether sources trailing a streamed store modulo 4 KiB stall
-    it here; return ``(page_alias_bytes, reason, table rows)`` as
-    `page_alias_choice` decides."""
+    it here (as `page_alias_choice` decides, the staged loop at its best
+    strip against the aligned loop) and which of `STRIPS` the staged loop
+    runs fastest with; return ``(page_alias_bytes, strip_bytes, reasons,
+    table rows)``."""
     sources = machine_profile().sources
-    speeds = {}
+    aligned_speed = {}  # workload -> {strip: the staged loop's time / the aligned loop's}
     for name, (function, args, output) in page_alias_workloads(mib, np.random.default_rng(0)).items():
-        kernels = {checked: kernel_with_stages(function, output, False, LoadStage(), sources,
-                                               page_alias_bytes=STALLING_PAGE_ALIAS_BYTES if checked else 0)
-                   for checked in (True, False)}
+        kernels = {strip: kernel_with_stages(function, output, False, LoadStage(), sources,
+                                             page_alias_bytes=STALLING_PAGE_ALIAS_BYTES, strip_bytes=strip)
+                   for strip in STRIPS}
+        kernels[None] = kernel_with_stages(function, output, False, LoadStage(), sources, page_alias_bytes=0)
         medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
-        staged = kernels[True].stream_calls()["staged"]
-        streamed = kernels[False].stream_calls()["streamed"]
-        if not staged or not streamed:
-            raise RuntimeError(f"{name}: the checked build ran staged on {staged} calls and the other streamed on "
-                               f"{streamed}: the workload does not measure the check")
-        speeds[name] = medians[True] / medians[False]
-    value, table = page_alias_choice(speeds)
+        paths = {k: kernel.stream_calls()["streamed" if k is None else "staged"] for k, kernel in kernels.items()}
+        if not all(paths.values()):
+            raise RuntimeError(f"{name}: calls on their path per build (None: the aligned loop) {paths}: the "
+                               "workload does not measure the check")
+        aligned_speed[name] = {strip: medians[strip] / medians[None] for strip in STRIPS}
+    value, table, strip, strips = staging_choice(aligned_speed)
     report(f"sources trailing a streamed store modulo 4 KiB ({mib} MiB float32), the aligned loop against the "
-           f"staged loop the check runs: {table}: " + (f"stalls, check {value} bytes" if value else
-                                                       "no stall, no check"))
-    reason = (f"calibrated on {cpu_name()}: aligned against staged loop with sources a few bytes behind modulo 4 KiB: "
-              f"{table}")
-    return value, reason, [{"row": "page_alias_bytes", **speeds}]
+           f"staged loop the check runs, {strip}-byte strips: {table}: " + (f"stalls, check {value} bytes" if value
+                                                                             else "no stall, no check")
+           + f"\nthe aligned loop against the staged loop per strip (geometric mean): {strips}: {strip} bytes")
+    reasons = {"page_alias_bytes": f"calibrated on {cpu_name()}: aligned against staged loop with sources a few bytes "
+                                   f"behind modulo 4 KiB: {table}",
+               "strip_bytes": f"calibrated on {cpu_name()}: the aligned loop against the staged loop per strip: "
+                              f"{strips}"}
+    rows = [{"row": "page_alias_bytes", **{n: s[strip] for n, s in aligned_speed.items()}},
+            {"row": "strip_bytes", **{n: {str(k): v for k, v in s.items()} for n, s in aligned_speed.items()}}]
+    return value, strip, reasons, rows
 
 
-def save_page_alias(page_alias_bytes, reason, rows):
-    """Store the ``page_alias_bytes`` row `measure_page_alias` chose, with
-    its reason and measurements, in the profile file."""
-    return update_profile_file({"profile": {"page_alias_bytes": page_alias_bytes,
-                                            "reasons": {"page_alias_bytes": reason}}}, {"page_alias": rows})
+def staging_choice(aligned_speed):
+    """``(page_alias_bytes, its table, strip_bytes, the strips' table)`` for
+    ``{workload: {strip: the staged loop's time / the aligned loop's}}``:
+    the strip whose staged loop is fastest (geometric mean over the
+    workloads), and `page_alias_choice` of that strip's staged loop."""
+    strips = list(next(iter(aligned_speed.values())))
+    by_strip = {strip: statistics.geometric_mean([s[strip] for s in aligned_speed.values()]) for strip in strips}
+    strip = min(strips, key=by_strip.get)
+    value, table = page_alias_choice({name: speeds[strip] for name, speeds in aligned_speed.items()})
+    return value, table, strip, ", ".join(f"{s} B {by_strip[s]:.2f}x" for s in strips)
+
+
+def save_page_alias(page_alias_bytes, strip_bytes, reasons, rows):
+    """Store the ``page_alias_bytes`` and ``strip_bytes`` rows
+    `measure_page_alias` chose, with their reasons and measurements, in the
+    profile file."""
+    return update_profile_file({"profile": {"page_alias_bytes": page_alias_bytes, "strip_bytes": strip_bytes,
+                                            "reasons": reasons}}, {"page_alias": rows})
 
 
 _REGISTER_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
@@ -344,6 +369,7 @@ def machine_info():
         "4K aliasing check": (f"sources 1-{profile.page_alias_bytes} bytes behind a streamed store modulo 4 KiB run "
                               "the staged loop" if profile.page_alias_bytes else "none")
                              + f" ({profile.reasons.get('page_alias_bytes', '')})",
+        "staged strips": f"{profile.strip_bytes} bytes per destination ({profile.reasons.get('strip_bytes', '')})",
         "threshold (auto)": _threshold_line(*default_threshold()),
         "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "
                           + _parallel_line(*parallel_copy_bytes()),

@@ -20,7 +20,7 @@ streamjit but its warning class. Two kinds of content:
 ``python -m streamjit calibrate`` (`calibration.py`) measures the choices
 and stores the winners in the profile file, with the size crossovers of
 `threshold.py`. A machine never calibrated gets the defaults for its
-vendor and family below, chosen from the measurements in bench/README.md,
+vendor and family (`cpu_defaults.py`), chosen from the measurements in bench/README.md,
 never a choice measured to lose on that kind of CPU.
 
 The profile file is JSON in the user cache directory; writers merge into it
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 import platformdirs
 
+from .cpu_defaults import UNMEASURED, measured_rows
 from .errors import StreamWarning
 
 # Prefetch hints, as `llvm.prefetch`'s locality argument: NTA is 0 (no
@@ -184,6 +185,8 @@ _PROFILE_KEYS = {
     "sources": _STAGE,
     "page_alias_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v < 4096,
                          "a number of bytes from 0 to 4095"),
+    "strip_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 64 <= v <= 1 << 16 and v % 64 == 0,
+                    "a number of bytes from 64 to 65536, a multiple of 64"),
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
 _warned = set()  # (path, file version, key): each damaged entry is reported once
@@ -309,106 +312,37 @@ class MachineProfile:
       a loop reading two streams or more checks its addresses and, when a
       source trails that closely, runs the staged loop (`passes/staging.py`:
       strips computed into a buffer in cache, streamed out of it), or the
-      plain loop where the loop cannot be staged; 0: no check.
+      plain loop where the loop cannot be staged; 0: no check;
+    - ``strip_bytes``: the bytes of each destination one strip of the
+      staged loop computes before streaming them out (a multiple of the
+      cache line).
 
     ``origin`` says where the choices come from, ``reasons`` why (per row)."""
     stream_loads: LoadStage
     sources: LoadStage
+    page_alias_bytes: int
+    strip_bytes: int
     origin: str
     reasons: dict = field(default_factory=dict, compare=False)
-    page_alias_bytes: int = 0
 
 
-# The rows of every profile.
-ROWS = ("stream_loads", "sources", "page_alias_bytes")
-# The page_alias_bytes of CPUs where trailing sources stall streamed stores
-# (measured on a Zen 2, below), and of CPUs nobody measured: a call that
-# would stall runs the staged loop, which ran near the aligned loop where
-# nothing stalls (Intel Xeon, bench/staging.py) and beat the plain loop
-# where it does (a hand-written staged sweep on the Zen 2, bench/README.md).
-STALLING_PAGE_ALIAS_BYTES = 192
-
-# Defaults for machines never calibrated, per vendor and family, from
-# measurements (bench/README.md "Machine profile", the script named in each
-# reason): row -> (value, why). A choice never measured is never a default.
-_INTEL = {
-    "stream_loads": (LoadStage("t1", 4096),
-                     "measured on an Intel Xeon VM (AVX-512, LLVM rocketlake), 64 MiB float32: prefetchnta capped "
-                     "the stream (2 KiB ahead: copy 0.47x, triad 0.31x, stencil 0.68x), non-temporal loads cost up "
-                     "to 17%, prefetcht1 4 KiB ahead of the sources of streamed stores: copy 1.14x, 5-point stencil "
-                     "1.18x, triad 0.99x, gather 1.23x (8 MiB table), 0.97x (1 MiB table, in L2); as streamed loads "
-                     "no lowering gained over that"),
-    "page_alias_bytes": (0, "measured on an Intel Xeon VM (family 6 model 167, AVX-512, LLVM rocketlake), "
-                            "bench/machine_profile.py: with sources trailing the streamed store by 4-12 bytes modulo "
-                            "4 KiB, streaming still paid (triad 256 MiB float32 1.23x njit streamed, 0.83x checked "
-                            "and plain; NPBench heat_3d N=256 13.6x vs 7.1x, jacobi_2d N=4000 8.0x vs 6.3x): "
-                            "no check"),
-}
-_INTEL["sources"] = _INTEL["stream_loads"]
-_AMD_ZEN5 = {
-    "stream_loads": (LoadStage("nta", 2048), "AMD EPYC Zen 5: prefetchnta 2 KiB ahead, copy 1.04x, triad 1.02x, "
-                                             "gather 1.15x"),
-    "sources": (LoadStage(), "AMD EPYC Zen 5: source prefetch for stores alone not measured there, so none"),
-}
-_AMD_ZEN4 = {
-    "page_alias_bytes": (0, "measured on an AMD EPYC Zen 4 VM (family 25 model 17, AVX-512, LLVM znver4), "
-                            "arrays allocated alike, check compiled out against in: triad 256 MiB float32 1.34x "
-                            "vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 17.7x vs 5.8x: "
-                            "no check"),
-}
-# Zen 5's prefetchnta measured on a Zen 2 (bench/stream_loads.py): copy
-# 0.84x and triad 0.88x of the stores alone; no distance gained on both
-_ZEN2_LOADS = (LoadStage(), "measured on an AMD EPYC Zen 2 VM (family 23 model 49, AVX2), 256 MiB float32: "
-                            "prefetchnta 2 KiB ahead (Zen 5's choice) cost copy 0.84x and triad 0.88x of "
-                            "stream_stores alone, no distance gained on both (256 bytes: 1.02x, 1.01x, gather "
-                            "1.01x): plain loads")
-_AMD_ZEN2 = {
-    "stream_loads": _ZEN2_LOADS,
-    "sources": _ZEN2_LOADS,
-    "page_alias_bytes": (STALLING_PAGE_ALIAS_BYTES,
-                         "measured on an AMD EPYC Zen 2 VM (family 23 model 49), 256 MiB float32: the 5-point "
-                         "stencil streamed 0.54-0.66x njit with its output 4-128 bytes past its input modulo 4 KiB, "
-                         "1.06-1.34x at 192 bytes and more; triad 0.46x (4 bytes), 0.78x (64): sources 1-192 "
-                         "bytes behind run the staged loop (a hand-written staged Jacobi sweep there: 24.3 ms, "
-                         "the plain loop 34.6 ms; the compiled staged loop not yet measured on a Zen 2)"),
-}
-_UNMEASURED = {
-    "stream_loads": (LoadStage(), "no measurement of this kind of CPU (the measured ones disagree: prefetchnta "
-                                  "gained on Zen 5, lost on Zen 2 and Intel): plain loads until `python -m "
-                                  "streamjit calibrate` measures it"),
-    "sources": (LoadStage(), "no measurement of this kind of CPU: no software prefetch"),
-    "page_alias_bytes": (STALLING_PAGE_ALIAS_BYTES,
-                         "no measurement of this kind of CPU: the check of the CPU where trailing sources stall "
-                         "streamed stores (Zen 2); its calls run the staged loop, which ran near the aligned loop "
-                         "where nothing stalls (Intel Xeon VM, bench/staging.py, 256 MiB: Jacobi sweep 1.16x njit, "
-                         "triad 1.48x)"),
-}
-
-
-def _cpu_kind(vendor, family):
-    if vendor == "GenuineIntel" and family == 6:
-        return _INTEL
-    if vendor == "AuthenticAMD" and family == 0x1A:  # Zen 5
-        return _AMD_ZEN5
-    if vendor == "AuthenticAMD" and family == 0x19:  # Zen 3 and 4 (measured: Zen 4)
-        return _AMD_ZEN4
-    if vendor == "AuthenticAMD" and family == 0x17:  # Zen, Zen+ and Zen 2
-        return _AMD_ZEN2
-    return {}
-
-
+# The rows of every profile; those holding a `LoadStage`.
+ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes")
+_STAGE_ROWS = ("stream_loads", "sources")
 def default_profile(vendor, family):
     """The profile of an uncalibrated CPU of this vendor and family: each
-    row its kind's measured value, else the unmeasured one."""
-    rows = {**_UNMEASURED, **_cpu_kind(vendor, family)}
+    row its kind's measured value, else the unmeasured one (`cpu_defaults.py`)."""
+    rows = {**UNMEASURED, **measured_rows(vendor, family)}
     name = f"{vendor} family {family}" if family is not None else vendor
-    return MachineProfile(rows["stream_loads"][0], rows["sources"][0], f"default for {name} (not calibrated)",
-                          {row: why for row, (_, why) in rows.items()}, rows["page_alias_bytes"][0])
+    return MachineProfile(origin=f"default for {name} (not calibrated)", reasons={r: why for r, (_, why) in rows.items()},
+                          **{row: _row(row, value) for row, (value, _) in rows.items()})
 
 
-def _stage(record):
-    """The `LoadStage` of a record `read_profile_file` has checked."""
-    return LoadStage(record["hint"], record["distance"], record.get("nt_loads", False))
+def _row(name, record):
+    """A row's value from its record (the profile file's, or `cpu_defaults.py`'s, checked)."""
+    if name in _STAGE_ROWS:
+        return LoadStage(record["hint"], record["distance"], record.get("nt_loads", False))
+    return record
 
 
 def stage_record(stage):
@@ -435,7 +369,7 @@ def machine_profile():
         rows, reasons = {}, dict(default.reasons)
         for name in ROWS:
             if name in record:
-                rows[name] = _stage(record[name]) if name in ("stream_loads", "sources") else record[name]
+                rows[name] = _row(name, record[name])
                 reasons[name] = record.get("reasons", {}).get(name, "calibrated")
             else:
                 rows[name] = getattr(default, name)
@@ -444,6 +378,5 @@ def machine_profile():
         if calibrated and len(calibrated) < len(ROWS):
             origin += f" ({', '.join(calibrated)} only; the rest: {default.origin})"
         _cached.clear()
-        _cached[key] = MachineProfile(rows["stream_loads"], rows["sources"], origin, reasons,
-                                      rows["page_alias_bytes"])
+        _cached[key] = MachineProfile(origin=origin, reasons=reasons, **rows)
     return _cached[key]

@@ -73,8 +73,10 @@ def test_the_scan_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
 
 
-def test_the_bottom_floor_imports_only_the_warning_class():
-    assert import_graph()["streamjit.machine"] == {"streamjit.errors"}
+def test_the_bottom_floor_imports_only_the_warning_class_and_the_measured_defaults():
+    graph = import_graph()
+    assert graph["streamjit.machine"] == {"streamjit.errors", "streamjit.cpu_defaults"}
+    assert graph["streamjit.cpu_defaults"] == set()
 
 
 # From the bottom up; packages on one floor stand side by side, neither
@@ -83,7 +85,7 @@ def test_the_bottom_floor_imports_only_the_warning_class():
 # while Numba lowers) and the post-O3 stages share only `protocol/`; the
 # passes insert the code generation's intrinsics; `backend/` runs the
 # post-O3 stages on a code library.
-FLOORS = (("errors", "numba_internals"), ("machine", "protocol"), ("codegen", "post_o3"), ("passes", "backend"))
+FLOORS = (("errors", "numba_internals", "cpu_defaults"), ("machine", "protocol"), ("codegen", "post_o3"), ("passes", "backend"))
 
 
 def _floor(module):

@@ -5,6 +5,7 @@ call streams through a buffer in cache instead of running the plain loop.
 Checked against numba.njit on random data placed at chosen page offsets,
 with the path each call took."""
 
+import dataclasses
 import re
 
 import numba
@@ -113,6 +114,31 @@ def test_trailing_sources_run_staged_with_vector_nt_stores(kernel, monkeypatch):
     staged_nt = len(NT_STORE.findall(streamed.inspect_asm(streamed.signatures[0])))
     aligned_nt = len(NT_STORE.findall(unchecked.inspect_asm(unchecked.signatures[0])))
     assert staged_nt > aligned_nt  # (either_branch's aligned loop does not vectorize: 0; its copy out does)
+
+
+@pytest.mark.parametrize("strip_bytes", [64, 2048])
+@pytest.mark.parametrize("kernel", [triad, two_outputs, time_loop])
+def test_the_profiles_strip_size_is_compiled_in_and_every_size_equals_njit(kernel, strip_bytes, monkeypatch):
+    """The staged loop cuts its iterations into strips of the machine
+    profile's ``strip_bytes`` per destination: the option a kernel is
+    compiled with (part of its cache key), and results equal numba.njit's
+    for loops shorter than a strip, of whole strips and between."""
+    profile = dataclasses.replace(machine.machine_profile(), strip_bytes=strip_bytes)
+    monkeypatch.setattr(options, "machine_profile", lambda: profile)
+    streamed, reference = (sj.stream_kernel(stream_stores=KERNELS[kernel][0], threshold=None)(kernel),
+                           numba.njit(kernel))
+    assert streamed.stream_options.strip_bytes == strip_bytes
+    assert streamed.stream_options.cache_key() != COMPILED[kernel][0].stream_options.cache_key()
+    items = strip_bytes // 8  # (float64; two_outputs' float32 strips hold twice as many)
+    sizes = [3, items // 2 + 40, 2 * items + 40, 5 * items + 47]
+    for n in sizes:
+        got, expected = _arguments(kernel, n, 512, 8, n), _arguments(kernel, n, 512, 8, n)
+        streamed(*got)
+        reference(*expected)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
+    # (3 items: too few for an aligned loop)
+    assert streamed.stream_calls()["staged"] == len(sizes) - 1 and not any(streamed.stream_fallbacks().values())
 
 
 def test_sources_sharing_the_destinations_memory_run_plain():

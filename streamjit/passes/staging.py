@@ -10,17 +10,18 @@ this pass for a third version of such a loop: its iterations run in strips,
 each computing the streamed stores into a buffer on the stack (ordinary
 stores, in cache, half a page from the destination modulo 4 KiB), then
 copying the strip before it out with the aligned non-temporal stores (one
-strip behind, so that no load follows the streamed stores it trails):
+strip behind, so that no load follows the streamed stores it trails),
+``n`` elements, ``strip_bytes`` (the machine profile's row) per destination:
 
     if hi > start:                                  # (align_peel.py)
         if no_trailing_alias(...): <aligned loop>
         else:                                       # the staged loop
-            p = aligned_pointer(out, idx(start)); region = staging_region(SLOT_BYTES)
+            p = aligned_pointer(out, idx(start)); region = staging_region(strip_bytes)
             for t in range(strips + 1):
                 s = start + t * n; e = min(s + n, hi)
-                buf = staging_slot(region, out, idx(s), t % 2, SLOT_BYTES)
+                buf = staging_slot(region, out, idx(s), t % 2, strip_bytes)
                 for j in range(s, e): BODY''        # out[idx(j)] = v  ->  buffer_store(buf, j - s, v)
-                q = s - n; last = staging_slot(region, out, idx(q), 1 - t % 2, SLOT_BYTES)
+                q = s - n; last = staging_slot(region, out, idx(q), 1 - t % 2, strip_bytes)
                 for k in range(min(s, hi) - max(q, start)):  # (none for t == 0)
                     stream_store(out, idx(q + k), load_at(last, k, None), p, q + k - start)
 
@@ -44,15 +45,6 @@ from .indices import int_constant
 from .ir_build import Emitter, loop_nest, new_block, retarget
 from .loop_copies import clone_loop, rewrite_copy
 from .peel_checks import itemsize
-
-# The bytes of each destination one strip computes before streaming them
-# out (a multiple of the cache line). Measured on the Intel
-# Xeon VM (family 6 model 167), bench/staging.py, 256 MiB: 512-byte strips
-# ran the Jacobi sweep 1.16x njit (the aligned loop 1.16x) and triad 1.48x
-# (1.54x); 4 KiB strips 1.10x and 1.31x. Not measured where trailing
-# sources stall (Zen 2).
-STRIP_BYTES = 512
-
 
 def _skips_a_store(scan, loop, stored_labels):
     """Whether one iteration of ``loop`` can pass none of ``stored_labels``
@@ -119,19 +111,20 @@ def disjoint_checks(scan, emitter, plan):
 
 def staged_loop(state, scan, plan, start, hi, options, result):
     """The entry label of ``plan.loop``'s staged version over ``[start, hi)``
-    (see the module doc), exiting where the loop exits."""
+    (see the module doc), exiting where the loop exits; strips of
+    ``options.strip_bytes`` (the machine profile's row) per destination."""
     blocks, loop = scan.func_ir.blocks, plan.loop
     scope, loc = blocks[loop.header].scope, loop.loc
     exit_label = blocks[loop.for_block].body[-1].falsebr
     # (every planned store has one item size: `align_peel.plan_peels`)
-    strip = STRIP_BYTES // itemsize(scan, plan.stores[0][0].array_var)
+    strip = options.strip_bytes // itemsize(scan, plan.stores[0][0].array_var)
     pre = Emitter(scope, loc)
     # one buffer per destination array (its stores share one index: `why_not_staged`)
     stores = list({access.array_var: (access, dims) for access, dims in plan.stores}.values())
     arrays = [ir.Var(scope, a.array_var, loc) for a, _ in stores]
     pointers = [pre.call(codegen.aligned_pointer, arr, emit_index(scan, d, loop, start, pre))
                 for arr, (_, d) in zip(arrays, stores)]
-    regions = [pre.call(codegen.staging_region, STRIP_BYTES) for _ in arrays]
+    regions = [pre.call(codegen.staging_region, options.strip_bytes) for _ in arrays]
     strips = pre.binop(operator.floordiv, pre.add(pre.sub(hi, start), strip - 1), strip)
     strip_body = new_block(blocks, scope, loc, [])
     entry, strip_header, (t,) = loop_nest(blocks, scope, loc, [pre.add(strips, 1)], strip_body, exit_label)
@@ -139,7 +132,7 @@ def staged_loop(state, scan, plan, start, hi, options, result):
 
     def slots(emit, first, parity):
         return {arr.name: emit.call(codegen.staging_slot, region, arr, emit_index(scan, d, loop, first, emit), parity,
-                                    STRIP_BYTES)
+                                    options.strip_bytes)
                 for arr, (_, d), region in zip(arrays, stores, regions)}
 
     # strip t computes [first, end) into slot t % 2 (empty for t == strips), ...

@@ -1,0 +1,102 @@
+"""The machine profile's defaults per vendor and family, from measurements.
+
+A CPU never calibrated (``python -m streamjit calibrate``) gets, for each
+row of the profile (`machine.MachineProfile`), the value measured on its
+kind of CPU, with the reason naming the CPU, the script and the numbers;
+a row nobody measured on that kind gets the choice that is never much
+slower than `numba.njit` (`UNMEASURED`). A session on a kind of CPU with
+no measured row runs `bench/machine_profile.py` and adds the row here.
+
+Values are the profile file's records (`machine.read_profile_file`): a
+load stage is ``{"hint", "distance", "nt_loads"}``, the other rows numbers.
+"""
+
+
+def stage(hint="none", distance=0):
+    """A load stage's record: a prefetch of ``hint`` ``distance`` bytes ahead, no non-temporal loads."""
+    return {"hint": hint, "distance": distance, "nt_loads": False}
+
+
+# The bytes of each destination a strip of the staged loop computes (`passes/staging.py`)
+_INTEL_STRIP = (512, "measured on an Intel Xeon VM (family 6 model 167), bench/staging.py, 256 MiB, the staged "
+                     "loop forced: 512-byte strips ran a Jacobi sweep 1.16x njit (the aligned loop 1.16x), triad "
+                     "1.48x (1.54x); 4 KiB strips 1.10x and 1.31x")
+
+# The page_alias_bytes of CPUs where trailing sources stall streamed stores
+# (measured on a Zen 2, below), and of CPUs nobody measured: a call that
+# would stall runs the staged loop, which ran near the aligned loop where
+# nothing stalls (Intel Xeon, bench/staging.py) and beat the plain loop
+# where it does (a hand-written staged sweep on the Zen 2, bench/README.md).
+STALLING_PAGE_ALIAS_BYTES = 192
+
+# Defaults for machines never calibrated, per vendor and family, from
+# measurements (bench/README.md "Machine profile", the script named in each
+# reason): row -> (value, why). A choice never measured is never a default.
+_INTEL = {
+    "stream_loads": (stage("t1", 4096),
+                     "measured on an Intel Xeon VM (AVX-512, LLVM rocketlake), 64 MiB float32: prefetchnta capped "
+                     "the stream (2 KiB ahead: copy 0.47x, triad 0.31x, stencil 0.68x), non-temporal loads cost up "
+                     "to 17%, prefetcht1 4 KiB ahead of the sources of streamed stores: copy 1.14x, 5-point stencil "
+                     "1.18x, triad 0.99x, gather 1.23x (8 MiB table), 0.97x (1 MiB table, in L2); as streamed loads "
+                     "no lowering gained over that"),
+    "page_alias_bytes": (0, "measured on an Intel Xeon VM (family 6 model 167, AVX-512, LLVM rocketlake), "
+                            "bench/machine_profile.py: with sources trailing the streamed store by 4-12 bytes modulo "
+                            "4 KiB, streaming still paid (triad 256 MiB float32 1.23x njit streamed, 0.83x checked "
+                            "and plain; NPBench heat_3d N=256 13.6x vs 7.1x, jacobi_2d N=4000 8.0x vs 6.3x): "
+                            "no check"),
+}
+_INTEL["sources"] = _INTEL["stream_loads"]
+_INTEL["strip_bytes"] = _INTEL_STRIP
+_AMD_ZEN5 = {
+    "stream_loads": (stage("nta", 2048), "AMD EPYC Zen 5: prefetchnta 2 KiB ahead, copy 1.04x, triad 1.02x, "
+                                             "gather 1.15x"),
+    "sources": (stage(), "AMD EPYC Zen 5: source prefetch for stores alone not measured there, so none"),
+}
+_AMD_ZEN4 = {
+    "page_alias_bytes": (0, "measured on an AMD EPYC Zen 4 VM (family 25 model 17, AVX-512, LLVM znver4), "
+                            "arrays allocated alike, check compiled out against in: triad 256 MiB float32 1.34x "
+                            "vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 17.7x vs 5.8x: "
+                            "no check"),
+}
+# Zen 5's prefetchnta measured on a Zen 2 (bench/stream_loads.py): copy
+# 0.84x and triad 0.88x of the stores alone; no distance gained on both
+_ZEN2_LOADS = (stage(), "measured on an AMD EPYC Zen 2 VM (family 23 model 49, AVX2), 256 MiB float32: "
+                            "prefetchnta 2 KiB ahead (Zen 5's choice) cost copy 0.84x and triad 0.88x of "
+                            "stream_stores alone, no distance gained on both (256 bytes: 1.02x, 1.01x, gather "
+                            "1.01x): plain loads")
+_AMD_ZEN2 = {
+    "stream_loads": _ZEN2_LOADS,
+    "sources": _ZEN2_LOADS,
+    "page_alias_bytes": (STALLING_PAGE_ALIAS_BYTES,
+                         "measured on an AMD EPYC Zen 2 VM (family 23 model 49), 256 MiB float32: the 5-point "
+                         "stencil streamed 0.54-0.66x njit with its output 4-128 bytes past its input modulo 4 KiB, "
+                         "1.06-1.34x at 192 bytes and more; triad 0.46x (4 bytes), 0.78x (64): sources 1-192 "
+                         "bytes behind run the staged loop (a hand-written staged Jacobi sweep there: 24.3 ms, "
+                         "the plain loop 34.6 ms; the compiled staged loop not yet measured on a Zen 2)"),
+}
+UNMEASURED = {
+    "stream_loads": (stage(), "no measurement of this kind of CPU (the measured ones disagree: prefetchnta "
+                                  "gained on Zen 5, lost on Zen 2 and Intel): plain loads until `python -m "
+                                  "streamjit calibrate` measures it"),
+    "sources": (stage(), "no measurement of this kind of CPU: no software prefetch"),
+    "page_alias_bytes": (STALLING_PAGE_ALIAS_BYTES,
+                         "no measurement of this kind of CPU: the check of the CPU where trailing sources stall "
+                         "streamed stores (Zen 2); its calls run the staged loop, which ran near the aligned loop "
+                         "where nothing stalls (Intel Xeon VM, bench/staging.py, 256 MiB: Jacobi sweep 1.16x njit, "
+                         "triad 1.48x)"),
+    "strip_bytes": (_INTEL_STRIP[0], "no measurement of this kind of CPU: the strip measured best on the Intel Xeon "
+                                     "VM (family 6 model 167, bench/staging.py)"),
+}
+
+
+def measured_rows(vendor, family):
+    """``{row: (value, why)}`` measured on this vendor and family's CPUs ({} where none was)."""
+    if vendor == "GenuineIntel" and family == 6:
+        return _INTEL
+    if vendor == "AuthenticAMD" and family == 0x1A:  # Zen 5
+        return _AMD_ZEN5
+    if vendor == "AuthenticAMD" and family == 0x19:  # Zen 3 and 4 (measured: Zen 4)
+        return _AMD_ZEN4
+    if vendor == "AuthenticAMD" and family == 0x17:  # Zen, Zen+ and Zen 2
+        return _AMD_ZEN2
+    return {}
