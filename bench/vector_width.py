@@ -4,9 +4,11 @@ against the same kernels compiled to prefer 512-bit vectors (the LLVM
 function attribute ``"prefer-vector-width"="512"`` on every function of
 the kernel's module, before optimization), with the swap Jacobi's C
 ceiling (`bench/c/jacobi_nt.c`: plain, NT stores of 256 and 512 bits,
-with and without a prefetch of the row below). Programs: the swap Jacobi
-of bench/ping_pong.py (float64, buffers made by ``.copy()``) and STREAM
-triad (float32, ``np.empty_like``). njit's time / the build's: median
+with and without a prefetch of the row below). Each kernel streamed and
+never streamed (a threshold no call reaches: its plain loops, which the
+width changes too). Programs: the swap Jacobi of bench/ping_pong.py
+(float64, buffers made by ``.copy()``), STREAM triad (float32 and float64,
+``np.empty_like``) and a 5-point stencil (float32). njit's time / the build's: median
 (min-max) of interleaved rounds; results checked against numba.njit.
 
 A measurement for a possible machine-profile row, not a lowering
@@ -36,6 +38,7 @@ from streamjit.backend import library
 from ping_pong import STEPS, jacobi_swap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+NEVER = 1 << 62  # a threshold no call reaches: the kernel's plain loops
 
 
 @contextlib.contextmanager
@@ -69,17 +72,27 @@ def c_jacobi():
     return function
 
 
+def stencil(out, a):
+    for i in range(1, a.shape[0] - 1):
+        for j in range(1, a.shape[1] - 1):
+            out[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1]) - a[i, j]
+
+
 def programs(mib):
     """{program: (function, make arguments, {C build: (bits, prefetch)})}."""
-    side = int((mib / 2 * 2 ** 20 / 8) ** 0.5)
-    grid = np.random.default_rng(0).random((side, side))
+    rng = np.random.default_rng(0)
+    side, side32 = int((mib / 2 * 2 ** 20 / 8) ** 0.5), int((mib / 2 * 2 ** 20 / 4) ** 0.5)
+    grid, grid32 = rng.random((side, side)), rng.random((side32, side32), dtype=np.float32)
     n = mib * 2 ** 20 // 12
-    b, c = (np.random.default_rng(s).random(n, dtype=np.float32) for s in (1, 2))
+    b, c = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    b64, c64 = rng.random(n // 2), rng.random(n // 2)
     c_builds = {"C plain": (0, 0), "C NT 256": (256, 0), "C NT 512": (512, 0), "C NT 256 + prefetch": (256, 1),
                 "C NT 512 + prefetch": (512, 1)}
     return {f"swap Jacobi {side}x{side} float64, {STEPS} steps": (jacobi_swap, lambda: (grid.copy(), grid.copy(), STEPS),
                                                                   c_builds),
-            f"triad {n} float32": (measure.stream_triad, lambda: (np.empty_like(b), b, c, np.float32(3)), {})}
+            f"triad {n} float32": (measure.stream_triad, lambda: (np.empty_like(b), b, c, np.float32(3)), {}),
+            f"triad {n // 2} float64": (measure.stream_triad, lambda: (np.empty_like(b64), b64, c64, 3.0), {}),
+            f"5-point stencil {side32}x{side32} float32": (stencil, lambda: (grid32.copy(), grid32), {})}
 
 
 def main(mib=256, rounds=9):
@@ -87,9 +100,10 @@ def main(mib=256, rounds=9):
     print(f"{mib} MiB per program; njit's time / this: median (min-max) of {rounds} interleaved rounds")
     c_function = c_jacobi()
     for program, (function, make, c_builds) in programs(mib).items():
-        builds = {"numba.njit": numba.njit(function),
-                  "streamjit": sj.stream_kernel(stream_stores=True, threshold=None)(function),
-                  "streamjit, 512-bit": sj.stream_kernel(stream_stores=True, threshold=None)(function)}
+        builds = {"numba.njit": numba.njit(function)}
+        for label, threshold in (("streamjit", None), ("never streamed", NEVER)):
+            for width in ("", ", 512-bit"):
+                builds[label + width] = sj.stream_kernel(stream_stores=True, threshold=threshold)(function)
         arguments = {name: make() for name in builds}
         expected = make()
         builds["numba.njit"](*expected)
@@ -110,7 +124,7 @@ def main(mib=256, rounds=9):
         times = measure.interleaved_times(runners, rounds)
         print(program)
         for name, ratio in measure.speedups(times, "numba.njit").items():
-            print(f"  {name:24s} {ratio:.2f}x ({ratio.low:.2f}-{ratio.high:.2f})")
+            print(f"  {name:26s} {ratio:.2f}x ({ratio.low:.2f}-{ratio.high:.2f})")
 
 
 if __name__ == "__main__":
