@@ -421,7 +421,9 @@ def test_an_update_in_place_stays_plain_beside_a_streamed_row_of_its_array():
         out = ey.copy()
         kernel(out, hz, fict)
         np.testing.assert_array_equal(out, expected)
-        assert kernel.stream_calls()["streamed"] == 1 and "ey" in kernel.stream_result().streamed_stores
+        # (staged where ey's copy lies a few bytes past hz modulo 4 KiB, under the suite's profile)
+        assert kernel.stream_calls()["streamed"] + kernel.stream_calls()["staged"] == 1
+        assert "ey" in kernel.stream_result().streamed_stores
     rows = {name: kernel.stream_report().arrays["ey"] for name, kernel in kernels.items()}
     # (the named kernel streams the row and the update; the measured one the row only)
     assert 0 < rows["measured"].nt_vector_stores < rows["named"].nt_vector_stores
