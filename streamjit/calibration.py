@@ -1,4 +1,4 @@
-"""Measuring this machine: the machine profile's load lowering, and `info`.
+"""Measuring this machine: the machine profile's rows, and `info`.
 
 Sits above the dispatcher (it compiles and runs kernels); `machine.py`
 below it only stores and reads what is measured here.
@@ -24,6 +24,11 @@ baseline. On a loaded machine (`load_note`) a win must be clear:
 `CLEAR_GAIN`. Where the rounds of one build disagree by more than `NOISE`,
 the comparison is measured again, up to `RETRIES` times; rounds that still
 disagree choose nothing, and `calibrate` saves no load profile from them.
+
+`measure_page_alias` times the aligned loop against the staged loop (at
+each of `STRIPS`) with sources a few bytes behind the streamed store
+modulo 4 KiB: the ``page_alias_bytes`` row (a check where the aligned loop
+stalls) and the ``strip_bytes`` row (the staged loop's fastest strip).
 """
 
 import dataclasses
