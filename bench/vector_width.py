@@ -88,8 +88,8 @@ def programs(mib):
     b64, c64 = rng.random(n // 2), rng.random(n // 2)
     c_builds = {"C plain": (0, 0), "C NT 256": (256, 0), "C NT 512": (512, 0), "C NT 256 + prefetch": (256, 1),
                 "C NT 512 + prefetch": (512, 1)}
-    return {f"swap Jacobi {side}x{side} float64, {STEPS} steps": (jacobi_swap, lambda: (grid.copy(), grid.copy(), STEPS),
-                                                                  c_builds),
+    jacobi = f"swap Jacobi {side}x{side} float64, {STEPS} steps"
+    return {jacobi: (jacobi_swap, lambda: (grid.copy(), grid.copy(), STEPS), c_builds),
             f"triad {n} float32": (measure.stream_triad, lambda: (np.empty_like(b), b, c, np.float32(3)), {}),
             f"triad {n // 2} float64": (measure.stream_triad, lambda: (np.empty_like(b64), b64, c64, 3.0), {}),
             f"5-point stencil {side32}x{side32} float32": (stencil, lambda: (grid32.copy(), grid32), {})}

@@ -329,12 +329,15 @@ class MachineProfile:
 # The rows of every profile; those holding a `LoadStage`.
 ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes")
 _STAGE_ROWS = ("stream_loads", "sources")
+
+
 def default_profile(vendor, family):
     """The profile of an uncalibrated CPU of this vendor and family: each
     row its kind's measured value, else the unmeasured one (`cpu_defaults.py`)."""
     rows = {**UNMEASURED, **measured_rows(vendor, family)}
     name = f"{vendor} family {family}" if family is not None else vendor
-    return MachineProfile(origin=f"default for {name} (not calibrated)", reasons={r: why for r, (_, why) in rows.items()},
+    return MachineProfile(origin=f"default for {name} (not calibrated)",
+                          reasons={row: why for row, (_, why) in rows.items()},
                           **{row: _row(row, value) for row, (value, _) in rows.items()})
 
 
