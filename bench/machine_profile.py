@@ -23,6 +23,9 @@ limits.c's own runs):
   streamed with no check, with the check (the staged loop, at each strip
   ``calibrate`` tries), never streamed, njit and C NT; it ends with the
   values ``calibrate`` would store for this CPU;
+- the ``scalar_nt_bytes`` row: scalar NT against plain stores in two loops
+  that do not vectorize, float32 and float64 (`calibration.measure_scalar_stores`
+  at this size), ending with the item sizes to store;
 - gathers `out[i] = lut[key[i]] * x[i]` from a table that stays in L2 and
   from one four times larger: `stream_loads` against `stream_stores` alone.
 
@@ -179,6 +182,8 @@ def main(mib, limits_path, rounds=9):
         np.testing.assert_allclose(out[1:-1, 1:-1], drop_in(g)[1:-1, 1:-1], rtol=1e-6)
 
     page_alias(mib, lib, rounds)
+    sizes = calibration.measure_scalar_stores(mib, rounds)[0]
+    print(f"value to store: scalar_nt_bytes = {list(sizes)}\n")
 
     l2 = cache_sizes().get("L2", 1 << 20)
     for label, table_bytes in (("in L2", l2 // 2), ("4x L2", 4 * l2)):

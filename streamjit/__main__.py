@@ -120,8 +120,8 @@ def calibrate(args):
 
 
 def _calibrate(args):
-    from .calibration import (load_note, measure_load_stages, measure_page_alias, previous_stages, save_load_stages,
-                              save_page_alias)
+    from .calibration import (load_note, measure_load_stages, measure_page_alias, measure_scalar_stores,
+                              previous_stages, save_load_stages, save_page_alias, save_scalar_stores)
     from .machine import check_writable, profile_file
     from .threshold import save_calibration, stored_thresholds
 
@@ -143,6 +143,10 @@ def _calibrate(args):
         return 1
     alias = measure_page_alias(mib=args.profile_mib, rounds=args.rounds)
     path = _saved(lambda: save_page_alias(*alias), {"page_alias_bytes": alias[0], "strip_bytes": alias[1]})
+    if path is None:
+        return 1
+    scalar = measure_scalar_stores(mib=args.profile_mib, rounds=args.rounds)
+    path = _saved(lambda: save_scalar_stores(*scalar), {"scalar_nt_bytes": scalar[0]})
     if path is None:
         return 1
     print(f"profile saved to {path}\n")

@@ -25,6 +25,9 @@ baseline. On a loaded machine (`load_note`) a win must be clear:
 the comparison is measured again, up to `RETRIES` times; rounds that still
 disagree choose nothing, and `calibrate` saves no load profile from them.
 
+`measure_scalar_stores` times scalar NT stores against plain ones in loops
+that do not vectorize, per item size: the ``scalar_nt_bytes`` row.
+
 `measure_page_alias` times the aligned loop against the staged loop (at
 each of `STRIPS`) with sources a few bytes behind the streamed store
 modulo 4 KiB: the ``page_alias_bytes`` row (a check where the aligned loop
@@ -46,7 +49,8 @@ from . import measure
 from .api import stream_kernel
 from .cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 from .dispatcher import StreamDispatcher
-from .machine import LoadStage, cache_sizes, cpu_name, machine_profile, stage_record, update_profile_file, vector_isa
+from .machine import (SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
+                      update_profile_file, vector_isa)
 from .options import validate_options
 from .protocol.targets import fence_forms, nt_store_forms
 
@@ -311,6 +315,35 @@ def save_page_alias(page_alias_bytes, strip_bytes, reasons, rows):
                                             "reasons": reasons}}, {"page_alias": rows})
 
 
+def measure_scalar_stores(mib=64, rounds=5, report=print):
+    """Measure scalar non-temporal stores against plain stores in loops that
+    do not vectorize (`measure.running_sum`, `measure.checked_scale`) per
+    item size (float32, float64); return ``(scalar_nt_bytes, reason, table
+    rows)``: the sizes where scalar NT stores lose nowhere and gain (`choose`)."""
+    speeds = {}  # item bytes -> {workload: plain stores' time / scalar NT stores'}
+    for function in (measure.running_sum, measure.checked_scale):
+        for dtype in (np.float32, np.float64):
+            a = np.random.default_rng(0).random(mib * measure.MIB // np.dtype(dtype).itemsize).astype(dtype)
+            out = np.empty_like(a)
+            kernels = {sizes: kernel_with_stages(function, "out", False, LoadStage(), LoadStage(), threshold=None,
+                                                 scalar_nt_bytes=sizes) for sizes in ((), SCALAR_NT_ITEM_BYTES)}
+            medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](out, a)) for k in kernels}, rounds)
+            speeds.setdefault(a.itemsize, {})[f"{function.__name__} {a.dtype.name}"] = \
+                medians[()] / medians[SCALAR_NT_ITEM_BYTES]
+    chosen = tuple(n for n, s in speeds.items() if choose({"plain": {w: 1.0 for w in s}, "nt": s}, "plain") == "nt")
+    table = ", ".join(f"{w} {r:.2f}x" for s in speeds.values() for w, r in s.items())
+    report(f"scalar NT stores against plain stores in loops that do not vectorize ({mib} MiB): {table}: "
+           + (f"scalar NT stores of {'- and '.join(map(str, chosen))}-byte items" if chosen else "plain stores"))
+    return chosen, f"calibrated on {cpu_name()}: scalar NT against plain stores: {table}", [speeds]
+
+
+def save_scalar_stores(scalar_nt_bytes, reason, rows):
+    """Store the ``scalar_nt_bytes`` row `measure_scalar_stores` chose, with its reason and measurements."""
+    return update_profile_file({"profile": {"scalar_nt_bytes": list(scalar_nt_bytes),
+                                            "reasons": {"scalar_nt_bytes": reason}}},
+                               {"scalar_nt_bytes": [{str(n): s for n, s in row.items()} for row in rows]})
+
+
 _REGISTER_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
 
 
@@ -375,6 +408,9 @@ def machine_info():
                               "the staged loop" if profile.page_alias_bytes else "none")
                              + f" ({profile.reasons.get('page_alias_bytes', '')})",
         "staged strips": f"{profile.strip_bytes} bytes per destination ({profile.reasons.get('strip_bytes', '')})",
+        "scalar NT stores": (f"items of {' and '.join(map(str, profile.scalar_nt_bytes))} bytes"
+                             if profile.scalar_nt_bytes else "none")
+                            + f", where a streamed loop does not vectorize ({profile.reasons.get('scalar_nt_bytes', '')})",
         "threshold (auto)": _threshold_line(*default_threshold()),
         "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "
                           + _parallel_line(*parallel_copy_bytes()),

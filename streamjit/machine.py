@@ -48,6 +48,8 @@ from .errors import StreamWarning
 # Prefetch hints, as `llvm.prefetch`'s locality argument: NTA is 0 (no
 # temporal locality), T2 1, T1 2, T0 3. "none": no software prefetch.
 PREFETCH_HINTS = {"nta": 0, "t2": 1, "t1": 2, "t0": 3, "none": None}
+# The item sizes (bytes) whose scalar stores have a non-temporal form (x86 `movnti`, 32 and 64 bits).
+SCALAR_NT_ITEM_BYTES = (4, 8)
 # Sizes are compared with the arrays' bytes in the kernel, as int64.
 MAX_BYTES = (1 << 63) - 1
 # Bytes ahead for a hint a kernel asks for (``prefetch_hint=``) where the
@@ -187,6 +189,8 @@ _PROFILE_KEYS = {
                          "a number of bytes from 0 to 4095"),
     "strip_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 64 <= v <= 1 << 16 and v % 64 == 0,
                     "a number of bytes from 64 to 65536, a multiple of 64"),
+    "scalar_nt_bytes": (lambda v: isinstance(v, list) and all(type(n) is int and n in SCALAR_NT_ITEM_BYTES for n in v),
+                        "a list of the item sizes 4 and 8"),
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
 _warned = set()  # (path, file version, key): each damaged entry is reported once
@@ -315,19 +319,24 @@ class MachineProfile:
       plain loop where the loop cannot be staged; 0: no check;
     - ``strip_bytes``: the bytes of each destination one strip of the
       staged loop computes before streaming them out (a multiple of the
-      cache line).
+      cache line);
+    - ``scalar_nt_bytes``: the item sizes (bytes) whose streamed stores,
+      where the vectorizer leaves them scalar (a loop that does not
+      vectorize), become scalar non-temporal stores (``movnti``); the
+      others stay plain.
 
     ``origin`` says where the choices come from, ``reasons`` why (per row)."""
     stream_loads: LoadStage
     sources: LoadStage
     page_alias_bytes: int
     strip_bytes: int
+    scalar_nt_bytes: tuple
     origin: str
     reasons: dict = field(default_factory=dict, compare=False)
 
 
 # The rows of every profile; those holding a `LoadStage`.
-ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes")
+ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes")
 _STAGE_ROWS = ("stream_loads", "sources")
 
 
@@ -345,7 +354,7 @@ def _row(name, record):
     """A row's value from its record (the profile file's, or `cpu_defaults.py`'s, checked)."""
     if name in _STAGE_ROWS:
         return LoadStage(record["hint"], record["distance"], record.get("nt_loads", False))
-    return record
+    return tuple(record) if isinstance(record, list) else record
 
 
 def stage_record(stage):

@@ -11,12 +11,25 @@ metadata, where `stream_report` reads it.
 from dataclasses import dataclass, field
 
 from ._version import __version__
-from .machine import LoadStage
+from .machine import SCALAR_NT_ITEM_BYTES, LoadStage
 
 METADATA_KEY = "streamjit"
 # The note on a streamed array stored by the kernel's own loops (how its
 # stores were made: not a reason for anything).
 LOOP_NOTE = "stored in a loop"
+
+
+def plain_scalar_note(dtype, scalar_nt_bytes):
+    """Why the scalar stores of ``dtype`` items (a loop that did not
+    vectorize) stay plain where the machine profile's ``scalar_nt_bytes``
+    row leaves them so; None where it does not."""
+    itemsize = getattr(dtype, "bitwidth", 0) // 8
+    if itemsize not in SCALAR_NT_ITEM_BYTES or itemsize in scalar_nt_bytes:
+        return None
+    return (f"this CPU's machine profile leaves scalar stores of {itemsize}-byte items plain (scalar_nt_bytes "
+            f"{list(scalar_nt_bytes)}: `python -m streamjit info` says why)")
+
+
 # How the note begins on a streamed loop that cannot run staged
 # (`passes/staging.py`), on CPUs where trailing sources stall streamed stores.
 NOT_STAGED = "calls whose sources trail the streamed store modulo 4 KiB run the plain loop, not staged because"
@@ -50,13 +63,15 @@ class StreamOptions:
     page_alias_bytes: int = 0
     # the bytes of each destination a strip of the staged loop computes (the machine profile's row)
     strip_bytes: int = 512
+    # the item sizes whose streamed stores left scalar become scalar NT stores (the machine profile's row)
+    scalar_nt_bytes: tuple = (8,)
     # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
     profile: str = field(default="", compare=False)
 
     def cache_key(self):
         """What, besides the source, decides the compiled code."""
         return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.threshold,
-                self.measured, self.page_alias_bytes, self.strip_bytes)
+                self.measured, self.page_alias_bytes, self.strip_bytes, self.scalar_nt_bytes)
 
 
 @dataclass

@@ -57,6 +57,37 @@ def test_strip_row_per_cpu_kind():
                 and ("no measurement" in profile.reasons["strip_bytes"]) == (vendor != "GenuineIntel"))
 
 
+def test_scalar_store_row_per_cpu_kind():
+    # measured: 64-bit scalar NT stores gain on Intel and Zen 5, 32-bit ones do not; unmeasured kinds: 64-bit only
+    for vendor, family in (("GenuineIntel", 6), ("AuthenticAMD", 26), ("AuthenticAMD", 23), ("aarch64", None)):
+        profile = machine.default_profile(vendor, family)
+        assert profile.scalar_nt_bytes == (8,), (vendor, family)
+        assert "bench/scalar_nt_stores.py" in profile.reasons["scalar_nt_bytes"]
+    assert "0.38-0.40x" in machine.default_profile("GenuineIntel", 6).reasons["scalar_nt_bytes"]
+
+
+def test_calibrated_scalar_store_row_is_read_shown_and_checked(profile_dir):
+    calibration.save_scalar_stores((4, 8), "calibrated here: 1.2x", [{4: {"w": 1.2}, 8: {"w": 1.3}}])
+    profile = machine.machine_profile()
+    assert profile.scalar_nt_bytes == (4, 8) and profile.reasons["scalar_nt_bytes"] == "calibrated here: 1.2x"
+    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.scalar_nt_bytes == (4, 8)
+    assert calibration.machine_info()["scalar NT stores"].startswith("items of 4 and 8 bytes, where a streamed loop")
+    calibration.save_scalar_stores((), "calibrated here: 0.4x", [])
+    assert machine.machine_profile().scalar_nt_bytes == ()
+    assert calibration.machine_info()["scalar NT stores"].startswith("none, where")
+    machine.update_profile_file({"profile": {"scalar_nt_bytes": [2]}})
+    with pytest.warns(sj.StreamWarning, match=r"profile.scalar_nt_bytes is \[2\], not a list of the item sizes 4 and 8"):
+        assert machine.machine_profile().scalar_nt_bytes == machine.default_profile(*machine.cpu_identity()).scalar_nt_bytes
+
+
+def test_calibrate_measures_scalar_stores_per_item_size(profile_dir):
+    printed = []
+    sizes, reason, rows = calibration.measure_scalar_stores(mib=1, rounds=1, report=printed.append)
+    assert set(sizes) <= {4, 8} and reason.startswith("calibrated on")
+    assert set(rows[0]) == {4, 8} and all(len(speeds) == 2 for speeds in rows[0].values())
+    assert "scalar NT stores against plain stores" in printed[0]
+
+
 def test_calibrated_page_alias_and_strip_rows_are_read_kept_and_shown(profile_dir):
     calibration.save_page_alias(64, 1024, {"page_alias_bytes": "calibrated here: triad 0.5x",
                                            "strip_bytes": "calibrated here: 1024 B 0.9x"},

@@ -89,21 +89,21 @@ def stream_load(typingctx, arr, index, marker):
 
 
 @intrinsic(prefer_literal=True)
-def stream_store(typingctx, arr, index, value, base, offset, name):
+def stream_store(typingctx, arr, index, value, base, offset, marker):
     """``arr[index] = value``. For a supported array the store goes to
     ``base[offset]`` (the same element, addressed from the aligned pointer of
-    ``aligned_pointer``) and is tagged as a non-temporal candidate of the
-    array called ``name`` (a string literal)."""
-    if not isinstance(name, types.StringLiteral):
+    ``aligned_pointer``) and is tagged as a non-temporal candidate as
+    ``marker`` (a string literal, `protocol.markers.store_marker`) says."""
+    if not isinstance(marker, types.StringLiteral):
         return None
     if (isinstance(base, types.CPointer) and is_element_access(arr, index) and arr.mutable
             and typingctx.can_convert(value, arr.dtype) is not None):
         def codegen(context, builder, sig, args):
             stored = _store_through(context, builder, sig.args[3], args[3], sig.args[4], args[4], sig.args[2], args[2])
-            mark_streamed_store(builder, stored, name.literal_value)
+            mark_streamed_store(builder, stored, marker.literal_value)
             return context.get_dummy_value()
 
-        return types.none(arr, index, value, base, offset, name), codegen
+        return types.none(arr, index, value, base, offset, marker), codegen
     plain = numba_operation(typingctx, operator.setitem, (arr, index, value))
     if plain is None:
         return None
@@ -112,7 +112,7 @@ def stream_store(typingctx, arr, index, value, base, offset, name):
         call_numba_operation(context, builder, operator.setitem, plain, sig.args[:3], args[:3])
         return context.get_dummy_value()
 
-    return types.none(arr, index, value, base, offset, name), codegen_plain
+    return types.none(arr, index, value, base, offset, marker), codegen_plain
 
 
 def _pointer_at(context, builder, base, offset_type, offset):

@@ -1,6 +1,7 @@
 """The kernels the measurements time: the STREAM kernels (each with a
 streamed build and a plain `numba.njit` build of the same source), a
-5-point and a 4-point Jacobi, a gather, a CSR spmv, and 1-D to 3-D
+5-point and a 4-point Jacobi, a gather, two loops LLVM leaves scalar
+(a running sum, a scale with an early exit), a CSR spmv, and 1-D to 3-D
 stencils, each as a loop and as a `numba.stencil` kernel. `calibration.py`
 times some of them too."""
 
@@ -50,6 +51,23 @@ def gather(out, lut, key, x):
     advance with ``i``, so they are not prefetched)."""
     for i in range(out.shape[0]):
         out[i] = lut[key[i]] * x[i]
+
+
+def running_sum(out, a):
+    """A running sum: a dependence from one iteration to the next keeps the loop scalar."""
+    acc = a.dtype.type(0)
+    for i in range(a.shape[0]):
+        acc += a[i]
+        out[i] = acc
+
+
+def checked_scale(out, a):
+    """A scale with a range check that raises: the early exit keeps the loop scalar."""
+    for i in range(a.shape[0]):
+        x = a[i]
+        if x > 2:
+            raise ValueError("value out of range")
+        out[i] = 2 * x
 
 
 def spmv(y, indptr, indices, values, x):

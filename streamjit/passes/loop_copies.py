@@ -14,6 +14,7 @@ import copy
 from numba.core import ir
 
 from .. import codegen
+from ..protocol.markers import store_marker
 from .ir_build import Emitter, retarget
 from .retype import copy_types
 from .stream_loads import marker_of
@@ -79,7 +80,7 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
                     emit.call(codegen.buffer_store, pointer, offset_of(emit), value)
                 else:
                     emit.call(codegen.stream_store, arr, index, value, pointer, offset_of(emit),
-                              emit.const(access.array))
+                              emit.const(store_marker(access.array, options.scalar_nt_bytes)))
                 continue
             marker = marker_of(scan, access, options, result)
             if pointer is not None:

@@ -16,18 +16,20 @@ import re
 import llvmlite.binding as llvm
 
 from ..errors import given_in_kernel, warn_in_kernel
-from ..plan import LOOP_NOTE, METADATA_KEY
+from ..plan import LOOP_NOTE, METADATA_KEY, plain_scalar_note
 from ..post_o3.counts import count_marked_stores, kernel_functions
 from ..post_o3.module import Module
 
 
-def _reasons(result, name, stores):
-    """Why none of ``stores`` (an `ArrayReport` of the marked stores) streams."""
+def _reasons(result, name, stores, plain_scalar):
+    """Why none of ``stores`` (an `ArrayReport` of the marked stores) streams; ``plain_scalar``:
+    the machine profile's reason to leave its scalar stores plain, or None."""
     notes = [n for n in result.notes.get(name, []) if not n.endswith(LOOP_NOTE) and " stored by " not in n]
     if stores.nt_scalar_stores:
         notes.append("its aligned loop did not vectorize, and this target has no scalar non-temporal store")
     elif stores.plain_stores:
-        notes.append("its aligned loop did not vectorize to full-width aligned vector stores")
+        notes.append("its aligned loop did not vectorize to full-width aligned vector stores"
+                     + (f", and {plain_scalar}" if plain_scalar else ""))
     return notes or ["no store to it could be aligned to a full vector"]
 
 
@@ -61,7 +63,8 @@ def run_pass(state):
         if name in result.streamed_stores and (stores.nt_vector_stores or stores.nt_scalar_stores and x86):
             continue
         # (a reason already shown as a warning of its own, at its line, is not repeated)
-        reasons = [r for r in _reasons(result, name, stores) if not _given_at_its_line(state.func_id, r)]
+        plain_scalar = plain_scalar_note(getattr(state.typemap.get(name), "dtype", None), options.scalar_nt_bytes)
+        reasons = [r for r in _reasons(result, name, stores, plain_scalar) if not _given_at_its_line(state.func_id, r)]
         if not reasons:
             continue
         line = next((int(m.group(1)) for m in map(_AT_LINE.match, reasons) if m), None)

@@ -40,6 +40,7 @@ import operator
 from numba.core import ir, types
 
 from .. import codegen
+from ..protocol.markers import store_marker
 from .affine import emit_index
 from .indices import int_constant
 from .ir_build import Emitter, loop_nest, new_block, retarget
@@ -163,7 +164,7 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     for (access, dims), arr, pointer in zip(stores, arrays, pointers):
         value = out.call(codegen.not_a_load, out.call(codegen.load_at, copied[arr.name], k, out.const(None)))
         out.call(codegen.stream_store, arr, emit_index(scan, dims, loop, j, out), value, pointer, out.sub(j, start),
-                 out.const(access.array))
+                 out.const(store_marker(access.array, options.scalar_nt_bytes)))
     out.stmts.append(ir.Jump(copy_header, loc))
     blocks[copy_body].body = out.stmts
     retarget(blocks[mapping[loop.for_block]], {exit_label: copy_entry})

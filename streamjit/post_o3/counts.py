@@ -9,7 +9,7 @@ fence; counted per array in an `ArrayReport`.
 
 from dataclasses import dataclass, field
 
-from ..protocol.markers import STREAM_STORE_SCOPE
+from ..protocol.markers import STREAM_STORE_SCOPE, parse_store_marker
 from .nontemporal import MOVNTI_ASM
 from .stream_memset import FILL
 
@@ -69,7 +69,8 @@ def count_marked_stores(functions, module, *arrays):
     any of ``arrays`` (the aligned loops' stores: the only ones attributable
     to an array that is not a parameter; several names where ping-pong
     variables may hold the array)."""
-    lists = {i for i, name in module.marked_scope_lists(STREAM_STORE_SCOPE).items() if name in arrays}
+    lists = {i for i, marker in module.marked_scope_lists(STREAM_STORE_SCOPE).items()
+             if parse_store_marker(marker)[0] in arrays}
     report = ArrayReport()
     for function in functions:
         for _, _, inst in function.instructions():

@@ -12,10 +12,11 @@ vector NT store faults; an NT load needs it too, `vmovntdqa`).
 
 Marked stores that stayed scalar because the aligned loop did not vectorize
 become scalar NT stores (`movnti`/`movntss`/`movntsd`), which have no
-alignment requirement: `bench/scalar_nt_stores.py` measured them against
-plain stores in loops that cannot vectorize, and they were never slower at
-256 MiB (AMD EPYC: 1.00x to 1.26x; Intel Xeon, where floats and doubles go
-through an integer register as `movnti`, see `_movnti`: 1.10x to 1.58x). In
+alignment requirement, where their marker allows their item size (the
+machine profile's ``scalar_nt_bytes`` row, `protocol.markers.store_marker`: 32-bit
+`movnti` streams ran 0.4x plain stores on an Intel Xeon VM; measured per CPU
+by `bench/scalar_nt_stores.py`; floats and doubles go through an integer
+register as `movnti` where x86 has no scalar FP NT store, see `_movnti`). In
 a function that does get vector NT stores, its scalar marked stores are the
 vectorizer's remainder iterations, which write part of a cache line at the
 end of each row: as NT stores those partial lines cost a memory transaction
@@ -30,14 +31,11 @@ load on most CPUs, and cost 20% on the Intel Xeon VM of
 
 import llvmlite.binding as llvm
 
-from ..protocol.markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, parse_load_marker
+from ..protocol.markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, parse_load_marker, parse_store_marker
 from .module import ELEMENT_BYTES, Inst, vector_shape
 
 # Vector NT accesses exist for 16-byte (SSE, NEON q) registers and wider.
 _MIN_VECTOR_BYTES = 16
-# Make marked scalar stores non-temporal too (measured, see module doc);
-# bench/scalar_nt_stores.py turns it off to compare.
-SCALAR_NONTEMPORAL = True
 _SCALAR_TYPES = ("float", "double", "i32", "i64")
 # the integer register and movnti suffix for each floating-point type
 _INTEGER = {"float": ("i32", "l"), "double": ("i64", "q")}
@@ -47,10 +45,9 @@ MOVNTI_ASM = 'asm sideeffect "movnti'
 
 def _streamable(inst, scalar_stores):
     """Whether a marked access may be emitted non-temporal: aligned vectors,
-    and scalar stores when ``scalar_stores`` and `SCALAR_NONTEMPORAL`."""
+    and scalar stores when ``scalar_stores``."""
     if inst.type in _SCALAR_TYPES:
-        return inst.opcode == "store" and scalar_stores and SCALAR_NONTEMPORAL and \
-            inst.align >= ELEMENT_BYTES[inst.type]
+        return inst.opcode == "store" and scalar_stores and inst.align >= ELEMENT_BYTES[inst.type]
     shape = vector_shape(inst.type)
     if shape is None:
         return False
@@ -59,6 +56,11 @@ def _streamable(inst, scalar_stores):
     if scalable:  # SVE's stnt1/ldnt1 need element alignment only
         return element > 0 and inst.align >= element
     return lanes * element >= _MIN_VECTOR_BYTES and inst.align >= min(lanes * element, 64)
+
+
+def _scalar_allowed(inst, sizes):
+    """Whether a marked scalar store may be non-temporal, its marker allowing ``sizes`` (None: every size)."""
+    return sizes is None or ELEMENT_BYTES.get(inst.type) in sizes
 
 
 def _movnti(function, inst):
@@ -73,8 +75,11 @@ def _movnti(function, inst):
 
 def run(module, target):
     """Attach ``!nontemporal`` to the streamable marked accesses, per function."""
-    # loads only where their marker allows non-temporal loads (the machine profile's choice)
-    lists = {**module.marked_scope_lists(STREAM_STORE_SCOPE),
+    # loads only where their marker allows non-temporal loads, scalar stores where theirs allows
+    # scalar NT stores (the machine profile's choices)
+    stores = module.marked_scope_lists(STREAM_STORE_SCOPE)
+    scalar_bytes = {i: parse_store_marker(marker)[1] for i, marker in stores.items()}
+    lists = {**stores,
              **{i: m for i, m in module.marked_scope_lists(STREAM_LOAD_SCOPE).items() if parse_load_marker(m)[2]}}
     if not lists:
         return False
@@ -87,7 +92,8 @@ def run(module, target):
         vector_stores = any(inst.opcode == "store" and inst.type not in _SCALAR_TYPES and _streamable(inst, True)
                             for _, _, inst in accesses)
         for block, k, inst in reversed(accesses):  # (from the last, so a replacement moves no index still to come)
-            if "nontemporal" in inst.metadata or not _streamable(inst, scalar_stores=not vector_stores):
+            if "nontemporal" in inst.metadata or not _streamable(
+                    inst, scalar_stores=not vector_stores and _scalar_allowed(inst, scalar_bytes.get(inst.scope()))):
                 continue
             if inst.opcode == "store" and inst.type in _INTEGER and target.fp_through_integers:
                 llvm.initialize_native_asmparser()  # (Numba's JIT does not; the inline asm needs it)

@@ -12,7 +12,9 @@ hint, the distance in bytes, 0 for none, and ``nt`` where it may become a
 non-temporal load: `streamjit.stream_load:t1:4096`,
 `streamjit.stream_load:nta:2048:nt`), so the rewrite after optimization
 needs no state from the compiler; a store's carries the name of the array
-it writes (`streamjit.stream_store:out`).
+it writes and the item sizes whose scalar stores may become non-temporal
+(`store_marker`: `streamjit.stream_store:out:scalar=8`; without
+``scalar=``, every size may).
 """
 
 import llvmlite.ir as llir
@@ -29,11 +31,26 @@ def _mark(builder, instruction, scope_name):
     instruction.set_metadata("alias.scope", module.add_metadata([scope]))
 
 
-def mark_streamed_store(builder, instruction, array):
-    """Tag a store instruction to the named array as a candidate for a
-    non-temporal store (the name lets `stream_report` count the stores of
-    arrays that are not parameters)."""
-    _mark(builder, instruction, f"{STREAM_STORE_SCOPE}:{array}")
+def store_marker(array, scalar_bytes):
+    """A store's scope suffix: the array it writes (which lets
+    `stream_report` count the stores of arrays that are not parameters),
+    and ``scalar_bytes``, the item sizes whose stores may become scalar
+    non-temporal stores where the vectorizer leaves them scalar (the
+    machine profile's ``scalar_nt_bytes`` row)."""
+    return f"{array}:scalar=" + "-".join(map(str, scalar_bytes))
+
+
+def parse_store_marker(marker):
+    """``(array, the item sizes whose scalar stores may be non-temporal, None: every size)`` of a
+    `store_marker` suffix."""
+    array, _, scalar = marker.partition(":scalar=")
+    return array, None if scalar == "" and ":scalar=" not in marker else tuple(int(n) for n in scalar.split("-") if n)
+
+
+def mark_streamed_store(builder, instruction, marker):
+    """Tag a store instruction as a candidate for a non-temporal store,
+    as ``marker`` (`store_marker`) says."""
+    _mark(builder, instruction, f"{STREAM_STORE_SCOPE}:{marker}")
 
 
 def load_marker(stage, prefetched=True):
