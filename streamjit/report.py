@@ -128,7 +128,9 @@ class StreamReport:
             lines.append(f"  {self.exit_fences} returns fenced for exceptions raised inside a streamed nest")
         if self.loads:
             lines.append(f"loads: {self.loads}")
-        lines.append(calls_line(self.calls, self.fallbacks, self.streams))
+        nt_stores = self.machine_nt_vector_stores + self.machine_nt_scalar_stores + sum(
+            rep.nt_vector_stores + rep.nt_scalar_stores for rep in self.arrays.values())
+        lines.append(calls_line(self.calls, self.fallbacks, self.streams, plain_stores=not nt_stores))
         lines.extend(math_call_notes(self.math_calls))
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
@@ -184,11 +186,13 @@ FALLBACK_REMEDIES = {
 }
 
 
-def calls_line(calls, fallbacks=None, streams=True):
+def calls_line(calls, fallbacks=None, streams=True, plain_stores=False):
     """What ran: the calls so far, per path (`passes/call_record.py`), and
     which run-time checks sent calls to the plain code; None: not counted
     (``streams``: whether any store of the code streams; code that streams
-    none is counted where it fused loops, which ran or fell back)."""
+    none is counted where it fused loops, which ran or fell back;
+    ``plain_stores``: the aligned loops' stores all ended plain, so a call
+    that ran them streamed nothing)."""
     if calls is None:
         return "calls: not counted" + ("" if streams else " (no store streams: every call runs the plain loops)")
     words = {"streamed": "streamed", "staged": "streamed through a staging buffer (a source a few bytes behind a "
@@ -196,6 +200,8 @@ def calls_line(calls, fallbacks=None, streams=True):
              "below_threshold": "plain below the threshold",
              "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"} if streams \
         else {"plain": "ran the fused loops (no store streams)", "after_check": "Numba's code after a run-time check"}
+    if streams and plain_stores:
+        words["streamed"] = "ran the aligned loop, whose stores stayed plain (see the notes)"
     # (staged calls only where there were some: on most CPUs no loop stages)
     parts = {path: f"{calls[path]} {words[path]}" for path in words if path != "staged" or calls.get(path)}
     failed = [f"{n}: {FALLBACK_WORDS[check]}" + ("; allocate the output with streamjit.empty_like"

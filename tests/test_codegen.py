@@ -234,13 +234,16 @@ def test_scalar_nt_stores_follow_the_profiles_item_sizes(dtype, monkeypatch):
     rep = kernel.stream_report().arrays["out"]
     asm = kernel.inspect_asm(kernel.signatures[0])
     plain = "leaves scalar stores of 4-byte items plain (scalar_nt_bytes [8]"
+    calls = str(kernel.stream_report())
     if dtype == np.float32:
         assert rep.nt_scalar_stores == 0 and not re.search(r"^\s*movnti", asm, re.M)
         assert any(plain in n for n in rep.notes)
+        assert "calls: 1 ran the aligned loop, whose stores stayed plain (see the notes)" in calls
         assert any(plain in str(w.message) for w in caught)
     else:
         assert rep.nt_scalar_stores > 0 and re.search(r"^\s*movnti[q]?\s+%r\w+, ", asm, re.M)
         assert not any(plain in n for n in rep.notes) and not any(plain in str(w.message) for w in caught)
+        assert "calls: 1 streamed," in calls
 
 
 def _triad(out, a, b):
