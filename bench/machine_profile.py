@@ -209,14 +209,13 @@ def page_alias(mib, lib, rounds):
     c_kernels = {"triad": lambda a, b, c, q: lib.triad_nt(ptr(a), ptr(b), ptr(c), float(q), a.size),
                  "5-point": lambda out, g: lib.jac_nt(ptr(out), ptr(g), *g.shape)}
     staged = {strip: f"check {stalling} bytes, staged in {strip} B strips" for strip in calibration.STRIPS}
+    staged[None] = "streamed, no check"
     for name, (function, args, output) in cases.items():
         builds = {"numba.njit": numba.njit(function)}
-        for label, alias, strip, threshold in ([("streamed, no check", 0, 512, None)]
-                                               + [(staged[strip], stalling, strip, None) for strip in staged]
-                                               + [("never streamed", 0, 512, 1 << 62)]):
-            builds[label] = calibration.kernel_with_stages(function, output, False, LoadStage(),
-                                                           machine_profile().sources, page_alias_bytes=alias,
-                                                           strip_bytes=strip, threshold=threshold)
+        for strip, kernel in calibration.staging_builds(function, output, calibration.STRIPS, threshold=None).items():
+            builds[staged[strip]] = kernel
+        builds["never streamed"] = calibration.kernel_with_stages(function, output, False, LoadStage(),
+                                                                  machine_profile().sources, threshold=1 << 62)
         impls = {label: (lambda k=k: k(*args)) for label, k in builds.items()}
         if lib:
             c_kernel = next(k for prefix, k in c_kernels.items() if name.startswith(prefix))
@@ -225,7 +224,7 @@ def page_alias(mib, lib, rounds):
         moved = sum(a.nbytes for a in args if isinstance(a, np.ndarray))
         medians = compare(f"{name}, {mib} MiB float32", impls, moved, "numba.njit", rounds)
         print("  calls:", {label: k.stream_calls() for label, k in builds.items() if hasattr(k, "stream_calls")})
-        aligned_speed[name] = {strip: medians[label] / medians["streamed, no check"] for strip, label in staged.items()}
+        aligned_speed[name] = {strip: medians[staged[strip]] / medians[staged[None]] for strip in calibration.STRIPS}
     value, table, strip, strips = calibration.staging_choice(aligned_speed)
     print(f"\nvalues to store: page_alias_bytes = {value} (streamed against the check's staged loop, {strip} B "
           f"strips: {table}), strip_bytes = {strip} (streamed against the staged loop per strip: {strips})")

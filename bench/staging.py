@@ -21,9 +21,7 @@ import numba
 import numpy as np
 
 from streamjit import measure
-from streamjit.calibration import at_page_offset, kernel_with_stages
-from streamjit.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
-from streamjit.machine import LoadStage, machine_profile
+from streamjit.calibration import at_page_offset, staging_builds
 
 STRIPS = (512, 1024, 2048, 4096)
 
@@ -65,14 +63,9 @@ def _workloads(mib):
 
 def _builds(function, output):
     """{build: kernel}; each staged build with its strip size."""
-    sources = machine_profile().sources
-    builds = {"numba.njit": numba.njit(function),
-              "aligned loop (no check)": kernel_with_stages(function, output, False, LoadStage(), sources,
-                                                            page_alias_bytes=0, threshold=None)}
-    for strip in STRIPS:
-        kernel = kernel_with_stages(function, output, False, LoadStage(), sources,
-                                    page_alias_bytes=STALLING_PAGE_ALIAS_BYTES, strip_bytes=strip, threshold=None)
-        builds[f"staged, {strip} B strips"] = kernel
+    builds = {"numba.njit": numba.njit(function)}
+    for strip, kernel in staging_builds(function, output, STRIPS, threshold=None).items():
+        builds["aligned loop (no check)" if strip is None else f"staged, {strip} B strips"] = kernel
     return builds
 
 

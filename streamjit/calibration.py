@@ -262,19 +262,29 @@ def page_alias_choice(speeds):
 STRIPS = (256, 512, 1024, 2048)
 
 
+def staging_builds(function, output, strips, **rows):
+    """``{None: the aligned loop, strip: the staged loop}`` of a kernel
+    streaming ``output``, its sources lowered as this machine's profile says:
+    no page-alias check, and the check of the CPUs where trailing sources
+    stall (so every call whose sources trail closely stages) in strips of
+    each of ``strips`` bytes; other `StreamOptions` fields in ``rows``."""
+    sources = machine_profile().sources
+    builds = {None: kernel_with_stages(function, output, False, LoadStage(), sources, page_alias_bytes=0, **rows)}
+    builds.update({strip: kernel_with_stages(function, output, False, LoadStage(), sources,
+                                             page_alias_bytes=STALLING_PAGE_ALIAS_BYTES, strip_bytes=strip, **rows)
+                   for strip in strips})
+    return builds
+
+
 def measure_page_alias(mib=64, rounds=5, report=print):
     """Measure whether sources trailing a streamed store modulo 4 KiB stall
     it here (as `page_alias_choice` decides, the staged loop at its best
     strip against the aligned loop) and which of `STRIPS` the staged loop
     runs fastest with; return ``(page_alias_bytes, strip_bytes, reasons,
     table rows)``."""
-    sources = machine_profile().sources
     aligned_speed = {}  # workload -> {strip: the staged loop's time / the aligned loop's}
     for name, (function, args, output) in page_alias_workloads(mib, np.random.default_rng(0)).items():
-        kernels = {strip: kernel_with_stages(function, output, False, LoadStage(), sources,
-                                             page_alias_bytes=STALLING_PAGE_ALIAS_BYTES, strip_bytes=strip)
-                   for strip in STRIPS}
-        kernels[None] = kernel_with_stages(function, output, False, LoadStage(), sources, page_alias_bytes=0)
+        kernels = staging_builds(function, output, STRIPS)
         medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
         paths = {k: kernel.stream_calls()["streamed" if k is None else "staged"] for k, kernel in kernels.items()}
         if not all(paths.values()):

@@ -54,10 +54,10 @@ _INTEL["scalar_nt_bytes"] = ((8,), "measured on an Intel Xeon VM (family 6 model
 _AMD_ZEN5 = {
     "stream_loads": (stage("nta", 2048), "AMD EPYC Zen 5: prefetchnta 2 KiB ahead, copy 1.04x, triad 1.02x, "
                                          "gather 1.15x"),
+    "sources": (stage(), "AMD EPYC Zen 5: source prefetch for stores alone not measured there, so none"),
     "scalar_nt_bytes": ((8,), "measured on an AMD EPYC Zen 5 VM, bench/scalar_nt_stores.py, 256 MiB, loops that do "
                               "not vectorize, scalar NT against plain stores: float64 1.08x (running sum) and 1.26x "
                               "(a scale with an early exit), float32 1.00x and 0.98x (no gain): 64-bit only"),
-    "sources": (stage(), "AMD EPYC Zen 5: source prefetch for stores alone not measured there, so none"),
 }
 _AMD_ZEN4 = {
     "page_alias_bytes": (0, "measured on an AMD EPYC Zen 4 VM (family 25 model 17, AVX-512, LLVM znver4), "

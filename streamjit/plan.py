@@ -58,13 +58,15 @@ class StreamOptions:
     # threshold="auto": what measured slower streamed at every size (arrays
     # the kernel makes, updates in place) stays plain even when named
     measured: bool = False
+    # the machine profile's rows the CPU code is compiled with (`machine.MachineProfile`); the
+    # defaults, no check, no staging and no scalar NT store, are the GPU's options, which use none:
     # bytes within which a source trailing a streamed store modulo 4 KiB sends
-    # a call to the plain loop (the machine profile's row; 0: no check)
+    # a call to the staged or plain loop (0: no check)
     page_alias_bytes: int = 0
-    # the bytes of each destination a strip of the staged loop computes (the machine profile's row)
-    strip_bytes: int = 512
-    # the item sizes whose streamed stores left scalar become scalar NT stores (the machine profile's row)
-    scalar_nt_bytes: tuple = (8,)
+    # the bytes of each destination a strip of the staged loop computes
+    strip_bytes: int = 0
+    # the item sizes whose streamed stores left scalar become scalar NT stores
+    scalar_nt_bytes: tuple = ()
     # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
     profile: str = field(default="", compare=False)
 

@@ -26,7 +26,6 @@ from numba.core.ir_utils import legalize_names
 
 from .protocol.targets import count_asm_streaming
 from .math_calls import math_call_notes, math_calls
-from .machine import SCALAR_NT_ITEM_BYTES
 from .plan import FUSED_TEMPORARY, LOOP_NOTE, NOT_STAGED, plain_scalar_note
 from .post_o3.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
 from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
@@ -262,7 +261,7 @@ def count_array_accesses(functions, arrays, aliases=None):
     return reports
 
 
-def _signature_notes(result, name, aryty, rep, scalar_nt_bytes):
+def _signature_notes(result, name, aryty, rep, options):
     notes = list(result.notes.get(name, []))
     if name in result.streamed_stores:
         if aryty.layout != "C":
@@ -270,7 +269,7 @@ def _signature_notes(result, name, aryty, rep, scalar_nt_bytes):
         if rep.nt_vector_stores == 0 and all(n.endswith(LOOP_NOTE) or NOT_STAGED in n for n in notes):
             kind = "scalar NT stores" if rep.nt_scalar_stores else "plain stores"
             why = list(result.vector_hints.get(name, []))
-            plain = None if rep.nt_scalar_stores else plain_scalar_note(aryty.dtype, scalar_nt_bytes)
+            plain = None if rep.nt_scalar_stores else plain_scalar_note(aryty.dtype, options.scalar_nt_bytes)
             why += [plain] if plain else []
             notes.append(f"the aligned loop did not vectorize: {kind}" + (f"; {'; '.join(why)}" if why else ""))
     return notes
@@ -357,10 +356,8 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
         marked, rep = count_marked_stores(functions, module, name), reports[name]
         if marked.nt_vector_stores + marked.nt_scalar_stores > rep.nt_vector_stores + rep.nt_scalar_stores:
             rep.nt_vector_stores, rep.nt_scalar_stores = marked.nt_vector_stores, marked.nt_scalar_stores
-    # (a kernel streaming nothing has no options: its stores are plain, nothing to explain)
-    scalar_nt_bytes = dispatcher.stream_options.scalar_nt_bytes if dispatcher.stream_options else SCALAR_NT_ITEM_BYTES
     for name, rep in reports.items():
-        rep.notes = _signature_notes(result, name, arrays[name], rep, scalar_nt_bytes)
+        rep.notes = _signature_notes(result, name, arrays[name], rep, dispatcher.stream_options)
     for name in sorted(result.fresh_arrays):
         reports[name] = count_marked_stores(functions, module, name)
         if name in result.streamed_stores:

@@ -43,11 +43,12 @@ _INTEGER = {"float": ("i32", "l"), "double": ("i64", "q")}
 MOVNTI_ASM = 'asm sideeffect "movnti'
 
 
-def _streamable(inst, scalar_stores):
+def _streamable(inst, scalar_bytes):
     """Whether a marked access may be emitted non-temporal: aligned vectors,
-    and scalar stores when ``scalar_stores``."""
+    and scalar stores of the item sizes in ``scalar_bytes``."""
     if inst.type in _SCALAR_TYPES:
-        return inst.opcode == "store" and scalar_stores and inst.align >= ELEMENT_BYTES[inst.type]
+        return inst.opcode == "store" and ELEMENT_BYTES[inst.type] in scalar_bytes and \
+            inst.align >= ELEMENT_BYTES[inst.type]
     shape = vector_shape(inst.type)
     if shape is None:
         return False
@@ -56,11 +57,6 @@ def _streamable(inst, scalar_stores):
     if scalable:  # SVE's stnt1/ldnt1 need element alignment only
         return element > 0 and inst.align >= element
     return lanes * element >= _MIN_VECTOR_BYTES and inst.align >= min(lanes * element, 64)
-
-
-def _scalar_allowed(inst, sizes):
-    """Whether a marked scalar store may be non-temporal, its marker allowing ``sizes`` (None: every size)."""
-    return sizes is None or ELEMENT_BYTES.get(inst.type) in sizes
 
 
 def _movnti(function, inst):
@@ -89,11 +85,12 @@ def run(module, target):
                     if inst.opcode in ("store", "load") and inst.scope() in lists and inst.align is not None]
         # (a function linked in from another streamjit library may already
         # have its vector stores non-temporal)
-        vector_stores = any(inst.opcode == "store" and inst.type not in _SCALAR_TYPES and _streamable(inst, True)
+        vector_stores = any(inst.opcode == "store" and inst.type not in _SCALAR_TYPES and _streamable(inst, ())
                             for _, _, inst in accesses)
         for block, k, inst in reversed(accesses):  # (from the last, so a replacement moves no index still to come)
+            # (scalar stores only where the function has no vector NT store: see the module doc)
             if "nontemporal" in inst.metadata or not _streamable(
-                    inst, scalar_stores=not vector_stores and _scalar_allowed(inst, scalar_bytes.get(inst.scope()))):
+                    inst, () if vector_stores else scalar_bytes.get(inst.scope(), ())):
                 continue
             if inst.opcode == "store" and inst.type in _INTEGER and target.fp_through_integers:
                 llvm.initialize_native_asmparser()  # (Numba's JIT does not; the inline asm needs it)

@@ -13,8 +13,7 @@ non-temporal load: `streamjit.stream_load:t1:4096`,
 `streamjit.stream_load:nta:2048:nt`), so the rewrite after optimization
 needs no state from the compiler; a store's carries the name of the array
 it writes and the item sizes whose scalar stores may become non-temporal
-(`store_marker`: `streamjit.stream_store:out:scalar=8`; without
-``scalar=``, every size may).
+(`store_marker`: `streamjit.stream_store:out:scalar=8`).
 """
 
 import llvmlite.ir as llir
@@ -41,10 +40,9 @@ def store_marker(array, scalar_bytes):
 
 
 def parse_store_marker(marker):
-    """``(array, the item sizes whose scalar stores may be non-temporal, None: every size)`` of a
-    `store_marker` suffix."""
+    """``(array, the item sizes whose scalar stores may be non-temporal)`` of a `store_marker` suffix."""
     array, _, scalar = marker.partition(":scalar=")
-    return array, None if scalar == "" and ":scalar=" not in marker else tuple(int(n) for n in scalar.split("-") if n)
+    return array, tuple(int(n) for n in scalar.split("-") if n)
 
 
 def mark_streamed_store(builder, instruction, marker):

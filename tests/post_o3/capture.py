@@ -121,9 +121,10 @@ def _second_function(text, function, offsets):
 def capture_plain():
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="streamjit-capture-")  # (not the user's profile)
     from streamjit.machine import LoadStage, stage_record, update_profile_file
-    # the suite's machine profile (tests/conftest.py): streamed loads prefetched nta 2 KiB ahead, non-temporal
+    # the suite's machine profile (tests/conftest.py): streamed loads prefetched nta 2 KiB ahead, non-temporal;
+    # scalar NT stores of every item size
     update_profile_file({"profile": {"stream_loads": stage_record(LoadStage("nta", 2048, True)),
-                                     "sources": stage_record(LoadStage())}})
+                                     "sources": stage_record(LoadStage()), "scalar_nt_bytes": [4, 8]}})
     import streamjit as sj
 
     f64, f32 = np.random.default_rng(0).random(1000), np.ones(1000, np.float32)
