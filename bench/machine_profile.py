@@ -26,6 +26,10 @@ limits.c's own runs):
 - the ``scalar_nt_bytes`` row: scalar NT against plain stores in two loops
   that do not vectorize, float32 and float64 (`calibration.measure_scalar_stores`
   at this size), ending with the item sizes to store;
+- the ``wide_stencil_bytes`` row: streamed 5-point sweeps, float32 and
+  float64, vectorized 512 bits wide against LLVM's own width
+  (`calibration.measure_wide_stencils` at this size; bench/vector_width.py
+  has the swap Jacobi and its C ceiling), ending with the item sizes to store;
 - gathers `out[i] = lut[key[i]] * x[i]` from a table that stays in L2 and
   from one four times larger: `stream_loads` against `stream_stores` alone.
 
@@ -184,6 +188,8 @@ def main(mib, limits_path, rounds=9):
     page_alias(mib, lib, rounds)
     sizes = calibration.measure_scalar_stores(mib, rounds)[0]
     print(f"value to store: scalar_nt_bytes = {list(sizes)}\n")
+    wide = calibration.measure_wide_stencils(mib, rounds)
+    print(f"value to store: wide_stencil_bytes = {list(wide[0]) if wide else []}\n")
 
     l2 = cache_sizes().get("L2", 1 << 20)
     for label, table_bytes in (("in L2", l2 // 2), ("4x L2", 4 * l2)):

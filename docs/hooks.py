@@ -64,6 +64,8 @@ def how_it_works():
             number += 1
             name = module.__name__.rsplit(".", 1)[-1]
             lines += [f"#### {number}. `{name}`", "", f"*`{_source_path(module)}`*", "", _markdown(module.__doc__), ""]
+    widths = importlib.import_module("streamjit.pre_o3.loop_widths")
+    lines += ["## The pre-O3 stage", "", f"*`{_source_path(widths)}`*", "", _markdown(widths.__doc__), ""]
     lines += ["## The post-O3 stages", "",
               _markdown(stages.__doc__).split("\n\n")[0], "",
               "`STREAMJIT_DUMP_AFTER=<stage name>` prints the LLVM module after a stage.", ""]

@@ -77,7 +77,7 @@ def run_bench(args):
 
 
 def info(args):
-    from .calibration import machine_info
+    from .info import machine_info
 
     for key, value in machine_info().items():
         print(f"{key + ':':20s}{value}")
@@ -120,8 +120,9 @@ def calibrate(args):
 
 
 def _calibrate(args):
-    from .calibration import (load_note, measure_load_stages, measure_page_alias, measure_scalar_stores,
-                              previous_stages, save_load_stages, save_page_alias, save_scalar_stores)
+    from .calibration import (WIDE_STENCIL_MIB, load_note, measure_load_stages, measure_page_alias,
+                              measure_scalar_stores, measure_wide_stencils, previous_stages, save_item_sizes,
+                              save_load_stages, save_page_alias)
     from .machine import check_writable, profile_file
     from .threshold import save_calibration, stored_thresholds
 
@@ -145,10 +146,11 @@ def _calibrate(args):
     path = _saved(lambda: save_page_alias(*alias), {"page_alias_bytes": alias[0], "strip_bytes": alias[1]})
     if path is None:
         return 1
-    scalar = measure_scalar_stores(mib=args.profile_mib, rounds=args.rounds)
-    path = _saved(lambda: save_scalar_stores(*scalar), {"scalar_nt_bytes": scalar[0]})
-    if path is None:
-        return 1
+    for row, measure_row, mib in (("scalar_nt_bytes", measure_scalar_stores, args.profile_mib),
+                                  ("wide_stencil_bytes", measure_wide_stencils, max(args.profile_mib, WIDE_STENCIL_MIB))):
+        sizes = measure_row(mib=mib, rounds=args.rounds)
+        if sizes is not None and _saved(lambda: save_item_sizes(row, *sizes), {row: sizes[0]}) is None:
+            return 1
     print(f"profile saved to {path}\n")
     sizes = measure.sweep_sizes(args.max_mib << 20, 1 << 20)
     print(f"copy and stencil sweeps, streamed vs not, {sizes[0] >> 20}-{sizes[-1] >> 20} MiB per array\n"

@@ -1,4 +1,4 @@
-"""Measuring this machine: the machine profile's rows, and `info`.
+"""Measuring this machine: the machine profile's rows (`info.py` shows them).
 
 Sits above the dispatcher (it compiles and runs kernels); `machine.py`
 below it only stores and reads what is measured here.
@@ -26,7 +26,9 @@ the comparison is measured again, up to `RETRIES` times; rounds that still
 disagree choose nothing, and `calibrate` saves no load profile from them.
 
 `measure_scalar_stores` times scalar NT stores against plain ones in loops
-that do not vectorize, per item size: the ``scalar_nt_bytes`` row.
+that do not vectorize, per item size: the ``scalar_nt_bytes`` row;
+`measure_wide_stencils` streamed stencil sweeps at 512 bits against LLVM's
+width, per item size: the ``wide_stencil_bytes`` row.
 
 `measure_page_alias` times the aligned loop against the staged loop (at
 each of `STRIPS`) with sources a few bytes behind the streamed store
@@ -37,22 +39,16 @@ stalls) and the ``strip_bytes`` row (the staged loop's fastest strip).
 import dataclasses
 import math
 import os
-import platform
 import statistics
 
-import llvmlite
-import llvmlite.binding as llvm
-import numba
 import numpy as np
 
 from . import measure
-from .api import stream_kernel
 from .cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 from .dispatcher import StreamDispatcher
 from .machine import (SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
                       update_profile_file, vector_isa)
 from .options import validate_options
-from .protocol.targets import fence_forms, nt_store_forms
 
 NO_LOSS = 0.97
 GAIN = 1.02
@@ -325,105 +321,81 @@ def save_page_alias(page_alias_bytes, strip_bytes, reasons, rows):
                                             "reasons": reasons}}, {"page_alias": rows})
 
 
+# The sweeps measure_wide_stencils times, MiB: their gain depends on the size
+# (the Intel Xeon VM, family 6 model 167, float64, 512 bits against 256:
+# 1.14x at 32 MiB, 1.00x at 64, 1.08x at 128, 1.05x at 256, 1.03x at 512),
+# so they run at the sizes users stream
+WIDE_STENCIL_MIB = 256
+
+
+def _row_speeds(row, every, cases, rounds, sources=LoadStage()):
+    """``{item bytes: {workload: the kernel's time with the machine-profile
+    row ``row`` empty / with it ``every``}}``: ``cases`` is ``[(function,
+    arguments)]``, each streaming its stores to its first argument, whose
+    item size the ratio is filed under; sources prefetched as ``sources``."""
+    speeds = {}
+    for function, args in cases:
+        output = function.__code__.co_varnames[0]
+        kernels = {sizes: kernel_with_stages(function, output, False, LoadStage(), sources, threshold=None,
+                                             **{row: sizes}) for sizes in ((), every)}
+        medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
+        speeds.setdefault(args[0].itemsize, {})[f"{function.__name__} {args[0].dtype.name}"] = \
+            medians[()] / medians[every]
+    return speeds
+
+
+def _gaining_sizes(speeds, row):
+    """The item sizes of `_row_speeds` where the row, on, lost nowhere and
+    gained (`choose`, the profile's value in force the incumbent: a size
+    changes side only by a gain), and the table as text."""
+    current = getattr(machine_profile(), row)
+    chosen = tuple(n for n, s in speeds.items()
+                   if choose({"off": {w: 1.0 for w in s}, "on": s}, "off", "on" if n in current else "off") == "on")
+    return chosen, ", ".join(f"{w} {r:.2f}x" for s in speeds.values() for w, r in s.items())
+
+
 def measure_scalar_stores(mib=64, rounds=5, report=print):
     """Measure scalar non-temporal stores against plain stores in loops that
     do not vectorize (`measure.running_sum`, `measure.checked_scale`) per
     item size (float32, float64); return ``(scalar_nt_bytes, reason, table
     rows)``: the sizes where scalar NT stores lose nowhere and gain (`choose`)."""
-    speeds = {}  # item bytes -> {workload: plain stores' time / scalar NT stores'}
+    cases = []
     for function in (measure.running_sum, measure.checked_scale):
         for dtype in (np.float32, np.float64):
             a = np.random.default_rng(0).random(mib * measure.MIB // np.dtype(dtype).itemsize).astype(dtype)
-            out = np.empty_like(a)
-            kernels = {sizes: kernel_with_stages(function, "out", False, LoadStage(), LoadStage(), threshold=None,
-                                                 scalar_nt_bytes=sizes) for sizes in ((), SCALAR_NT_ITEM_BYTES)}
-            medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](out, a)) for k in kernels}, rounds)
-            speeds.setdefault(a.itemsize, {})[f"{function.__name__} {a.dtype.name}"] = \
-                medians[()] / medians[SCALAR_NT_ITEM_BYTES]
-    chosen = tuple(n for n, s in speeds.items() if choose({"plain": {w: 1.0 for w in s}, "nt": s}, "plain") == "nt")
-    table = ", ".join(f"{w} {r:.2f}x" for s in speeds.values() for w, r in s.items())
+            cases.append((function, (np.empty_like(a), a)))
+    speeds = _row_speeds("scalar_nt_bytes", SCALAR_NT_ITEM_BYTES, cases, rounds)
+    chosen, table = _gaining_sizes(speeds, "scalar_nt_bytes")
     report(f"scalar NT stores against plain stores in loops that do not vectorize ({mib} MiB): {table}: "
            + (f"scalar NT stores of {'- and '.join(map(str, chosen))}-byte items" if chosen else "plain stores"))
     return chosen, f"calibrated on {cpu_name()}: scalar NT against plain stores: {table}", [speeds]
 
 
-def save_scalar_stores(scalar_nt_bytes, reason, rows):
-    """Store the ``scalar_nt_bytes`` row `measure_scalar_stores` chose, with its reason and measurements."""
-    return update_profile_file({"profile": {"scalar_nt_bytes": list(scalar_nt_bytes),
-                                            "reasons": {"scalar_nt_bytes": reason}}},
-                               {"scalar_nt_bytes": [{str(n): s for n, s in row.items()} for row in rows]})
+def measure_wide_stencils(mib=WIDE_STENCIL_MIB, rounds=5, report=print):
+    """Measure streamed 5-point Jacobi sweeps (`jacobi5_f32`, and
+    `measure.jacobi5` in float64; the output a copy of the grid, as callers
+    allocate it) vectorized `machine.WIDE_VECTOR_BYTES` wide against LLVM's
+    own width, sources prefetched as the profile in force says; return
+    ``(wide_stencil_bytes, reason, table rows)``: the item sizes where the
+    wide vectors lose nowhere and gain (`choose`). None on a CPU without
+    AVX-512. ``mib``: the two arrays of each sweep together."""
+    if vector_isa() != "AVX-512":
+        report(f"wide stencils: not measured, this CPU has no AVX-512 ({vector_isa()})")
+        return None
+    rng, cases = np.random.default_rng(0), []
+    for function, dtype in ((jacobi5_f32, np.float32), (measure.jacobi5, np.float64)):
+        side = int((mib * measure.MIB // 2 // np.dtype(dtype).itemsize) ** 0.5)
+        g = rng.random((side, side)).astype(dtype)
+        cases.append((function, (g.copy(), g)))
+    speeds = _row_speeds("wide_stencil_bytes", (4, 8), cases, rounds, machine_profile().sources)
+    chosen, table = _gaining_sizes(speeds, "wide_stencil_bytes")
+    report(f"streamed stencils 512 bits wide against LLVM's width ({mib} MiB): {table}: "
+           + (f"wide vectors for {'- and '.join(map(str, chosen))}-byte items" if chosen else "LLVM's width"))
+    return chosen, f"calibrated on {cpu_name()}: streamed 5-point sweeps 512 bits wide: {table}", [speeds]
 
 
-_REGISTER_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
-
-
-def _nt_stores(asm):
-    """The distinct NT store instructions in ``asm``, narrowest register first."""
-    return sorted(nt_store_forms(asm), key=lambda s: (_REGISTER_BITS.get(s[-3:], 0), s))
-
-
-def streaming_instructions():
-    """``(NT stores, fences, widest)``: the NT store and fence instructions
-    a streamed float32 copy compiles to here, and a line on the widest NT
-    store the CPU has, against the widest the copy uses. On x86 LLVM's
-    tuning for many AVX-512 CPUs prefers 256-bit vectors, so kernels store
-    ymm where the CPU has zmm; the line says so by compiling the same kernel
-    without that preference (``-prefer-256-bit``), never assuming."""
-    def probe(dst, src):
-        for i in range(dst.shape[0]):
-            dst[i] = src[i]
-
-    kernel = stream_kernel(stream_stores=["dst"], threshold=None)(probe)
-    signature = "void(float32[::1], float32[::1])"
-    asm = kernel.inspect_asm(signature)
-    stores = _nt_stores(asm)
-    fences = sorted(fence_forms(asm))
-    widest = stores[-1] if stores else "none"
-    if llvm.get_host_cpu_features().get("avx512f", False) and not widest.endswith("zmm"):
-        unpreferred = _nt_stores(kernel.inspect_asm(signature, cpu=llvm.get_host_cpu_name(),
-                                                    features="-prefer-256-bit"))
-        if unpreferred and unpreferred[-1].endswith("zmm"):
-            return stores, fences, (f"{unpreferred[-1]} (AVX-512); kernels here use up to {widest}: LLVM's tuning "
-                                    f"for {llvm.get_host_cpu_name()} prefers 256-bit vectors (compiled without that "
-                                    f"preference, features='-prefer-256-bit', the same copy stores zmm)")
-    return stores, fences, widest
-
-
-def _threshold_line(threshold, source):
-    return f"{threshold} bytes ({threshold / (1 << 20):.3g} MiB), from {source}"
-
-
-def _parallel_line(parallel, source):
-    return "never" if parallel is None else f"from {parallel / (1 << 20):.4g} MiB ({source})"
-
-
-def machine_info():
-    """Everything ``python -m streamjit info`` prints, as a dict."""
-    from .threshold import copy_threshold, default_threshold, parallel_copy_bytes
-
-    stores, fences, widest = streaming_instructions()
-    profile = machine_profile()
-    return {
-        "CPU": f"{cpu_name()} ({os.cpu_count()} CPUs, LLVM CPU {llvm.get_host_cpu_name()})",
-        "target": llvm.get_process_triple(),
-        "vector ISA": vector_isa(),
-        "vector NT stores": ", ".join(stores) or "none: streamed stores are plain on this CPU",
-        "widest NT store": widest,
-        "store fence": ", ".join(fences) or "none",
-        "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
-        "profile": profile.origin,
-        "streamed loads": f"{profile.stream_loads.describe()} ({profile.reasons.get('stream_loads', '')})",
-        "sources of stores": f"{profile.sources.describe()} ({profile.reasons.get('sources', '')})",
-        "4K aliasing check": (f"sources 1-{profile.page_alias_bytes} bytes behind a streamed store modulo 4 KiB run "
-                              "the staged loop" if profile.page_alias_bytes else "none")
-                             + f" ({profile.reasons.get('page_alias_bytes', '')})",
-        "staged strips": f"{profile.strip_bytes} bytes per destination ({profile.reasons.get('strip_bytes', '')})",
-        "scalar NT stores": (f"items of {' and '.join(map(str, profile.scalar_nt_bytes))} bytes"
-                             if profile.scalar_nt_bytes else "none")
-                            + f", where a streamed loop does not vectorize ({profile.reasons.get('scalar_nt_bytes', '')})",
-        "threshold (auto)": _threshold_line(*default_threshold()),
-        "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "
-                          + _parallel_line(*parallel_copy_bytes()),
-        "versions": f"numba {numba.__version__}, llvmlite {llvmlite.__version__}, numpy {np.__version__}, "
-                    f"python {platform.python_version()}",
-    }
+def save_item_sizes(row, sizes, reason, rows):
+    """Store a row of item sizes (``scalar_nt_bytes`` from `measure_scalar_stores`, ``wide_stencil_bytes`` from
+    `measure_wide_stencils`), with its reason and measurements."""
+    return update_profile_file({"profile": {row: list(sizes), "reasons": {row: reason}}},
+                               {row: [{str(n): s for n, s in table.items()} for table in rows]})

@@ -50,6 +50,8 @@ from .errors import StreamWarning
 PREFETCH_HINTS = {"nta": 0, "t2": 1, "t1": 2, "t0": 3, "none": None}
 # The item sizes (bytes) whose scalar stores have a non-temporal form (x86 `movnti`, 32 and 64 bits).
 SCALAR_NT_ITEM_BYTES = (4, 8)
+# The bytes of the widest vectors (AVX-512's), at which the ``wide_stencil_bytes`` row vectorizes stencil loops.
+WIDE_VECTOR_BYTES = 64
 # Sizes are compared with the arrays' bytes in the kernel, as int64.
 MAX_BYTES = (1 << 63) - 1
 # Bytes ahead for a hint a kernel asks for (``prefetch_hint=``) where the
@@ -191,6 +193,8 @@ _PROFILE_KEYS = {
                     "a number of bytes from 64 to 65536, a multiple of 64"),
     "scalar_nt_bytes": (lambda v: isinstance(v, list) and all(type(n) is int and n in SCALAR_NT_ITEM_BYTES for n in v),
                         "a list of the item sizes 4 and 8"),
+    "wide_stencil_bytes": (lambda v: isinstance(v, list) and all(type(n) is int and n in (1, 2, 4, 8, 16) for n in v),
+                           "a list of the item sizes 1, 2, 4, 8 and 16"),
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
 _warned = set()  # (path, file version, key): each damaged entry is reported once
@@ -323,7 +327,12 @@ class MachineProfile:
     - ``scalar_nt_bytes``: the item sizes (bytes) whose streamed stores,
       where the vectorizer leaves them scalar (a loop that does not
       vectorize), become scalar non-temporal stores (``movnti``); the
-      others stay plain.
+      others stay plain;
+    - ``wide_stencil_bytes``: the item sizes (bytes) whose streamed
+      stencil loops (an array loaded at two elements or more per iteration)
+      are vectorized with `WIDE_VECTOR_BYTES` vectors, instead of the width
+      LLVM prefers for the CPU (256 bits on many AVX-512 CPUs); none on a
+      CPU without AVX-512.
 
     ``origin`` says where the choices come from, ``reasons`` why (per row)."""
     stream_loads: LoadStage
@@ -331,12 +340,13 @@ class MachineProfile:
     page_alias_bytes: int
     strip_bytes: int
     scalar_nt_bytes: tuple
+    wide_stencil_bytes: tuple
     origin: str
     reasons: dict = field(default_factory=dict, compare=False)
 
 
 # The rows of every profile; those holding a `LoadStage`.
-ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes")
+ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes", "wide_stencil_bytes")
 _STAGE_ROWS = ("stream_loads", "sources")
 
 
@@ -389,6 +399,9 @@ def machine_profile():
         origin = f"calibrated in {path}" if calibrated else default.origin
         if calibrated and len(calibrated) < len(ROWS):
             origin += f" ({', '.join(calibrated)} only; the rest: {default.origin})"
+        if rows["wide_stencil_bytes"] and vector_isa() != "AVX-512":
+            rows["wide_stencil_bytes"] = ()
+            reasons["wide_stencil_bytes"] = f"this CPU has no AVX-512 ({vector_isa()}): LLVM's own vector width"
         _cached.clear()
         _cached[key] = MachineProfile(origin=origin, reasons=reasons, **rows)
     return _cached[key]

@@ -59,7 +59,7 @@ class StreamOptions:
     # the kernel makes, updates in place) stays plain even when named
     measured: bool = False
     # the machine profile's rows the CPU code is compiled with (`machine.MachineProfile`); the
-    # defaults, no check, no staging and no scalar NT store, are the GPU's options, which use none:
+    # defaults, no check, no staging, no scalar NT store and LLVM's vector width, are the GPU's options, which use none:
     # bytes within which a source trailing a streamed store modulo 4 KiB sends
     # a call to the staged or plain loop (0: no check)
     page_alias_bytes: int = 0
@@ -67,13 +67,16 @@ class StreamOptions:
     strip_bytes: int = 0
     # the item sizes whose streamed stores left scalar become scalar NT stores
     scalar_nt_bytes: tuple = ()
+    # the item sizes whose streamed stencil loops are vectorized `machine.WIDE_VECTOR_BYTES` wide
+    wide_stencil_bytes: tuple = ()
     # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
     profile: str = field(default="", compare=False)
 
     def cache_key(self):
         """What, besides the source, decides the compiled code."""
         return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.threshold,
-                self.measured, self.page_alias_bytes, self.strip_bytes, self.scalar_nt_bytes)
+                self.measured, self.page_alias_bytes, self.strip_bytes, self.scalar_nt_bytes,
+                self.wide_stencil_bytes)
 
 
 @dataclass

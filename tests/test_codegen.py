@@ -246,6 +246,47 @@ def test_scalar_nt_stores_follow_the_profiles_item_sizes(dtype, monkeypatch):
         assert "calls: 1 streamed," in calls
 
 
+def _jacobi(out, g):
+    for r in range(1, g.shape[0] - 1):
+        for c in range(1, g.shape[1] - 1):
+            out[r, c] = (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c]) / 5
+
+
+def _scaled_sum(out, a, b):
+    for i in range(out.shape[0]):
+        out[i] = a[i] + 3 * b[i]
+
+
+@pytest.mark.skipif(machine.vector_isa() != "AVX-512", reason="512-bit vectors need AVX-512")
+@pytest.mark.parametrize("function, dtype, wide", [(_jacobi, np.float64, True), (_jacobi, np.float32, False),
+                                                   (_scaled_sum, np.float64, False)])
+def test_wide_stencil_row_widens_the_streamed_stencil_loop_only(function, dtype, wide, monkeypatch):
+    """The ``wide_stencil_bytes`` row [8] (the Intel Xeon VM's): a streamed
+    stencil loop of float64 is vectorized 512 bits wide (zmm NT stores),
+    the function's plain loops keep LLVM's width (no zmm plain store); a
+    float32 stencil (a size the row leaves out) and a loop that is no
+    stencil (one load per source) keep it too. Results equal njit's."""
+    profile = dataclasses.replace(machine.machine_profile(), wide_stencil_bytes=(8,))
+    monkeypatch.setattr(options, "machine_profile", lambda: profile)
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(function)
+    rng = np.random.default_rng(0)
+    if function is _jacobi:
+        g = rng.random((37, 203)).astype(dtype)
+        args, expected = (g.copy(), g), (g.copy(), g)
+    else:
+        a, b = rng.random(4099).astype(dtype), rng.random(4099).astype(dtype)
+        args, expected = (np.empty_like(a), a, b), (np.empty_like(a), a, b)
+    kernel(*args)
+    numba.njit(function)(*expected)
+    np.testing.assert_array_equal(args[0], expected[0])
+    asm = kernel.inspect_asm(kernel.signatures[0])
+    nt = set(re.findall(r"vmovntp[sd]\s+%([xyz]mm)", asm))
+    assert ("zmm" in nt) == wide and (wide or "ymm" in nt)
+    assert not re.search(r"vmovup[sd]\s+%zmm\d+, ", asm)  # (the plain loops' stores)
+    calls = kernel.stream_calls()  # (staged where the suite's page-alias check finds g trailing out)
+    assert calls["streamed"] + calls["staged"] == 1
+
+
 def _triad(out, a, b):
     for i in range(out.shape[0]):
         out[i] = a[i] + 3.0 * b[i]

@@ -83,9 +83,11 @@ def test_the_bottom_floor_imports_only_the_warning_class_and_the_measured_defaul
 # importing the other: `numba_internals/`, the seam every private Numba name
 # goes through, imports nothing of streamjit's; the code generation (run
 # while Numba lowers) and the post-O3 stages share only `protocol/`; the
-# passes insert the code generation's intrinsics; `backend/` runs the
+# pre-O3 stage reads a module with the post-O3 stages' reader; the passes
+# insert the code generation's intrinsics; `backend/` runs the pre- and
 # post-O3 stages on a code library.
-FLOORS = (("errors", "numba_internals", "cpu_defaults"), ("machine", "protocol"), ("codegen", "post_o3"), ("passes", "backend"))
+FLOORS = (("errors", "numba_internals", "cpu_defaults"), ("machine", "protocol"), ("codegen", "post_o3"), ("pre_o3",),
+          ("passes", "backend"))
 
 
 def _floor(module):

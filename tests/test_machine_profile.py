@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import calibration, machine, measure
+from streamjit import calibration, info, machine, measure
 from streamjit.machine import LoadStage
 from test_codegen import needs_x86_avx
 
@@ -67,14 +67,14 @@ def test_scalar_store_row_per_cpu_kind():
 
 
 def test_calibrated_scalar_store_row_is_read_shown_and_checked(profile_dir):
-    calibration.save_scalar_stores((4, 8), "calibrated here: 1.2x", [{4: {"w": 1.2}, 8: {"w": 1.3}}])
+    calibration.save_item_sizes("scalar_nt_bytes", (4, 8), "calibrated here: 1.2x", [{4: {"w": 1.2}, 8: {"w": 1.3}}])
     profile = machine.machine_profile()
     assert profile.scalar_nt_bytes == (4, 8) and profile.reasons["scalar_nt_bytes"] == "calibrated here: 1.2x"
     assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.scalar_nt_bytes == (4, 8)
-    assert calibration.machine_info()["scalar NT stores"].startswith("items of 4 and 8 bytes, where a streamed loop")
-    calibration.save_scalar_stores((), "calibrated here: 0.4x", [])
+    assert info.machine_info()["scalar NT stores"].startswith("items of 4 and 8 bytes, where a streamed loop")
+    calibration.save_item_sizes("scalar_nt_bytes", (), "calibrated here: 0.4x", [])
     assert machine.machine_profile().scalar_nt_bytes == ()
-    assert calibration.machine_info()["scalar NT stores"].startswith("none, where")
+    assert info.machine_info()["scalar NT stores"].startswith("none, where")
     machine.update_profile_file({"profile": {"scalar_nt_bytes": [2]}})
     with pytest.warns(sj.StreamWarning, match=r"profile.scalar_nt_bytes is \[2\], not a list of the item sizes 4 and 8"):
         assert machine.machine_profile().scalar_nt_bytes == machine.default_profile(*machine.cpu_identity()).scalar_nt_bytes
@@ -88,6 +88,43 @@ def test_calibrate_measures_scalar_stores_per_item_size(profile_dir):
     assert "scalar NT stores against plain stores" in printed[0]
 
 
+def test_wide_stencil_row_per_cpu_kind():
+    # measured: 512-bit float64 stencils gained on the Intel Xeon VM; unmeasured kinds keep LLVM's width
+    intel = machine.default_profile("GenuineIntel", 6)
+    assert intel.wide_stencil_bytes == (8,) and "bench/vector_width.py" in intel.reasons["wide_stencil_bytes"]
+    for vendor, family in (("AuthenticAMD", 26), ("AuthenticAMD", 25), ("AuthenticAMD", 23), ("aarch64", None)):
+        profile = machine.default_profile(vendor, family)
+        assert profile.wide_stencil_bytes == () and "no measurement" in profile.reasons["wide_stencil_bytes"]
+
+
+def test_calibrated_wide_stencil_row_is_read_shown_and_checked(profile_dir, monkeypatch):
+    calibration.save_item_sizes("wide_stencil_bytes", (4, 8), "calibrated here: 1.05x", [{8: {"w": 1.05}}])
+    monkeypatch.setattr(machine, "vector_isa", lambda: "AVX-512")
+    profile = machine.machine_profile()
+    assert profile.wide_stencil_bytes == (4, 8) and profile.reasons["wide_stencil_bytes"] == "calibrated here: 1.05x"
+    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.wide_stencil_bytes == (4, 8)
+    assert info.machine_info()["wide stencils"].startswith("items of 4 and 8 bytes: streamed stencil loops")
+    monkeypatch.setattr(machine, "vector_isa", lambda: "AVX2")
+    machine.update_profile_file({"profile": {"wide_stencil_bytes": [8]}})  # (a new file version: read again)
+    profile = machine.machine_profile()
+    assert profile.wide_stencil_bytes == () and "no AVX-512 (AVX2)" in profile.reasons["wide_stencil_bytes"]
+    machine.update_profile_file({"profile": {"wide_stencil_bytes": [3]}})
+    with pytest.warns(sj.StreamWarning, match=r"profile.wide_stencil_bytes is \[3\], not a list of the item sizes"):
+        machine.machine_profile()
+
+
+def test_calibrate_measures_wide_stencils_per_item_size(profile_dir):
+    printed = []
+    measured = calibration.measure_wide_stencils(mib=2, rounds=1, report=printed.append)
+    if machine.vector_isa() != "AVX-512":
+        assert measured is None and "no AVX-512" in printed[0]
+        return
+    sizes, reason, rows = measured
+    assert set(sizes) <= {4, 8} and reason.startswith("calibrated on")
+    assert set(rows[0]) == {4, 8} and "jacobi5 float64" in rows[0][8]
+    assert "streamed stencils 512 bits wide against LLVM's width" in printed[0]
+
+
 def test_calibrated_page_alias_and_strip_rows_are_read_kept_and_shown(profile_dir):
     calibration.save_page_alias(64, 1024, {"page_alias_bytes": "calibrated here: triad 0.5x",
                                            "strip_bytes": "calibrated here: 1024 B 0.9x"},
@@ -99,9 +136,9 @@ def test_calibrated_page_alias_and_strip_rows_are_read_kept_and_shown(profile_di
     assert profile.sources == LoadStage("t1", 512) and profile.reasons["sources"] == "why"
     options = sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options
     assert (options.page_alias_bytes, options.strip_bytes) == (64, 1024)
-    info = calibration.machine_info()
-    assert info["4K aliasing check"].startswith("sources 1-64 bytes behind")
-    assert info["staged strips"] == "1024 bytes per destination (calibrated here: 1024 B 0.9x)"
+    shown = info.machine_info()
+    assert shown["4K aliasing check"].startswith("sources 1-64 bytes behind")
+    assert shown["staged strips"] == "1024 bytes per destination (calibrated here: 1024 B 0.9x)"
     default = machine.default_profile(*machine.cpu_identity())
     machine.update_profile_file({"profile": {"page_alias_bytes": 5000, "strip_bytes": 100}})
     with pytest.warns(sj.StreamWarning, match="profile.page_alias_bytes is 5000") as caught:
@@ -244,9 +281,9 @@ def test_report_and_info_name_the_profile(profile_dir):
         assert "loads: streamed loads: as the sources (no other lowering measured faster" in text
     else:
         assert f"loads: streamed loads: {profile.stream_loads.describe()};" in text
-    info = calibration.machine_info()
-    assert info["profile"] == profile.origin
-    assert info["streamed loads"].startswith(profile.stream_loads.describe())
+    shown = info.machine_info()
+    assert shown["profile"] == profile.origin
+    assert shown["streamed loads"].startswith(profile.stream_loads.describe())
 
 
 def test_calibrate_profile_measures_and_saves_every_choice(profile_dir):

@@ -4,7 +4,8 @@ The host build (`library.py`) and the build for another CPU
 (`cross_target.py`) both call `build`, for their own target machine, so
 they run the same sequence:
 
-1. ``o3``: Numba's CPU optimization of a library's final module, as
+1. ``o3``: the pre-O3 stage (`pre_o3/loop_widths.py`: vector widths the
+   streamed stores' markers ask for), then Numba's CPU optimization of a library's final module, as
    ``CPUCodeLibrary._optimize_final_module`` runs it:
    - a cheap module pipeline that inlines as much as it can, so the
      reference-count pruner sees whole functions: O0 without vectorizers
@@ -38,6 +39,7 @@ from numba.core.runtime.nrtopt import remove_redundant_nrt_refct
 
 from ..numba_internals.codegen import refprune_flags, target_machine, timing_record
 from ..post_o3.stages import run_post_o3
+from ..pre_o3 import loop_widths
 
 # The names Numba records the two pipelines' timings under (NUMBA_LLVM_PASS_TIMINGS).
 CHEAP = "Module passes (cheap optimization for refprune)"
@@ -66,8 +68,9 @@ def _module_pipeline(machine, opt, loop_vectorize, slp_vectorize, cheap=False):
 def o3(module, machine, record=_no_record):
     """Optimize the linked ``module`` for the target machine ``machine`` as
     Numba does (see the module docstring); return the optimized module (the
-    same object, unless the text-level pruner made a new one). ``record(name,
+    same object, unless the pre-O3 stage or the text-level pruner made a new one). ``record(name,
     pass_builder)`` is a context manager timing each pipeline."""
+    module = loop_widths.run(module)
     opt_max = config.OPT.is_opt_max
     cheap, cheap_builder = _module_pipeline(machine, 3 if opt_max else 0, loop_vectorize=opt_max,
                                             slp_vectorize=False, cheap=True)

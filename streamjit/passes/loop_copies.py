@@ -14,6 +14,7 @@ import copy
 from numba.core import ir
 
 from .. import codegen
+from ..machine import WIDE_VECTOR_BYTES
 from ..protocol.markers import store_marker
 from .ir_build import Emitter, retarget
 from .retype import copy_types
@@ -80,7 +81,8 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
                     emit.call(codegen.buffer_store, pointer, offset_of(emit), value)
                 else:
                     emit.call(codegen.stream_store, arr, index, value, pointer, offset_of(emit),
-                              emit.const(store_marker(access.array, options.scalar_nt_bytes)))
+                              emit.const(store_marker(access.array, options.scalar_nt_bytes,
+                                                      vector_lanes(scan, plan, access, options))))
                 continue
             marker = marker_of(scan, access, options, result)
             if pointer is not None:
@@ -90,6 +92,25 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
             else:
                 emit.call(codegen.direct_stream_load, arr, index, emit.const(marker), target=stmt.target)
         block.body = body
+
+
+def vector_lanes(scan, plan, access, options):
+    """The vector lanes ``plan``'s loop is to be vectorized with for its
+    store ``access`` (`pre_o3/loop_widths.py`; 0: the width LLVM prefers):
+    `WIDE_VECTOR_BYTES` wide where the machine profile's
+    ``wide_stencil_bytes`` row lists the store's item size and the loop is
+    a stencil's, one array loaded at two elements or more per iteration (a
+    Jacobi sweep's five loads per store, bound by its loads from the cache
+    as much as by memory; a triad, one load per source, is not)."""
+    itemsize = getattr(scan.typemap[access.array_var].dtype, "bitwidth", 0) // 8
+    if itemsize not in options.wide_stencil_bytes:
+        return 0
+    offsets = {}
+    for load, dims in plan.loads:
+        walk = (load.array_var, tuple(d.key() for d in dims))
+        if offsets.setdefault(walk, tuple(d.const for d in dims)) != tuple(d.const for d in dims):
+            return WIDE_VECTOR_BYTES // itemsize
+    return 0
 
 
 def _access_index(emit, access, stmt):

@@ -12,8 +12,11 @@ hint, the distance in bytes, 0 for none, and ``nt`` where it may become a
 non-temporal load: `streamjit.stream_load:t1:4096`,
 `streamjit.stream_load:nta:2048:nt`), so the rewrite after optimization
 needs no state from the compiler; a store's carries the name of the array
-it writes and the item sizes whose scalar stores may become non-temporal
-(`store_marker`: `streamjit.stream_store:out:scalar=8`).
+it writes, the item sizes whose scalar stores may become non-temporal, and
+the vector lanes its loop is to be vectorized with, where the profile sets
+them (`store_marker`: `streamjit.stream_store:out:scalar=8`,
+`streamjit.stream_store:out:scalar=8:lanes=8`). The loop width is read
+before O3 (`pre_o3/loop_widths.py`), the rest after it.
 """
 
 import llvmlite.ir as llir
@@ -30,19 +33,22 @@ def _mark(builder, instruction, scope_name):
     instruction.set_metadata("alias.scope", module.add_metadata([scope]))
 
 
-def store_marker(array, scalar_bytes):
+def store_marker(array, scalar_bytes, lanes=0):
     """A store's scope suffix: the array it writes (which lets
     `stream_report` count the stores of arrays that are not parameters),
-    and ``scalar_bytes``, the item sizes whose stores may become scalar
+    ``scalar_bytes``, the item sizes whose stores may become scalar
     non-temporal stores where the vectorizer leaves them scalar (the
-    machine profile's ``scalar_nt_bytes`` row)."""
-    return f"{array}:scalar=" + "-".join(map(str, scalar_bytes))
+    machine profile's ``scalar_nt_bytes`` row), and ``lanes``, the vector
+    lanes of its loop (0: LLVM's choice)."""
+    return f"{array}:scalar=" + "-".join(map(str, scalar_bytes)) + (f":lanes={lanes}" if lanes else "")
 
 
 def parse_store_marker(marker):
-    """``(array, the item sizes whose scalar stores may be non-temporal)`` of a `store_marker` suffix."""
-    array, _, scalar = marker.partition(":scalar=")
-    return array, tuple(int(n) for n in scalar.split("-") if n)
+    """``(array, the item sizes whose scalar stores may be non-temporal, the loop's vector lanes or 0)``
+    of a `store_marker` suffix."""
+    array, _, rest = marker.partition(":scalar=")
+    scalar, _, lanes = rest.partition(":lanes=")
+    return array, tuple(int(n) for n in scalar.split("-") if n), int(lanes or 0)
 
 
 def mark_streamed_store(builder, instruction, marker):

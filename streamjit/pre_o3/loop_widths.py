@@ -1,0 +1,108 @@
+"""The loop vectorizer's width for streamed stencil loops, set before O3.
+
+On many AVX-512 CPUs LLVM vectorizes with 256-bit vectors
+(``prefer-256-bit``): 512-bit ones cost plain loops and memory-bound
+streams a few percent. A streamed stencil loop, one array loaded at two
+elements or more per iteration (a Jacobi sweep's five loads per store), is
+bound by its loads from the cache as much as by memory, and 512-bit vectors
+halve them: on the Intel Xeon VM (family 6 model 167), bench/vector_width.py,
+a float64 swap Jacobi ran 1.17x njit at 256 bits and 1.24x at 512, heat_3d
+1.09x and 1.17x, where a triad lost 2-5% at 512 and float32 stencils gained
+nothing. Which item sizes take the wide vectors is the machine profile's
+``wide_stencil_bytes`` row; the pass that versions the loop
+(`passes/loop_copies.py`, `vector_lanes`) writes the lanes into the marker
+of each streamed store of such a loop (``streamjit.stream_store:out:
+scalar=8:lanes=8``, `protocol/markers.py`).
+
+This stage finds, in each function, the innermost natural loop holding a
+store so marked and attaches ``llvm.loop.vectorize.width`` (with
+``llvm.loop.vectorize.enable``) to its latch's branch: the metadata
+``#pragma clang loop vectorize_width(8)`` gives a loop in C. The rest of
+the function, the plain versions of the same loop included, keeps LLVM's
+width. It runs before O3 because the loop vectorizer, inside O3, reads it.
+A module with no such marker is returned as it is, unparsed.
+"""
+
+import llvmlite.binding as llvm
+
+from ..post_o3.module import Module
+from ..protocol.markers import STREAM_STORE_SCOPE, parse_store_marker
+
+
+def _natural_loops(function):
+    """``[(latch label, loop body labels)]``: a loop per back edge found by a
+    depth-first walk from the entry (latch -> header), its body the blocks
+    that reach the latch without passing the header."""
+    blocks = {b.label: b for b in function.blocks}
+    successors = {label: block.successors() for label, block in blocks.items()}
+    predecessors = {label: [] for label in blocks}
+    for label, targets in successors.items():
+        for target in targets:
+            predecessors.setdefault(target, []).append(label)
+    entry = function.blocks[0].label
+    on_path, done, stack, loops = {entry}, set(), [(entry, iter(successors[entry]))], []
+    while stack:
+        label, targets = stack[-1]
+        target = next(targets, None)
+        if target is None:
+            stack.pop()
+            on_path.discard(label)
+            done.add(label)
+        elif target in on_path:
+            body, todo = {target, label}, [label] if label != target else []
+            while todo:
+                for pred in predecessors.get(todo.pop(), []):
+                    if pred not in body:
+                        body.add(pred)
+                        todo.append(pred)
+            loops.append((label, body))
+        elif target not in done:
+            on_path.add(target)
+            stack.append((target, iter(successors.get(target, []))))
+    return loops
+
+
+def _widened(module, lanes_of):
+    """Attach the width to the latch of each innermost loop holding a store
+    whose scope list ``lanes_of`` gives lanes; whether any was attached."""
+    changed = False
+    for function in module.functions:
+        marked = {block.label: lanes_of[inst.scope()] for block in function.blocks for inst in block.insts
+                  if inst.opcode == "store" and inst.scope() in lanes_of}
+        if not marked:
+            continue
+        loops = _natural_loops(function)
+        blocks = {b.label: b for b in function.blocks}
+        for label, lanes in marked.items():
+            holding = [loop for loop in loops if label in loop[1]]
+            if not holding:
+                continue
+            latch = blocks[min(holding, key=lambda loop: len(loop[1]))[0]]
+            at = max(k for k, inst in enumerate(latch.insts) if inst.is_instruction)
+            if "llvm.loop" in latch.insts[at].metadata:
+                continue
+            width = module.add_metadata(f'!{{!"llvm.loop.vectorize.width", i32 {lanes}}}')
+            enable = module.add_metadata('!{!"llvm.loop.vectorize.enable", i1 true}')
+            node = max(module.metadata) + 1
+            module.append(f"!{node} = distinct !{{!{node}, !{width}, !{enable}}}")
+            latch.insts[at] = latch.insts[at].with_metadata("llvm.loop", node)
+            changed = True
+    return changed
+
+
+def run(module):
+    """``module`` (an llvmlite module) with the vector widths its streamed
+    stores' markers ask for set on their loops: a new module where one was
+    set, else ``module`` itself."""
+    text = str(module)
+    if ":lanes=" not in text:
+        return module
+    edited = Module(text)
+    lanes_of = {i: lanes for i, marker in edited.marked_scope_lists(STREAM_STORE_SCOPE).items()
+                if (lanes := parse_store_marker(marker)[2])}
+    if not lanes_of or not _widened(edited, lanes_of):
+        return module
+    widened = llvm.parse_assembly(str(edited))
+    widened.verify()
+    widened.name = module.name
+    return widened
