@@ -8,14 +8,18 @@ in the IR (names shortened):
 
     sv = aligned_start(out, idx(lo), lo, hi,   # hi if no aligned loop
                        in_bounds(...) & ...)   # every rewritten access, at lo and hi-1
+    ev = sv + (hi - sv) // L * L           # the last line boundary (L items a line)
     for j in range(lo, sv): BODY           # head: the original blocks, Python semantics
     if hi > sv:
         p = aligned_pointer(out, idx(sv))  # alignment proven above, handed to LLVM
-        for j in range(sv, hi): BODY'      # a copy of the loop's blocks
+        for j in range(sv, ev): BODY'      # a copy of the loop's blocks
+        for j in range(ev, hi): BODY       # tail: another copy of the original blocks
 
 The head is the original loop, its iterator re-made over ``range(lo, sv)``;
 the aligned loop is a copy of its blocks with new labels (loop versioning,
-as Numba's ``MixedContainerUnroller`` clones loop bodies). In ``BODY'``
+as Numba's ``MixedContainerUnroller`` clones loop bodies), and so is the
+tail, left as the user wrote it: the aligned loop's NT stores fill every
+line they touch (`_line_end`), and the tail's plain stores the rest. In ``BODY'``
 stores to streamed arrays are ``stream_store`` (addressed as ``p[j - sv]``,
 so every vector store derives from the aligned pointer) and affine loads are
 ``direct_load``: both skip negative-index wraparound, which the bounds check
@@ -43,6 +47,7 @@ from dataclasses import dataclass, field
 from numba.core import ir, types
 
 from ..plan import METADATA_KEY, NOT_STAGED
+from ..protocol.targets import STREAM_ALIGN_BYTES
 from .. import codegen
 from .rebindings import version_name
 from .accesses import UPDATE_NOTE, updates_stay_plain
@@ -258,12 +263,14 @@ def _iterations(pre, loop, reverse):
     return first, pre.assign(loop.stop, hint="hi")
 
 
-def _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result):
+def _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options, result):
     """The entry label of the aligned loop: a copy of the loop's blocks
-    from ``start``, its planned accesses rewritten; with sources to read
-    through aligned pointers, a test of their alignment at ``start`` that
-    picks one of two such copies, one reading them aligned."""
+    from ``start`` to ``end`` (a whole number of lines), its planned
+    accesses rewritten, going on to ``then`` when done; with sources to
+    read through aligned pointers, a test of their alignment at ``start``
+    that picks one of two such copies, one reading them aligned."""
     blocks, loop, loc = scan.func_ir.blocks, plan.loop, plan.loop.loc
+    exit_label = blocks[loop.for_block].body[-1].falsebr
 
     def offset_of(emit):
         return emit.sub(ir.Var(scope, loop.induction, loc), start)
@@ -275,8 +282,10 @@ def _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result
             source_pointers[access] = emit.call(codegen.aligned_pointer, ir.Var(scope, access.array_var, loc),
                                                 emit_index(scan, dims, loop, start, emit))
         iterator = emit.temp("aligned_iter").name
-        emit.range_iterator(range, [emit.sub(start, 1), loop.stop, -1] if reverse else [start, hi], target=iterator)
+        emit.range_iterator(range, [emit.sub(start, 1), emit.sub(end, 1), -1] if reverse else [start, end],
+                            target=iterator)
         head, mapping = clone_loop(state, loop, iterator)
+        retarget(blocks[mapping[loop.for_block]], {exit_label: then})
         rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
         emit.stmts.append(ir.Jump(head, loc))
         return new_block(blocks, scope, loc, emit.stmts)
@@ -290,6 +299,21 @@ def _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result
     sourced = aligned_copy(Emitter(scope, loc), dict.fromkeys(a for a, _ in plan.sources))
     test.stmts.append(ir.Branch(both, sourced, unaligned, loc))
     return new_block(blocks, scope, loc, test.stmts)
+
+
+def _line_end(pre, start, bound, reverse, lanes):
+    """Where the aligned loop stops: the last line boundary before ``bound``
+    (``hi``; downwards, the first after ``first``), a whole number of
+    ``lanes`` (a line's items) from the line-aligned ``start``. Its vector
+    NT stores then fill every line they touch; the items of the last
+    partial line go to the plain tail loop. A line whose NT stores leave
+    part of it to plain stores is written to memory in pieces: a heat_3d
+    of 255^3 float64 (each row ending mid-line) ran 0.67x numba.njit
+    streamed with 256-bit stores ending there, 1.14x with whole lines
+    (bench/vector_width.py, Intel Xeon VM, family 6 model 167)."""
+    span = pre.sub(start, bound) if reverse else pre.sub(bound, start)
+    whole = pre.binop(operator.mul, pre.binop(operator.floordiv, span, pre.const(lanes)), pre.const(lanes))
+    return pre.sub(start, whole) if reverse else pre.add(start, whole)
 
 
 def _stage(scan, plan, pre, result):
@@ -335,8 +359,14 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     drop_definition(blocks, scan.defs[loop.iterator][0])
     pre.range_iterator(range, [loop.start, pre.sub(start, 1), -1] if reverse else [first, start],
                        target=loop.iterator)
+    end = _line_end(pre, start, first if reverse else hi, reverse, STREAM_ALIGN_BYTES // itemsize(scan, anchor.array_var))
     preheader.body[-1:-1] = pre.stmts
-    entry = _aligned_loops(state, scan, plan, scope, start, hi, reverse, options, result)
+    tail = Emitter(scope, loc)
+    iterator = tail.temp("tail_iter").name
+    tail.range_iterator(range, [tail.sub(end, 1), loop.stop, -1] if reverse else [end, hi], target=iterator)
+    tail.stmts.append(ir.Jump(clone_loop(state, loop, iterator)[0], loc))
+    entry = _aligned_loops(state, scan, plan, scope, start, end, reverse, new_block(blocks, scope, loc, tail.stmts),
+                           options, result)
     if plan.staged:
         entry = new_block(blocks, scope, loc, [ir.Branch(ir.Var(scope, plan.staged, loc), entry,
                                                          staged_loop(state, scan, plan, start, hi, options, result),
