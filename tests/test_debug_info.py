@@ -89,14 +89,20 @@ def _counts_with_debug_info(on):
 
 
 def test_debug_info_streams_what_it_streams_without():
-    """The same NT stores and nest fences. (With debug info Numba does not
-    inline the array expressions' functions, so the Jacobi's nest has an
-    exception path and its return gets an exit fence of its own.)"""
+    """The same NT stores, every one fenced. (Debug info turns bounds checks
+    on: the tail loop after a nest's NT stores can then raise, and that
+    return gets a fence of its own, which a prange worker's report cannot
+    tell from the nest's, its module being optimized again after linking;
+    and Numba does not inline the array expressions' functions, so the
+    Jacobi's nest has an exception path with an exit fence too.)"""
     with_debug, without = _counts_with_debug_info(True), _counts_with_debug_info(False)
+    for counts in (with_debug, without):
+        for name, kernel in counts.items():
+            assert kernel.pop("fences") >= 1 and kernel["unfenced"] == 0, name
     assert with_debug == without
     # and the kernels do stream: the comparison is not of empty reports
     for name, counts in without.items():
-        assert counts["machine"][0] > 0 and counts["fences"] > 0 and counts["unfenced"] == 0, (name, counts)
+        assert counts["machine"][0] > 0, (name, counts)
 
 
 @functools.cache

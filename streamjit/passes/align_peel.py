@@ -364,7 +364,13 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     tail = Emitter(scope, loc)
     iterator = tail.temp("tail_iter").name
     tail.range_iterator(range, [tail.sub(end, 1), loop.stop, -1] if reverse else [end, hi], target=iterator)
-    tail.stmts.append(ir.Jump(clone_loop(state, loop, iterator)[0], loc))
+    tail_header, mapping = clone_loop(state, loop, iterator)
+    tail.stmts.append(ir.Jump(tail_header, loc))
+    # (under a line of items: kept scalar, as always-streamed kernels' heads are, so that each element
+    # is converted as the head's are, where an out-of-range conversion's result depends on the loop)
+    keep = Emitter(scope, loc)
+    keep.call(codegen.keep_scalar)
+    blocks[mapping[header_branch.truebr]].body[0:0] = keep.stmts
     entry = _aligned_loops(state, scan, plan, scope, start, end, reverse, new_block(blocks, scope, loc, tail.stmts),
                            options, result)
     if plan.staged:
