@@ -321,11 +321,12 @@ def save_page_alias(page_alias_bytes, strip_bytes, reasons, rows):
                                             "reasons": reasons}}, {"page_alias": rows})
 
 
-# The sweeps measure_wide_stencils times, MiB: their gain depends on the size
-# (the Intel Xeon VM, family 6 model 167, float64, 512 bits against 256:
-# 1.14x at 32 MiB, 1.00x at 64, 1.08x at 128, 1.05x at 256, 1.03x at 512),
-# so they run at the sizes users stream
-WIDE_STENCIL_MIB = 256
+# How much larger than calibrate's --profile-mib the sweeps of
+# measure_wide_stencils are (256 MiB at its default): their gain depends on
+# the size (the Intel Xeon VM, family 6 model 167, float64, 512 bits against
+# 256: 1.14x at 32 MiB, 1.00x at 64, 1.08x at 128, 1.05x at 256, 1.03x at
+# 512), so they run at the sizes users stream
+WIDE_STENCIL_SCALE = 4
 
 
 def _row_speeds(row, every, cases, rounds, sources=LoadStage()):
@@ -371,7 +372,7 @@ def measure_scalar_stores(mib=64, rounds=5, report=print):
     return chosen, f"calibrated on {cpu_name()}: scalar NT against plain stores: {table}", [speeds]
 
 
-def measure_wide_stencils(mib=WIDE_STENCIL_MIB, rounds=5, report=print):
+def measure_wide_stencils(mib=256, rounds=5, report=print):
     """Measure streamed 5-point Jacobi sweeps (`jacobi5_f32`, and
     `measure.jacobi5` in float64; the output a copy of the grid, as callers
     allocate it) vectorized `machine.WIDE_VECTOR_BYTES` wide against LLVM's

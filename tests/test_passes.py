@@ -134,9 +134,23 @@ def test_parallel_blocks_splits_a_streamed_prange_loop(monkeypatch):
 
 def test_align_peel_versions_the_loop(monkeypatch):
     seen = after(monkeypatch, align_peel, copy, (V.copy(), V), stream_stores=True)
-    assert seen.loops == 3 and seen.state.metadata["streamjit"].peeled_loops == 1  # head, aligned loop, tail
+    assert seen.loops == 2 and seen.state.metadata["streamjit"].peeled_loops == 1  # head and aligned loop
     assert all(f"global({name}:" in seen.text
                for name in ("aligned_start", "aligned_pointer", "stream_store", "in_bounds", "keep_scalar"))
+
+
+def rows(out, g):
+    for r in range(g.shape[0]):
+        for c in range(g.shape[1]):
+            out[r, c] = g[r, c] + 1
+
+
+def test_align_peel_gives_a_row_loop_a_tail(monkeypatch):
+    # the outer loop, the head, the aligned loop up to the row's last line boundary, the tail after it
+    g = np.random.default_rng(0).random((5, 37))
+    seen = after(monkeypatch, align_peel, rows, (g.copy(), g), stream_stores=True)
+    assert seen.loops == 4 and seen.state.metadata["streamjit"].peeled_loops == 1
+    assert seen.text.count("global(keep_scalar") == 2  # (the head and the tail)
 
 
 def test_fence_placement_fences_each_exit_of_the_nest(monkeypatch):

@@ -8,18 +8,21 @@ in the IR (names shortened):
 
     sv = aligned_start(out, idx(lo), lo, hi,   # hi if no aligned loop
                        in_bounds(...) & ...)   # every rewritten access, at lo and hi-1
-    ev = sv + (hi - sv) // L * L           # the last line boundary (L items a line)
+    ev = sv + (hi - sv) // L * L           # the last line boundary (L items a line), or hi
     for j in range(lo, sv): BODY           # head: the original blocks, Python semantics
     if hi > sv:
         p = aligned_pointer(out, idx(sv))  # alignment proven above, handed to LLVM
         for j in range(sv, ev): BODY'      # a copy of the loop's blocks
-        for j in range(ev, hi): BODY       # tail: another copy of the original blocks
+        for j in range(ev, hi): BODY       # tail, where an outer loop moves the row
 
 The head is the original loop, its iterator re-made over ``range(lo, sv)``;
 the aligned loop is a copy of its blocks with new labels (loop versioning,
 as Numba's ``MixedContainerUnroller`` clones loop bodies), and so is the
-tail, left as the user wrote it: the aligned loop's NT stores fill every
-line they touch (`_line_end`), and the tail's plain stores the rest. In ``BODY'``
+tail, left as the user wrote it: where the loop writes a row per iteration
+of an outer loop, the aligned loop's NT stores fill every line they touch
+(`_line_end`) and the tail's plain stores the rest of each row. A loop that
+runs once per call (a 1-D array) ends mid-line once: it has no tail, and
+costs no third copy to compile. In ``BODY'``
 stores to streamed arrays are ``stream_store`` (addressed as ``p[j - sv]``,
 so every vector store derives from the aligned pointer) and affine loads are
 ``direct_load``: both skip negative-index wraparound, which the bounds check
@@ -301,6 +304,24 @@ def _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options,
     return new_block(blocks, scope, loc, test.stmts)
 
 
+def _tail_loop(state, plan, scope, end, hi, reverse):
+    """The entry of the tail: a copy of the original loop over what the
+    aligned loop leaves, ``[end, hi)`` (downwards ``[first, end)``), kept
+    scalar as always-streamed kernels' heads are (under a line of items;
+    each element converted as the head's are, where an out-of-range
+    conversion's result depends on the loop)."""
+    blocks, loop = state.func_ir.blocks, plan.loop
+    tail = Emitter(scope, loop.loc)
+    iterator = tail.temp("tail_iter").name
+    tail.range_iterator(range, [tail.sub(end, 1), loop.stop, -1] if reverse else [end, hi], target=iterator)
+    header, mapping = clone_loop(state, loop, iterator)
+    tail.stmts.append(ir.Jump(header, loop.loc))
+    keep = Emitter(scope, loop.loc)
+    keep.call(codegen.keep_scalar)
+    blocks[mapping[blocks[loop.for_block].body[-1].truebr]].body[0:0] = keep.stmts
+    return new_block(blocks, scope, loop.loc, tail.stmts)
+
+
 def _line_end(pre, start, bound, reverse, lanes):
     """Where the aligned loop stops: the last line boundary before ``bound``
     (``hi``; downwards, the first after ``first``), a whole number of
@@ -359,20 +380,14 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     drop_definition(blocks, scan.defs[loop.iterator][0])
     pre.range_iterator(range, [loop.start, pre.sub(start, 1), -1] if reverse else [first, start],
                        target=loop.iterator)
-    end = _line_end(pre, start, first if reverse else hi, reverse, STREAM_ALIGN_BYTES // itemsize(scan, anchor.array_var))
+    if any(dim.coeffs for dim in anchor_dims[:-1]):  # a row per iteration of an outer loop: a tail each
+        end = _line_end(pre, start, first if reverse else hi, reverse,
+                        STREAM_ALIGN_BYTES // itemsize(scan, anchor.array_var))
+        then = _tail_loop(state, plan, scope, end, hi, reverse)
+    else:
+        end, then = (first, exit_label) if reverse else (hi, exit_label)
     preheader.body[-1:-1] = pre.stmts
-    tail = Emitter(scope, loc)
-    iterator = tail.temp("tail_iter").name
-    tail.range_iterator(range, [tail.sub(end, 1), loop.stop, -1] if reverse else [end, hi], target=iterator)
-    tail_header, mapping = clone_loop(state, loop, iterator)
-    tail.stmts.append(ir.Jump(tail_header, loc))
-    # (under a line of items: kept scalar, as always-streamed kernels' heads are, so that each element
-    # is converted as the head's are, where an out-of-range conversion's result depends on the loop)
-    keep = Emitter(scope, loc)
-    keep.call(codegen.keep_scalar)
-    blocks[mapping[header_branch.truebr]].body[0:0] = keep.stmts
-    entry = _aligned_loops(state, scan, plan, scope, start, end, reverse, new_block(blocks, scope, loc, tail.stmts),
-                           options, result)
+    entry = _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options, result)
     if plan.staged:
         entry = new_block(blocks, scope, loc, [ir.Branch(ir.Var(scope, plan.staged, loc), entry,
                                                          staged_loop(state, scan, plan, start, hi, options, result),
