@@ -14,7 +14,7 @@ reaches: its plain loops, which the row leaves alone). njit's time /
 the build's: median (min-max) of interleaved rounds on the same arrays;
 results checked against numba.njit.
 
-Run: python bench/vector_width.py [MiB] [rounds]
+Run: python bench/vector_width.py [MiB] [rounds] [programs: "swap Jacobi,heat_3d", by default all]
 """
 
 import ctypes
@@ -78,12 +78,15 @@ def programs(mib):
             f"triad {n // 2} float64": (measure.stream_triad, "a", lambda: (np.empty_like(b64), b64, c64, 3.0), {})}
 
 
-def main(mib=256, rounds=9):
+def main(mib=256, rounds=9, only=""):
+    """Time the programs whose names start with one of the comma-separated ``only`` (every one by default)."""
     print(measure.host_description())
     print(f"{mib} MiB per program; njit's time / this: median (min-max) of {rounds} interleaved rounds")
     c_function = c_jacobi()
     sources = machine_profile().sources
     for program, (function, output, make, c_builds) in programs(mib).items():
+        if only and not program.startswith(tuple(only.split(","))):
+            continue
         builds = {"numba.njit": numba.njit(function)}
         for label, threshold, widths in (("streamjit", None, WIDTHS), ("never streamed", NEVER, {"": ()})):
             for width, sizes in widths.items():
@@ -110,4 +113,4 @@ def main(mib=256, rounds=9):
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:3]))
+    main(*(int(a) for a in sys.argv[1:3]), *sys.argv[3:4])
