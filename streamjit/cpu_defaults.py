@@ -52,10 +52,10 @@ _INTEL["scalar_nt_bytes"] = ((8,), "measured on an Intel Xeon VM (family 6 model
                                    "(movnti) against plain stores: 64-bit items 1.50-1.57x (running sum float64, a "
                                    "scale with an early exit), 32-bit items 0.38-0.40x (float32): 64-bit only")
 _INTEL["wide_stencil_bytes"] = ((8,), "measured on an Intel Xeon VM (family 6 model 167, AVX-512, LLVM rocketlake), "
-                                      "bench/vector_width.py, streamed stencil loops vectorized 512 bits wide against "
-                                      "LLVM's 256: float64 swap Jacobi 4096x4096 1.17x -> 1.24x njit, heat_3d 256^3 "
-                                      "1.09x -> 1.17x; float32 5-point stencil 1.22x -> 1.19x (no gain); triads, "
-                                      "which are no stencils, lost 2-5%: 64-bit items only")
+                                      "bench/vector_width.py, 256 MiB, streamed stencil loops 512 bits wide against "
+                                      "LLVM's 256: float64 swap Jacobi 4096x4096 1.16x -> 1.23x njit (C NT 512-bit "
+                                      "1.23x), heat_3d 255^3 1.06x -> 1.14x; float32 5-point stencil 1.18x -> 1.15x "
+                                      "(a loss); triads, no stencils, keep LLVM's width: 64-bit items only")
 _AMD_ZEN5 = {
     "stream_loads": (stage("nta", 2048), "AMD EPYC Zen 5: prefetchnta 2 KiB ahead, copy 1.04x, triad 1.02x, "
                                          "gather 1.15x"),

@@ -329,8 +329,8 @@ def _line_end(pre, start, bound, reverse, lanes):
     NT stores then fill every line they touch; the items of the last
     partial line go to the plain tail loop. A line whose NT stores leave
     part of it to plain stores is written to memory in pieces: a heat_3d
-    of 255^3 float64 (each row ending mid-line) ran 0.67x numba.njit
-    streamed with 256-bit stores ending there, 1.14x with whole lines
+    of 255^3 float64 (each row ending mid-line) ran 0.66-0.70x numba.njit
+    streamed with 256-bit stores ending there, 1.04-1.06x with whole lines
     (bench/vector_width.py, Intel Xeon VM, family 6 model 167)."""
     span = pre.sub(start, bound) if reverse else pre.sub(bound, start)
     whole = pre.binop(operator.mul, pre.binop(operator.floordiv, span, pre.const(lanes)), pre.const(lanes))

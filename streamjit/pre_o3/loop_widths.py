@@ -6,9 +6,9 @@ streams a few percent. A streamed stencil loop, one array loaded at two
 elements or more per iteration (a Jacobi sweep's five loads per store), is
 bound by its loads from the cache as much as by memory, and 512-bit vectors
 halve them: on the Intel Xeon VM (family 6 model 167), bench/vector_width.py,
-a float64 swap Jacobi ran 1.17x njit at 256 bits and 1.24x at 512, heat_3d
-1.09x and 1.17x, where a triad lost 2-5% at 512 and float32 stencils gained
-nothing. Which item sizes take the wide vectors is the machine profile's
+256 MiB, a float64 swap Jacobi ran 1.16x njit at 256 bits and 1.23x at 512,
+heat_3d (255^3) 1.06x and 1.14x, where a float32 stencil went from 1.18x to
+1.15x and triads, compiled 512 bits wide, lost 2-5%. Which item sizes take the wide vectors is the machine profile's
 ``wide_stencil_bytes`` row; the pass that versions the loop
 (`passes/loop_copies.py`, `vector_lanes`) writes the lanes into the marker
 of each streamed store of such a loop (``streamjit.stream_store:out:
