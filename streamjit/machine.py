@@ -173,6 +173,12 @@ def _is_stage(value):
             and 0 <= value["distance"] <= 1 << 20 and isinstance(value.get("nt_loads", False), bool))
 
 
+def _item_sizes(allowed):
+    """(check, what it should be) of a row listing item sizes out of ``allowed``."""
+    return (lambda v: isinstance(v, list) and all(type(n) is int and n in allowed for n in v),
+            f"a list of the item sizes {', '.join(map(str, allowed[:-1]))} and {allowed[-1]}")
+
+
 # What each key of the profile file must hold (key -> check, what it should
 # be); keys not listed (an older or newer streamjit's) are kept as they are.
 _FILE_KEYS = {
@@ -191,10 +197,8 @@ _PROFILE_KEYS = {
                          "a number of bytes from 0 to 4095"),
     "strip_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 64 <= v <= 1 << 16 and v % 64 == 0,
                     "a number of bytes from 64 to 65536, a multiple of 64"),
-    "scalar_nt_bytes": (lambda v: isinstance(v, list) and all(type(n) is int and n in SCALAR_NT_ITEM_BYTES for n in v),
-                        "a list of the item sizes 4 and 8"),
-    "wide_stencil_bytes": (lambda v: isinstance(v, list) and all(type(n) is int and n in (1, 2, 4, 8, 16) for n in v),
-                           "a list of the item sizes 1, 2, 4, 8 and 16"),
+    "scalar_nt_bytes": _item_sizes(SCALAR_NT_ITEM_BYTES),
+    "wide_stencil_bytes": _item_sizes((1, 2, 4, 8, 16)),
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
 _warned = set()  # (path, file version, key): each damaged entry is reported once

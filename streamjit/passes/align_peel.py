@@ -316,10 +316,15 @@ def _tail_loop(state, plan, scope, end, hi, reverse):
     tail.range_iterator(range, [tail.sub(end, 1), loop.stop, -1] if reverse else [end, hi], target=iterator)
     header, mapping = clone_loop(state, loop, iterator)
     tail.stmts.append(ir.Jump(header, loop.loc))
-    keep = Emitter(scope, loop.loc)
-    keep.call(codegen.keep_scalar)
-    blocks[mapping[blocks[loop.for_block].body[-1].truebr]].body[0:0] = keep.stmts
+    _keep_scalar(blocks[mapping[blocks[loop.for_block].body[-1].truebr]], scope, loop.loc)
     return new_block(blocks, scope, loop.loc, tail.stmts)
+
+
+def _keep_scalar(body, scope, loc):
+    """Start the loop body block ``body`` with ``keep_scalar``: LLVM leaves its loop unvectorized."""
+    keep = Emitter(scope, loc)
+    keep.call(codegen.keep_scalar)
+    body.body[0:0] = keep.stmts
 
 
 def _line_end(pre, start, bound, reverse, lanes):
@@ -402,9 +407,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     # (a call the page-alias check sends to the head loop runs it whole:
     # vectorized, not kept scalar as always-streamed kernels' heads are, 0.39x njit)
     if scalar_head and not checks["page_alias"]:
-        keep = Emitter(scope, loc)
-        keep.call(codegen.keep_scalar)
-        blocks[header_branch.truebr].body[0:0] = keep.stmts
+        _keep_scalar(blocks[header_branch.truebr], scope, loc)
     else:
         _unwrap_head(scan, blocks, plan, result.streamed_loads)
 

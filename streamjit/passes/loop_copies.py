@@ -17,6 +17,7 @@ from .. import codegen
 from ..machine import WIDE_VECTOR_BYTES
 from ..protocol.markers import store_marker
 from .ir_build import Emitter, retarget
+from .peel_checks import itemsize
 from .retype import copy_types
 from .stream_loads import marker_of
 
@@ -102,14 +103,14 @@ def vector_lanes(scan, plan, access, options):
     a stencil's, one array loaded at two elements or more per iteration (a
     Jacobi sweep's five loads per store, bound by its loads from the cache
     as much as by memory; a triad, one load per source, is not)."""
-    itemsize = getattr(scan.typemap[access.array_var].dtype, "bitwidth", 0) // 8
-    if itemsize not in options.wide_stencil_bytes:
+    size = itemsize(scan, access.array_var)
+    if size not in options.wide_stencil_bytes:
         return 0
     offsets = {}
     for load, dims in plan.loads:
         walk = (load.array_var, tuple(d.key() for d in dims))
         if offsets.setdefault(walk, tuple(d.const for d in dims)) != tuple(d.const for d in dims):
-            return WIDE_VECTOR_BYTES // itemsize
+            return WIDE_VECTOR_BYTES // size
     return 0
 
 

@@ -16,7 +16,7 @@ scalar=8:lanes=8``, `protocol/markers.py`).
 
 This stage finds, in each function, the innermost natural loop holding a
 store so marked and attaches ``llvm.loop.vectorize.width`` (with
-``llvm.loop.vectorize.enable``) to its latch's branch: the metadata
+``llvm.loop.vectorize.enable``) to its latches' branches: the metadata
 ``#pragma clang loop vectorize_width(8)`` gives a loop in C. The rest of
 the function, the plain versions of the same loop included, keeps LLVM's
 width. It runs before O3 because the loop vectorizer, inside O3, reads it.
@@ -24,68 +24,54 @@ A module with no such marker is returned as it is, unparsed.
 """
 
 import llvmlite.binding as llvm
+from numba.core.controlflow import CFGraph
 
 from ..post_o3.module import Module
 from ..protocol.markers import STREAM_STORE_SCOPE, parse_store_marker
 
 
-def _natural_loops(function):
-    """``[(latch label, loop body labels)]``: a loop per back edge found by a
-    depth-first walk from the entry (latch -> header), its body the blocks
-    that reach the latch without passing the header."""
-    blocks = {b.label: b for b in function.blocks}
-    successors = {label: block.successors() for label, block in blocks.items()}
-    predecessors = {label: [] for label in blocks}
-    for label, targets in successors.items():
-        for target in targets:
-            predecessors.setdefault(target, []).append(label)
-    entry = function.blocks[0].label
-    on_path, done, stack, loops = {entry}, set(), [(entry, iter(successors[entry]))], []
-    while stack:
-        label, targets = stack[-1]
-        target = next(targets, None)
-        if target is None:
-            stack.pop()
-            on_path.discard(label)
-            done.add(label)
-        elif target in on_path:
-            body, todo = {target, label}, [label] if label != target else []
-            while todo:
-                for pred in predecessors.get(todo.pop(), []):
-                    if pred not in body:
-                        body.add(pred)
-                        todo.append(pred)
-            loops.append((label, body))
-        elif target not in done:
-            on_path.add(target)
-            stack.append((target, iter(successors.get(target, []))))
-    return loops
+def _loops(function):
+    """``[(latches, body labels)]`` of each natural loop of ``function``, by
+    Numba's own control-flow analysis (`CFGraph`, what its passes find loops
+    with): the latches are the body's blocks that branch to the header."""
+    graph = CFGraph()
+    for block in function.blocks:
+        graph.add_node(block.label)
+    for block in function.blocks:
+        for target in block.successors():
+            graph.add_edge(block.label, target)
+    graph.set_entry_point(function.blocks[0].label)
+    graph.process()
+    return [([label for label, _ in graph.predecessors(loop.header) if label in loop.body], loop.body)
+            for loop in graph.loops().values()]
 
 
 def _widened(module, lanes_of):
-    """Attach the width to the latch of each innermost loop holding a store
-    whose scope list ``lanes_of`` gives lanes; whether any was attached."""
+    """Attach the width to the latches of each innermost loop holding a
+    store whose scope list ``lanes_of`` gives lanes (Numba's unoptimized
+    code carries no loop metadata of its own); whether any was attached."""
     changed = False
     for function in module.functions:
         marked = {block.label: lanes_of[inst.scope()] for block in function.blocks for inst in block.insts
                   if inst.opcode == "store" and inst.scope() in lanes_of}
         if not marked:
             continue
-        loops = _natural_loops(function)
-        blocks = {b.label: b for b in function.blocks}
+        loops = _loops(function)
+        widths = {}  # the latches of each innermost loop holding a marked store -> its lanes
         for label, lanes in marked.items():
             holding = [loop for loop in loops if label in loop[1]]
-            if not holding:
-                continue
-            latch = blocks[min(holding, key=lambda loop: len(loop[1]))[0]]
-            at = max(k for k, inst in enumerate(latch.insts) if inst.is_instruction)
-            if "llvm.loop" in latch.insts[at].metadata:
-                continue
+            if holding:
+                widths[tuple(min(holding, key=lambda loop: len(loop[1]))[0])] = lanes
+        blocks = {b.label: b for b in function.blocks}
+        for latches, lanes in widths.items():
             width = module.add_metadata(f'!{{!"llvm.loop.vectorize.width", i32 {lanes}}}')
             enable = module.add_metadata('!{!"llvm.loop.vectorize.enable", i1 true}')
             node = max(module.metadata) + 1
             module.append(f"!{node} = distinct !{{!{node}, !{width}, !{enable}}}")
-            latch.insts[at] = latch.insts[at].with_metadata("llvm.loop", node)
+            # (every latch carries the same node: LLVM reads a loop's metadata only where they agree)
+            for latch in map(blocks.get, latches):
+                at = max(k for k, inst in enumerate(latch.insts) if inst.is_instruction)
+                latch.insts[at] = latch.insts[at].with_metadata("llvm.loop", node)
             changed = True
     return changed
 
