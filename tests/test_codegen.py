@@ -246,20 +246,20 @@ def test_scalar_nt_stores_follow_the_profiles_item_sizes(dtype, monkeypatch):
         assert "calls: 1 streamed," in calls
 
 
+def _triad(out, a, b):
+    for i in range(out.shape[0]):
+        out[i] = a[i] + 3.0 * b[i]
+
+
 def _jacobi(out, g):
     for r in range(1, g.shape[0] - 1):
         for c in range(1, g.shape[1] - 1):
             out[r, c] = (g[r, c] + g[r, c - 1] + g[r, c + 1] + g[r - 1, c] + g[r + 1, c]) / 5
 
 
-def _scaled_sum(out, a, b):
-    for i in range(out.shape[0]):
-        out[i] = a[i] + 3 * b[i]
-
-
 @pytest.mark.skipif(machine.vector_isa() != "AVX-512", reason="512-bit vectors need AVX-512")
 @pytest.mark.parametrize("function, dtype, wide", [(_jacobi, np.float64, True), (_jacobi, np.float32, False),
-                                                   (_scaled_sum, np.float64, False)])
+                                                   (_triad, np.float64, False)])
 def test_wide_stencil_row_widens_the_streamed_stencil_loop_only(function, dtype, wide, monkeypatch):
     """The ``wide_stencil_bytes`` row [8] (the Intel Xeon VM's): a streamed
     stencil loop of float64 is vectorized 512 bits wide (zmm NT stores),
@@ -285,11 +285,6 @@ def test_wide_stencil_row_widens_the_streamed_stencil_loop_only(function, dtype,
     assert not re.search(r"vmovup[sd]\s+%zmm\d+, ", asm)  # (the plain loops' stores)
     calls = kernel.stream_calls()  # (staged where the suite's page-alias check finds g trailing out)
     assert calls["streamed"] + calls["staged"] == 1
-
-
-def _triad(out, a, b):
-    for i in range(out.shape[0]):
-        out[i] = a[i] + 3.0 * b[i]
 
 
 def placed_after(array, shift_bytes, rng):
