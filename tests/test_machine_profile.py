@@ -286,7 +286,10 @@ def test_report_and_info_name_the_profile(profile_dir):
     assert shown["streamed loads"].startswith(profile.stream_loads.describe())
 
 
-def test_calibrate_profile_measures_and_saves_every_choice(profile_dir):
+def test_calibrate_profile_measures_and_saves_every_choice(profile_dir, monkeypatch):
+    # (every kind of candidate, not all of them: each compiles 5 kernels; calibrate times them all)
+    monkeypatch.setattr(calibration, "SOURCE_CANDIDATES", (LoadStage(), LoadStage("nta", 512), LoadStage("t1", 4096)))
+    monkeypatch.setattr(calibration, "LOAD_CANDIDATES", calibration.SOURCE_CANDIDATES + calibration.LOAD_CANDIDATES[-2:])
     printed = []
     sources, loads, reasons, rows = calibration.measure_load_stages(mib=1, rounds=1, report=printed.append)
     assert sources in calibration.SOURCE_CANDIDATES and loads in calibration.LOAD_CANDIDATES
@@ -442,7 +445,8 @@ def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_threshol
             for b in (1, 2, 3)]
     monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds: wins)
     monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds: wins)
-    assert main(["calibrate", "--max-mib", "2"]) == 1
+    # (the profile's other rows measured small: their measurements are tested on their own)
+    assert main(["calibrate", "--max-mib", "2", "--profile-mib", "1"]) == 1
     out = capsys.readouterr().out
     assert "note: this machine is loaded (load average 1.90 over the last minute" in out
     assert "the stored thresholds are kept (kernel: 23456 bytes, copy: 12345 bytes)" in out

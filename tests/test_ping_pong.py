@@ -5,6 +5,7 @@ reversed and mixed inputs, odd and empty extents. Also: what each call ran
 (``stream_calls``), legality before size, and stores that overlap their
 own operands."""
 
+import functools
 import os
 import sys
 import warnings
@@ -76,11 +77,15 @@ def _run(kernel, shape, scalars, kinds, steps):
     return a, b
 
 
+# (one numba.njit build per function for both parametrizations: each compiles its signatures once)
+_njit = functools.cache(numba.njit)
+
+
 @pytest.mark.parametrize("func, shape, scalars, names", SWAPS, ids=[s[0].__name__ for s in SWAPS])
 @pytest.mark.parametrize("stream_stores", [True, "named"])
 def test_swapped_buffers_stream_and_equal_njit(func, shape, scalars, names, stream_stores):
     kernel = sj.stream_kernel(stream_stores=list(names) if stream_stores == "named" else True, threshold=None)(func)
-    reference = numba.njit(func)
+    reference = _njit(func)
     for kinds in (("co", "co"), ("mis", "co"), ("rev", "rev"), ("co", "mis")):
         for steps in (0, 1, 4):
             got, want = _run(kernel, shape, scalars, kinds, steps), _run(reference, shape, scalars, kinds, steps)

@@ -215,6 +215,14 @@ def compute_bound(out, a, b):
         out[i] = np.exp(x) * np.sin(x) + np.cos(x) + b[i]
 
 
+@sj.stream_kernel(stream_loads=True, stream_stores=["x"], threshold=None)
+def array_operations(x, y, A, b, c):
+    for i in range(A.shape[0]):            # NPBench's ludcmp: a dot product per element
+        y[i] = b[i] - A[i, :i] @ y[:i]
+    for i in range(A.shape[0]):            # a method's reduction
+        x[i] = c[i] * A[i].sum()
+
+
 def plain_notes(kernel, array):
     return [n for n in kernel.stream_report().arrays[array].notes if n.endswith("plain load")]
 
@@ -261,6 +269,22 @@ def test_loads_of_loops_that_run_inner_loops_are_plain(rng):
     assert outer_loads.stream_result().streamed_loads == {"b"}
     assert outer_loads.stream_report().arrays["a"].prefetches == 0
     assert any("each iteration of 'i' runs inner loops" in n for n in plain_notes(outer_loads, "a"))
+
+
+def test_loads_of_loops_that_run_operations_over_arrays_are_plain(rng):
+    A, b, c = rng.standard_normal((40, 40)), rng.standard_normal(40), rng.standard_normal(40)
+    x, y = np.zeros(40), np.zeros(40)
+    array_operations(x, y, A, b, c)
+    want = np.zeros(40)
+    for i in range(40):
+        want[i] = b[i] - A[i, :i] @ want[:i]
+    np.testing.assert_allclose(y, want)
+    np.testing.assert_allclose(x, c * A.sum(axis=1))
+    report = array_operations.stream_report()
+    assert report.arrays["b"].prefetches == report.arrays["c"].prefetches == 0, str(report)
+    for array, line in (("b", 3), ("c", 5)):     # (lines after the decorator's)
+        line += array_operations.py_func.__code__.co_firstlineno
+        assert any(f"runs an operation over arrays (line {line})" in n for n in plain_notes(array_operations, array))
 
 
 def test_loads_of_compute_bound_loops_are_plain(rng):

@@ -202,7 +202,7 @@ def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monke
              for row in _sweep((0.5, 0.6), (0.7, 0.8), (0.9, 0.8))]
     monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds: never)
     monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds: never)
-    assert main(["calibrate", "--max-mib", "2", "--rounds", "2"]) == 1
+    assert main(["calibrate", "--max-mib", "2", "--rounds", "2", "--profile-mib", "1"]) == 1
     assert "copyto: streaming never won up to the largest size; not saved" in capsys.readouterr().out
     assert th.copy_threshold() == (12345, f"calibration in {th.calibration_file()}")
     assert th.default_threshold()[0] == 23456 and th.numpy_streaming_bytes()[0] == 34567
@@ -259,7 +259,7 @@ def test_calibrate_command(clean_env, capsys, monkeypatch):
     # (two candidates per load stage: test_machine_profile.py times them all; each compiles 5 kernels)
     monkeypatch.setattr(calibration, "SOURCE_CANDIDATES", calibration.SOURCE_CANDIDATES[:2])
     monkeypatch.setattr(calibration, "LOAD_CANDIDATES", calibration.LOAD_CANDIDATES[:2])
-    status = main(["calibrate", "--max-mib", "2", "--rounds", "1", "--profile-mib", "8"])
+    status = main(["calibrate", "--max-mib", "2", "--rounds", "1", "--profile-mib", "2"])
     out = capsys.readouterr().out
     assert len(re.findall(r"^ *(1|1.5|2) MiB ", out, re.M)) == 6    # 1, 1.5, 2 MiB; copy and stencil
     # one round decides no band (rounds must agree), and says so; the load profile is saved

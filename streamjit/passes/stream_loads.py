@@ -82,6 +82,23 @@ def _own_labels(scan, loop):
     return loop.body.difference(*(l.body for l in inner)), inner
 
 
+def _array_operation_line(scan, labels):
+    """The line of an operation over arrays (``A[i, :i] @ y[:i]``,
+    ``np.sum(row)``, ``row * 2.0``: a loop of its own, in Numba's code or a
+    library's) in the blocks ``labels``, or None. Slicing is not one."""
+    for label, stmt in (found for defs in scan.defs.values() for found in defs):
+        value = stmt.value
+        if label not in labels or not isinstance(value, ir.Expr) or value.op not in ("call", *_ARITHMETIC):
+            continue
+        operands = [scan.typemap.get(v.name) for v in (value.args if value.op == "call" else value.list_vars())]
+        if value.op == "call":  # (a method's array: ``row.sum()``)
+            operands.append(getattr(scan.typemap.get(value.func.name), "this", None))
+        if any(isinstance(t, types.Array) for t in operands) \
+                and not isinstance(scan.typemap.get(stmt.target.name), (types.Integer, types.Boolean)):
+            return stmt.loc.line
+    return None
+
+
 def _is_compute_bound(scan, loop):
     labels, _ = _own_labels(scan, loop)
     ops = 0
@@ -156,8 +173,12 @@ def why_source_plain(scan, access):
     if step is None or step > line_bytes():
         return (f"a strided walk ({'rows' if step is None else f'{step} bytes'} apart per iteration of "
                 f"{innermost.described}, wider than a {line_bytes()}-byte line)")
-    if _own_labels(scan, innermost)[1]:
+    labels, inner = _own_labels(scan, innermost)
+    if inner:
         return f"each iteration of {innermost.described} runs inner loops"
+    line = _array_operation_line(scan, labels)
+    if line is not None:
+        return f"each iteration of {innermost.described} runs an operation over arrays (line {line})"
     if _is_compute_bound(scan, innermost):
         return f"the loop {innermost.described} is compute-bound (>= {COMPUTE_BOUND_OPS} operations per element loaded)"
     return None
