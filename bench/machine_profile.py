@@ -26,6 +26,10 @@ limits.c's own runs):
 - the ``scalar_nt_bytes`` row: scalar NT against plain stores in two loops
   that do not vectorize, float32 and float64 (`calibration.measure_scalar_stores`
   at this size), ending with the item sizes to store;
+- the ``scalar_nt_ops`` row: scalar NT against plain stores of float64 in
+  a checked loop computing each element by 0 to 16 dependent operations
+  (`calibration.measure_scalar_ops` at this size), ending with the most
+  operations per element stored to allow;
 - the ``wide_stencil_bytes`` row: streamed 5-point sweeps, float32 and
   float64, vectorized 512 bits wide against LLVM's own width
   (`calibration.measure_wide_stencils` at this size; bench/vector_width.py
@@ -188,6 +192,7 @@ def main(mib, limits_path, rounds=9):
     page_alias(mib, lib, rounds)
     sizes = calibration.measure_scalar_stores(mib, rounds)[0]
     print(f"value to store: scalar_nt_bytes = {list(sizes)}\n")
+    print(f"value to store: scalar_nt_ops = {calibration.measure_scalar_ops(mib, rounds)[0]}\n")
     wide = calibration.measure_wide_stencils(mib, rounds)
     print(f"value to store: wide_stencil_bytes = {list(wide[0]) if wide else []}\n")
 

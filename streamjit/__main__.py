@@ -116,12 +116,14 @@ def calibrate(args):
     # (its measurements send calls to the plain loops on purpose: their fallback warnings say nothing to the user)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="a call of .* ran plain stores", category=StreamWarning)
+        warnings.filterwarnings("ignore", message="stream_stores names .* but no store to it is streamed",
+                                category=StreamWarning)
         return _calibrate(args)
 
 
 def _calibrate(args):
     from .calibration import (WIDE_STENCIL_SCALE, load_note, measure_load_stages, measure_page_alias,
-                              measure_scalar_stores, measure_wide_stencils, previous_stages, save_item_sizes,
+                              measure_scalar_ops, measure_scalar_stores, measure_wide_stencils, previous_stages, save_row,
                               save_load_stages, save_page_alias)
     from .machine import check_writable, profile_file
     from .threshold import save_calibration, stored_thresholds
@@ -147,9 +149,10 @@ def _calibrate(args):
     if path is None:
         return 1
     for row, measure_row, mib in (("scalar_nt_bytes", measure_scalar_stores, args.profile_mib),
+                                  ("scalar_nt_ops", measure_scalar_ops, args.profile_mib),
                                   ("wide_stencil_bytes", measure_wide_stencils, WIDE_STENCIL_SCALE * args.profile_mib)):
         sizes = measure_row(mib=mib, rounds=args.rounds)
-        if sizes is not None and _saved(lambda: save_item_sizes(row, *sizes), {row: sizes[0]}) is None:
+        if sizes is not None and _saved(lambda: save_row(row, *sizes), {row: sizes[0]}) is None:
             return 1
     print(f"profile saved to {path}\n")
     sizes = measure.sweep_sizes(args.max_mib << 20, 1 << 20)

@@ -27,6 +27,8 @@ disagree choose nothing, and `calibrate` saves no load profile from them.
 
 `measure_scalar_stores` times scalar NT stores against plain ones in loops
 that do not vectorize, per item size: the ``scalar_nt_bytes`` row;
+`measure_scalar_ops` the same per operation computed per element stored:
+the ``scalar_nt_ops`` row;
 `measure_wide_stencils` streamed stencil sweeps at 512 bits against LLVM's
 width, per item size: the ``wide_stencil_bytes`` row.
 
@@ -372,6 +374,38 @@ def measure_scalar_stores(mib=64, rounds=5, report=print):
     return chosen, f"calibrated on {cpu_name()}: scalar NT against plain stores: {table}", [speeds]
 
 
+# The operations per element stored `measure_scalar_ops` times scalar NT stores at
+SCALAR_OPS = (0, 1, 2, 4, 8, 16)
+
+
+def measure_scalar_ops(mib=64, rounds=5, report=print):
+    """Measure scalar non-temporal stores of 64-bit items against plain
+    stores in a loop that does not vectorize computing each element by 0 to
+    16 dependent operations (`measure.checked_chain`), its source prefetched
+    as the profile in force says (on the Intel Xeon VM, 2 to 8 operations
+    gained 1.15-1.50x with prefetcht1 and lost 0.35-0.78x without); return ``(scalar_nt_ops,
+    reason, table rows)``: the most operations up to which scalar NT stores
+    lose nowhere and gain (`choose`); 0 where they gain only in the copy
+    (whether they gain there is the ``scalar_nt_bytes`` row's measurement)."""
+    a = np.random.default_rng(0).random(mib * measure.MIB // 8)
+    out, profile, speeds = np.empty_like(a), machine_profile(), {}
+    for ops in SCALAR_OPS:
+        function = measure.checked_chain(ops)
+        kernels = {sizes: kernel_with_stages(function, "out", False, LoadStage(), profile.sources, threshold=None,
+                                             scalar_nt_bytes=sizes, scalar_nt_ops=ops) for sizes in ((), (8,))}
+        medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](out, a, 0.25)) for k in kernels}, rounds)
+        speeds[ops] = medians[()] / medians[(8,)]
+    chosen = 0
+    for ops in SCALAR_OPS[1:]:
+        if choose({"off": {"w": 1.0}, "on": {"w": speeds[ops]}}, "off", "on" if ops <= profile.scalar_nt_ops else "off") != "on":
+            break
+        chosen = ops
+    table = ", ".join(f"{ops} operations {s:.2f}x" for ops, s in speeds.items())
+    report(f"scalar NT stores against plain stores per operation computed per element stored ({mib} MiB float64): "
+           f"{table}: scalar NT stores in loops computing at most {chosen}")
+    return chosen, f"calibrated on {cpu_name()}: scalar NT against plain stores, checked loops: {table}", [speeds]
+
+
 def measure_wide_stencils(mib=256, rounds=5, report=print):
     """Measure streamed 5-point Jacobi sweeps (`jacobi5_f32`, and
     `measure.jacobi5` in float64; the output a copy of the grid, as callers
@@ -395,8 +429,9 @@ def measure_wide_stencils(mib=256, rounds=5, report=print):
     return chosen, f"calibrated on {cpu_name()}: streamed 5-point sweeps 512 bits wide: {table}", [speeds]
 
 
-def save_item_sizes(row, sizes, reason, rows):
-    """Store a row of item sizes (``scalar_nt_bytes`` from `measure_scalar_stores`, ``wide_stencil_bytes`` from
-    `measure_wide_stencils`), with its reason and measurements."""
-    return update_profile_file({"profile": {row: list(sizes), "reasons": {row: reason}}},
+def save_row(row, value, reason, rows):
+    """Store a row measured on its own (``scalar_nt_bytes`` from `measure_scalar_stores`, ``scalar_nt_ops`` from
+    `measure_scalar_ops`, ``wide_stencil_bytes`` from `measure_wide_stencils`), with its reason and measurements."""
+    return update_profile_file({"profile": {row: list(value) if isinstance(value, tuple) else value,
+                                            "reasons": {row: reason}}},
                                {row: [{str(n): s for n, s in table.items()} for table in rows]})

@@ -51,6 +51,11 @@ _INTEL["scalar_nt_bytes"] = ((8,), "measured on an Intel Xeon VM (family 6 model
                                    "bench/scalar_nt_stores.py, 256 MiB, loops that do not vectorize, scalar NT "
                                    "(movnti) against plain stores: 64-bit items 1.50-1.57x (running sum float64, a "
                                    "scale with an early exit), 32-bit items 0.38-0.40x (float32): 64-bit only")
+_INTEL["scalar_nt_ops"] = (8, "measured on an Intel Xeon VM (family 6 model 167), bench/machine_profile.py, 256 "
+                              "MiB float64, a checked loop that does not vectorize, scalar NT against plain stores "
+                              "per operation computed per element, its source prefetched as this row's sources "
+                              "say (prefetcht1 4 KiB ahead): 0 1.52x, 1 1.56x, 2 1.54x, 4 1.47x, 8 1.16x, 16 "
+                              "0.67x; with no prefetch, 2 lost 0.76x and 4 0.40x: at most 8")
 _INTEL["wide_stencil_bytes"] = ((8,), "measured on an Intel Xeon VM (family 6 model 167, AVX-512, LLVM rocketlake), "
                                       "bench/vector_width.py, 256 MiB, streamed stencil loops 512 bits wide against "
                                       "LLVM's 256: float64 swap Jacobi 4096x4096 1.16x -> 1.23x njit (C NT 512-bit "
@@ -101,6 +106,10 @@ UNMEASURED = {
     "scalar_nt_bytes": ((8,), "no measurement of this kind of CPU: scalar NT stores of 64-bit items, which gained "
                               "on every kind measured (Intel Xeon VM 1.50-1.57x, AMD EPYC Zen 5 1.08-1.26x, "
                               "bench/scalar_nt_stores.py), where 32-bit ones lost 0.4x (Intel) or gained nothing"),
+    "scalar_nt_ops": (1, "no measurement of this kind of CPU: scalar NT stores only in loops computing at most 1 "
+                         "operation per element, where every gain was measured (a running sum, a checked scale: "
+                         "Intel Xeon VM, AMD EPYC Zen 5); on the Intel Xeon VM with no source prefetch (this "
+                         "kind's), 2 operations ran 0.76x and 4 0.40x (bench/machine_profile.py)"),
     "wide_stencil_bytes": ((), "no measurement of this kind of CPU: streamed stencil loops at LLVM's own vector width"),
 }
 

@@ -86,6 +86,8 @@ def machine_info():
         "scalar NT stores": (f"items of {' and '.join(map(str, profile.scalar_nt_bytes))} bytes"
                              if profile.scalar_nt_bytes else "none")
                             + f", where a streamed loop does not vectorize ({profile.reasons.get('scalar_nt_bytes', '')})",
+        "scalar NT loops": f"those computing at most {profile.scalar_nt_ops} floating-point operations per element "
+                           f"stored ({profile.reasons.get('scalar_nt_ops', '')})",
         "wide stencils": (f"items of {' and '.join(map(str, profile.wide_stencil_bytes))} bytes"
                           if profile.wide_stencil_bytes else "none")
                          + f": streamed stencil loops vectorized 512 bits wide "

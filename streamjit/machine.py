@@ -50,6 +50,8 @@ from .errors import StreamWarning
 PREFETCH_HINTS = {"nta": 0, "t2": 1, "t1": 2, "t0": 3, "none": None}
 # The item sizes (bytes) whose scalar stores have a non-temporal form (x86 `movnti`, 32 and 64 bits).
 SCALAR_NT_ITEM_BYTES = (4, 8)
+# The most operations per element the ``scalar_nt_ops`` row may allow
+MAX_SCALAR_NT_OPS = 64
 # The bytes of the widest vectors (AVX-512's), at which the ``wide_stencil_bytes`` row vectorizes stencil loops.
 WIDE_VECTOR_BYTES = 64
 # Sizes are compared with the arrays' bytes in the kernel, as int64.
@@ -198,6 +200,8 @@ _PROFILE_KEYS = {
     "strip_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 64 <= v <= 1 << 16 and v % 64 == 0,
                     "a number of bytes from 64 to 65536, a multiple of 64"),
     "scalar_nt_bytes": _item_sizes(SCALAR_NT_ITEM_BYTES),
+    "scalar_nt_ops": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v <= MAX_SCALAR_NT_OPS,
+                      f"a number of operations from 0 to {MAX_SCALAR_NT_OPS}"),
     "wide_stencil_bytes": _item_sizes((1, 2, 4, 8, 16)),
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
@@ -332,6 +336,10 @@ class MachineProfile:
       where the vectorizer leaves them scalar (a loop that does not
       vectorize), become scalar non-temporal stores (``movnti``); the
       others stay plain;
+    - ``scalar_nt_ops``: the most floating-point operations per element
+      stored (`passes/loop_work.float_operations`) a loop that does not
+      vectorize may compute and still take those scalar non-temporal
+      stores; a loop computing more keeps plain stores;
     - ``wide_stencil_bytes``: the item sizes (bytes) whose streamed
       stencil loops (an array loaded at two elements or more per iteration)
       are vectorized with `WIDE_VECTOR_BYTES` vectors, instead of the width
@@ -344,13 +352,15 @@ class MachineProfile:
     page_alias_bytes: int
     strip_bytes: int
     scalar_nt_bytes: tuple
+    scalar_nt_ops: int
     wide_stencil_bytes: tuple
     origin: str
     reasons: dict = field(default_factory=dict, compare=False)
 
 
 # The rows of every profile; those holding a `LoadStage`.
-ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes", "wide_stencil_bytes")
+ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes", "scalar_nt_ops",
+        "wide_stencil_bytes")
 _STAGE_ROWS = ("stream_loads", "sources")
 
 

@@ -198,8 +198,8 @@ def validate_options(func, stream_stores=False, stream_loads=False, threshold="a
     loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
     rows = machine_profile()
     return StreamOptions(stores, loads, loads_stage, sources_stage, threshold, bool(numba_options.get("parallel")),
-                         measured, rows.page_alias_bytes, rows.strip_bytes, rows.scalar_nt_bytes, rows.wide_stencil_bytes,
-                         profile), numba_options
+                         measured, rows.page_alias_bytes, rows.strip_bytes, rows.scalar_nt_bytes, rows.scalar_nt_ops,
+                         rows.wide_stencil_bytes, profile), numba_options
 
 
 def _pipeline_stages(value, where):

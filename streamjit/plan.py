@@ -67,6 +67,8 @@ class StreamOptions:
     strip_bytes: int = 0
     # the item sizes whose streamed stores left scalar become scalar NT stores
     scalar_nt_bytes: tuple = ()
+    # the most floating-point operations per element stored a loop left scalar may compute and take them
+    scalar_nt_ops: int = 0
     # the item sizes whose streamed stencil loops are vectorized `machine.WIDE_VECTOR_BYTES` wide
     wide_stencil_bytes: tuple = ()
     # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
@@ -76,7 +78,7 @@ class StreamOptions:
         """What, besides the source, decides the compiled code."""
         return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.threshold,
                 self.measured, self.page_alias_bytes, self.strip_bytes, self.scalar_nt_bytes,
-                self.wide_stencil_bytes)
+                self.scalar_nt_ops, self.wide_stencil_bytes)
 
 
 @dataclass

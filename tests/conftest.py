@@ -24,13 +24,14 @@ from streamjit.machine import LoadStage, stage_record, update_profile_file  # no
 
 # and the run-time 4K-aliasing check of the CPUs where it stalls (Zen 2), so
 # that its fallback runs everywhere; and scalar NT stores of every item size,
-# so that 32-bit ones are emitted (and checked) on CPUs whose row leaves them plain;
+# so that 32-bit ones are emitted (and checked) on CPUs whose row leaves them plain,
+# in loops computing up to 64 operations per element (the suite's kernels: one or two);
 # and LLVM's own vector width for every loop, as on CPUs that have no wide_stencil_bytes row.
 SUITE_PROFILE = {"stream_loads": LoadStage("nta", 2048, True), "sources": LoadStage()}
 SUITE_PAGE_ALIAS_BYTES = 192
 update_profile_file({"profile": {**{name: stage_record(stage) for name, stage in SUITE_PROFILE.items()},
                                  "page_alias_bytes": SUITE_PAGE_ALIAS_BYTES, "scalar_nt_bytes": [4, 8],
-                                 "wide_stencil_bytes": []}})
+                                 "scalar_nt_ops": 64, "wide_stencil_bytes": []}})
 
 # Fuzz budget: short with the suite, long when asked for (`-m fuzz`).
 settings.register_profile("suite", max_examples=60, deadline=None)

@@ -246,6 +246,42 @@ def test_scalar_nt_stores_follow_the_profiles_item_sizes(dtype, monkeypatch):
         assert "calls: 1 streamed," in calls
 
 
+def _checked_reciprocal(out, a):
+    for i in range(a.shape[0]):
+        out[i] = 1.0 / (a[i] + 1.0)      # (Numba checks the divisor: the loop stays scalar)
+
+
+@needs_x86_avx
+@pytest.mark.parametrize("function, ops", [(K.checked_scale.py_func, 1), (_checked_reciprocal, 2)])
+def test_scalar_nt_stores_follow_the_profiles_operations_per_element(function, ops, monkeypatch):
+    """A loop that does not vectorize gets scalar NT stores only where it
+    computes at most the machine profile's ``scalar_nt_ops`` per element
+    stored (the reciprocal ran 0.37x njit with them and no source prefetch
+    on the Intel Xeon VM);
+    more, its stores stay plain and the report and the warning say why."""
+    profile = dataclasses.replace(machine.machine_profile(), scalar_nt_bytes=(8,), scalar_nt_ops=1)
+    monkeypatch.setattr(options, "machine_profile", lambda: profile)
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(function)
+    a = np.random.default_rng(1).random(1001)
+    out, want = np.empty_like(a), np.empty_like(a)
+    args = (2.0,) if ops == 1 else ()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel(out, a, *args)
+    numba.njit(function)(want, a, *args)
+    np.testing.assert_array_equal(out, want)
+    rep = kernel.stream_report().arrays["out"]
+    asm = kernel.inspect_asm(kernel.signatures[0])
+    why = "its loop computes 2 floating-point operations per element stored, more than the 1 of this CPU's scalar_nt_ops"
+    if ops == 1:
+        assert rep.nt_scalar_stores > 0 and re.search(r"^\s*movnti[q]?\s+%r\w+, ", asm, re.M)
+        assert not any("scalar_nt_ops" in n for n in rep.notes)
+    else:
+        assert rep.nt_scalar_stores == 0 and not re.search(r"^\s*movnti", asm, re.M)
+        assert any(n.startswith("the aligned loop did not vectorize: plain stores") and why in n for n in rep.notes)
+        assert any(why in str(w.message) for w in caught)
+
+
 def _triad(out, a, b):
     for i in range(out.shape[0]):
         out[i] = a[i] + 3.0 * b[i]

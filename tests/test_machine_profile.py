@@ -67,17 +67,46 @@ def test_scalar_store_row_per_cpu_kind():
 
 
 def test_calibrated_scalar_store_row_is_read_shown_and_checked(profile_dir):
-    calibration.save_item_sizes("scalar_nt_bytes", (4, 8), "calibrated here: 1.2x", [{4: {"w": 1.2}, 8: {"w": 1.3}}])
+    calibration.save_row("scalar_nt_bytes", (4, 8), "calibrated here: 1.2x", [{4: {"w": 1.2}, 8: {"w": 1.3}}])
     profile = machine.machine_profile()
     assert profile.scalar_nt_bytes == (4, 8) and profile.reasons["scalar_nt_bytes"] == "calibrated here: 1.2x"
     assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.scalar_nt_bytes == (4, 8)
     assert info.machine_info()["scalar NT stores"].startswith("items of 4 and 8 bytes, where a streamed loop")
-    calibration.save_item_sizes("scalar_nt_bytes", (), "calibrated here: 0.4x", [])
+    calibration.save_row("scalar_nt_bytes", (), "calibrated here: 0.4x", [])
     assert machine.machine_profile().scalar_nt_bytes == ()
     assert info.machine_info()["scalar NT stores"].startswith("none, where")
     machine.update_profile_file({"profile": {"scalar_nt_bytes": [2]}})
     with pytest.warns(sj.StreamWarning, match=r"profile.scalar_nt_bytes is \[2\], not a list of the item sizes 4 and 8"):
         assert machine.machine_profile().scalar_nt_bytes == machine.default_profile(*machine.cpu_identity()).scalar_nt_bytes
+
+
+def test_scalar_operations_row_per_cpu_kind():
+    # measured on the Intel Xeon VM: up to 8 operations per element gained with its source prefetch, 2 lost without
+    # one; unmeasured kinds, which prefetch no source, allow what gained everywhere
+    for vendor, family, ops in (("GenuineIntel", 6, 8), ("AuthenticAMD", 26, 1), ("AuthenticAMD", 23, 1),
+                                ("aarch64", None, 1)):
+        profile = machine.default_profile(vendor, family)
+        assert profile.scalar_nt_ops == ops and "bench/machine_profile.py" in profile.reasons["scalar_nt_ops"]
+        assert ("no measurement" in profile.reasons["scalar_nt_ops"]) == (vendor != "GenuineIntel")
+
+
+def test_calibrated_scalar_operations_row_is_read_shown_and_checked(profile_dir):
+    calibration.save_row("scalar_nt_ops", 4, "calibrated here: 1.1x", [{4: 1.1}])
+    profile = machine.machine_profile()
+    assert profile.scalar_nt_ops == 4 and profile.reasons["scalar_nt_ops"] == "calibrated here: 1.1x"
+    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.scalar_nt_ops == 4
+    assert info.machine_info()["scalar NT loops"].startswith("those computing at most 4 floating-point operations")
+    machine.update_profile_file({"profile": {"scalar_nt_ops": -1}})
+    with pytest.warns(sj.StreamWarning, match=r"profile.scalar_nt_ops is -1, not a number of operations from 0 to 64"):
+        assert machine.machine_profile().scalar_nt_ops == machine.default_profile(*machine.cpu_identity()).scalar_nt_ops
+
+
+def test_calibrate_measures_scalar_stores_per_operation(profile_dir):
+    printed = []
+    ops, reason, rows = calibration.measure_scalar_ops(mib=1, rounds=1, report=printed.append)
+    assert ops in calibration.SCALAR_OPS and reason.startswith("calibrated on")
+    assert set(rows[0]) == set(calibration.SCALAR_OPS)
+    assert printed[0].startswith("scalar NT stores against plain stores per operation computed per element stored")
 
 
 def test_calibrate_measures_scalar_stores_per_item_size(profile_dir):
@@ -98,7 +127,7 @@ def test_wide_stencil_row_per_cpu_kind():
 
 
 def test_calibrated_wide_stencil_row_is_read_shown_and_checked(profile_dir, monkeypatch):
-    calibration.save_item_sizes("wide_stencil_bytes", (4, 8), "calibrated here: 1.05x", [{8: {"w": 1.05}}])
+    calibration.save_row("wide_stencil_bytes", (4, 8), "calibrated here: 1.05x", [{8: {"w": 1.05}}])
     monkeypatch.setattr(machine, "vector_isa", lambda: "AVX-512")
     profile = machine.machine_profile()
     assert profile.wide_stencil_bytes == (4, 8) and profile.reasons["wide_stencil_bytes"] == "calibrated here: 1.05x"

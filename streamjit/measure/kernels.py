@@ -1,7 +1,8 @@
 """The kernels the measurements time: the STREAM kernels (each with a
 streamed build and a plain `numba.njit` build of the same source), a
-5-point and a 4-point Jacobi, a gather, two loops LLVM leaves scalar
-(a running sum, a scale with an early exit), a CSR spmv, and 1-D to 3-D
+5-point and a 4-point Jacobi, a gather, loops LLVM leaves scalar (a
+running sum, a scale with an early exit, the same computing more per
+element), a CSR spmv, and 1-D to 3-D
 stencils, each as a loop and as a `numba.stencil` kernel. `calibration.py`
 times some of them too."""
 
@@ -68,6 +69,22 @@ def checked_scale(out, a):
         if x > 2:
             raise ValueError("value out of range")
         out[i] = 2 * x
+
+
+@functools.cache
+def checked_chain(ops):
+    """`checked_scale` computing each element by ``ops`` dependent
+    operations (``((x * x) + c) * x ...``; 0: a checked copy), made from
+    source: a loop that stays scalar, doing more work per element stored."""
+    value = "x"
+    for k in range(ops):
+        value = f"({value} * x)" if k % 2 == 0 else f"({value} + c)"
+    name = f"checked_chain_{ops}"
+    source = (f"def {name}(out, a, c):\n    for i in range(a.shape[0]):\n        x = a[i]\n        if x > 2:\n"
+              f"            raise ValueError('value out of range')\n        out[i] = {value}\n")
+    namespace = {}
+    exec(compile(source, f"<streamjit.measure {name}>", "exec"), namespace)
+    return namespace[name]
 
 
 def spmv(y, indptr, indices, values, x):

@@ -17,6 +17,7 @@ from .. import codegen
 from ..machine import WIDE_VECTOR_BYTES
 from ..protocol.markers import store_marker
 from .ir_build import Emitter, retarget
+from .loop_work import float_operations
 from .peel_checks import itemsize
 from .retype import copy_types
 from .stream_loads import marker_of
@@ -54,6 +55,7 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
     streamed (the aligned pointers) or, ``staged``, plain (the staging
     buffers)."""
     edits = {}  # (new label, position) -> replacement statements builder
+    scalar = () if staged else scalar_bytes(scan, plan, options, result)
     for (access, _), pointer in zip(plan.stores, pointers):
         edits[_position(blocks, access)] = ("store", access, pointer)
     for access, _ in plan.loads:
@@ -82,7 +84,7 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
                     emit.call(codegen.buffer_store, pointer, offset_of(emit), value)
                 else:
                     emit.call(codegen.stream_store, arr, index, value, pointer, offset_of(emit),
-                              emit.const(store_marker(access.array, options.scalar_nt_bytes,
+                              emit.const(store_marker(access.array, scalar,
                                                       vector_lanes(scan, plan, access, options))))
                 continue
             marker = marker_of(scan, access, options, result)
@@ -93,6 +95,22 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
             else:
                 emit.call(codegen.direct_stream_load, arr, index, emit.const(marker), target=stmt.target)
         block.body = body
+
+
+def scalar_bytes(scan, plan, options, result):
+    """The item sizes whose stores in ``plan``'s loop become scalar non-temporal stores where the loop does not
+    vectorize: the machine profile's ``scalar_nt_bytes``, where the loop computes at most ``scalar_nt_ops``
+    floating-point operations per element it stores; none where it computes more (the report says so where
+    the loop did not vectorize)."""
+    ops = float_operations(scan, plan.loop) / max(1, len(plan.stores))
+    if ops <= options.scalar_nt_ops or not options.scalar_nt_bytes:
+        return options.scalar_nt_bytes
+    for access, _ in plan.stores:
+        hints = result.vector_hints.setdefault(access.array, [])
+        hint = (f"its loop computes {ops:g} floating-point operations per element stored, more than the "
+                f"{options.scalar_nt_ops} of this CPU's scalar_nt_ops row (`python -m streamjit info` says why)")
+        hints += [hint] if hint not in hints else []
+    return ()
 
 
 def vector_lanes(scan, plan, access, options):

@@ -28,8 +28,9 @@ def _reasons(result, name, stores, plain_scalar):
     if stores.nt_scalar_stores:
         notes.append("its aligned loop did not vectorize, and this target has no scalar non-temporal store")
     elif stores.plain_stores:
+        why = result.vector_hints.get(name, []) + ([plain_scalar] if plain_scalar else [])
         notes.append("its aligned loop did not vectorize to full-width aligned vector stores"
-                     + (f", and {plain_scalar}" if plain_scalar else ""))
+                     + (f", and {' and '.join(why)}" if why else ""))
     return notes or ["no store to it could be aligned to a full vector"]
 
 

@@ -34,6 +34,7 @@ from ..plan import METADATA_KEY
 from .affine import AffineAnalyzer
 from .indices import index_atoms, is_int, without_ellipsis
 from .ir_build import Emitter
+from .loop_work import CALL_OPERATIONS, array_operation_line, float_operations, own_labels
 
 
 def why_not_prefetched(scan, access):
@@ -66,49 +67,11 @@ def _stored_as_streamed(scan, access, result):
     return any(s.array == access.array and s.loops[-1:] == access.loops[-1:] for s in scan.stores())
 
 
-# Floating-point operations per loaded element from which a loop is taken
-# as compute-bound (a call to a function, np.exp or math.sqrt, counts as
-# that many by itself): a vectorized core does about 16 such operations
-# in the time one core's share of memory bandwidth brings an element in.
-# An estimate, not a measurement: no benchmark has swept it yet, on the
-# Intel Xeon VM (family 6 model 167) this was written on or elsewhere.
-COMPUTE_BOUND_OPS = 16
-_ARITHMETIC = ("binop", "inplace_binop", "unary")
-
-
-def _own_labels(scan, loop):
-    """The blocks of ``loop`` outside its inner loops."""
-    inner = [l for l in scan.loops if l.parent is loop]
-    return loop.body.difference(*(l.body for l in inner)), inner
-
-
-def _array_operation_line(scan, labels):
-    """The line of an operation over arrays (``A[i, :i] @ y[:i]``,
-    ``np.sum(row)``, ``row * 2.0``: a loop of its own, in Numba's code or a
-    library's) in the blocks ``labels``, or None. Slicing is not one."""
-    for label, stmt in (found for defs in scan.defs.values() for found in defs):
-        value = stmt.value
-        if label not in labels or not isinstance(value, ir.Expr) or value.op not in ("call", *_ARITHMETIC):
-            continue
-        operands = [scan.typemap.get(v.name) for v in (value.args if value.op == "call" else value.list_vars())]
-        if value.op == "call":  # (a method's array: ``row.sum()``)
-            operands.append(getattr(scan.typemap.get(value.func.name), "this", None))
-        if any(isinstance(t, types.Array) for t in operands) \
-                and not isinstance(scan.typemap.get(stmt.target.name), (types.Integer, types.Boolean)):
-            return stmt.loc.line
-    return None
-
-
 def _is_compute_bound(scan, loop):
-    labels, _ = _own_labels(scan, loop)
-    ops = 0
-    # (the statements as scanned, before align_peel adds its own calls)
-    for label, stmt in (found for defs in scan.defs.values() for found in defs):
-        if label in labels and isinstance(stmt.value, ir.Expr) \
-                and isinstance(scan.typemap.get(stmt.target.name), (types.Float, types.Complex)):
-            ops += 1 if stmt.value.op in _ARITHMETIC else COMPUTE_BOUND_OPS if stmt.value.op == "call" else 0
+    """Whether ``loop`` computes `loop_work.CALL_OPERATIONS` floating-point operations or more per
+    element it loads."""
     loads = sum(1 for a in scan.loads() if a.loops and a.loops[-1] is loop)
-    return ops >= COMPUTE_BOUND_OPS * max(1, loads)
+    return float_operations(scan, loop) >= CALL_OPERATIONS * max(1, loads)
 
 
 def _last_axis_steps_one_element(scan, var):
@@ -173,14 +136,14 @@ def why_source_plain(scan, access):
     if step is None or step > line_bytes():
         return (f"a strided walk ({'rows' if step is None else f'{step} bytes'} apart per iteration of "
                 f"{innermost.described}, wider than a {line_bytes()}-byte line)")
-    labels, inner = _own_labels(scan, innermost)
+    labels, inner = own_labels(scan, innermost)
     if inner:
         return f"each iteration of {innermost.described} runs inner loops"
-    line = _array_operation_line(scan, labels)
+    line = array_operation_line(scan, labels)
     if line is not None:
         return f"each iteration of {innermost.described} runs an operation over arrays (line {line})"
     if _is_compute_bound(scan, innermost):
-        return f"the loop {innermost.described} is compute-bound (>= {COMPUTE_BOUND_OPS} operations per element loaded)"
+        return f"the loop {innermost.described} is compute-bound (>= {CALL_OPERATIONS} operations per element loaded)"
     return None
 
 
