@@ -47,10 +47,12 @@ _INTEL = {
 }
 _INTEL["sources"] = _INTEL["stream_loads"]
 _INTEL["strip_bytes"] = _INTEL_STRIP
-_INTEL["scalar_nt_bytes"] = ((8,), "measured on an Intel Xeon VM (family 6 model 167, AVX-512), "
-                                   "bench/scalar_nt_stores.py, 256 MiB, loops that do not vectorize, scalar NT "
-                                   "(movnti) against plain stores: 64-bit items 1.50-1.57x (running sum float64, a "
-                                   "scale with an early exit), 32-bit items 0.38-0.40x (float32): 64-bit only")
+_INTEL["scalar_nt_bytes"] = ((4, 8), "measured on an Intel Xeon VM (family 6 model 167, AVX-512), "
+                                     "bench/scalar_nt_stores.py, 256 MiB, loops that do not vectorize (a running "
+                                     "sum, a scale with an early exit), scalar NT (movnti) against plain stores, "
+                                     "the source prefetched as this row's sources say (prefetcht1 4 KiB ahead): "
+                                     "float64 1.46-1.48x, float32 1.13x (with no prefetch, float32 lost 0.38-0.39x: "
+                                     "a loop whose source is not prefetched takes 64-bit items only)")
 _INTEL["scalar_nt_ops"] = (8, "measured on an Intel Xeon VM (family 6 model 167), bench/machine_profile.py, 256 "
                               "MiB float64, a checked loop that does not vectorize, scalar NT against plain stores "
                               "per operation computed per element, its source prefetched as this row's sources "

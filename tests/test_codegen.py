@@ -272,7 +272,7 @@ def test_scalar_nt_stores_follow_the_profiles_operations_per_element(function, o
     np.testing.assert_array_equal(out, want)
     rep = kernel.stream_report().arrays["out"]
     asm = kernel.inspect_asm(kernel.signatures[0])
-    why = "its loop computes 2 floating-point operations per element stored, more than the 1 of this CPU's scalar_nt_ops"
+    why = "its loop computes 2 floating-point operations per element stored, more than the 1 this CPU's scalar_nt_ops"
     if ops == 1:
         assert rep.nt_scalar_stores > 0 and re.search(r"^\s*movnti[q]?\s+%r\w+, ", asm, re.M)
         assert not any("scalar_nt_ops" in n for n in rep.notes)

@@ -58,12 +58,14 @@ def test_strip_row_per_cpu_kind():
 
 
 def test_scalar_store_row_per_cpu_kind():
-    # measured: 64-bit scalar NT stores gain on Intel and Zen 5, 32-bit ones do not; unmeasured kinds: 64-bit only
-    for vendor, family in (("GenuineIntel", 6), ("AuthenticAMD", 26), ("AuthenticAMD", 23), ("aarch64", None)):
+    # measured: 64-bit scalar NT stores gain on Intel and Zen 5; 32-bit ones on Intel only with its source
+    # prefetch (0.38x without), not on Zen 5 (no source prefetch there); unmeasured kinds: 64-bit only
+    for vendor, family, sizes in (("GenuineIntel", 6, (4, 8)), ("AuthenticAMD", 26, (8,)), ("AuthenticAMD", 23, (8,)),
+                                  ("aarch64", None, (8,))):
         profile = machine.default_profile(vendor, family)
-        assert profile.scalar_nt_bytes == (8,), (vendor, family)
+        assert profile.scalar_nt_bytes == sizes, (vendor, family)
         assert "bench/scalar_nt_stores.py" in profile.reasons["scalar_nt_bytes"]
-    assert "0.38-0.40x" in machine.default_profile("GenuineIntel", 6).reasons["scalar_nt_bytes"]
+    assert "0.38-0.39x" in machine.default_profile("GenuineIntel", 6).reasons["scalar_nt_bytes"]
 
 
 def test_calibrated_scalar_store_row_is_read_shown_and_checked(profile_dir):
