@@ -101,27 +101,32 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
 def scalar_bytes(scan, plan, options, result):
     """The item sizes whose stores in ``plan``'s loop become scalar non-temporal stores where the loop does not
     vectorize: the machine profile's ``scalar_nt_bytes``, where the loop computes at most ``scalar_nt_ops``
-    floating-point operations per element it stores; none where it computes more (the report says so where
-    the loop did not vectorize). The rows were measured with the sources prefetched as the profile's
-    ``sources`` row says; a loop of such a profile with a source it does not prefetch (a strided or
-    compute-bound one) takes the rows of a CPU nobody measured (on the Intel Xeon VM, float32 scalar NT stores
-    gained 1.13x with a source prefetch and lost 0.38x without, bench/scalar_nt_stores.py)."""
-    sizes, most, whose = options.scalar_nt_bytes, options.scalar_nt_ops, "this CPU's scalar_nt_ops row allows"
+    floating-point operations per element it stores; none where it computes more. The rows were measured with
+    the sources prefetched as the profile's ``sources`` row says; a loop of such a profile with a source it
+    does not prefetch (a strided or compute-bound one) takes the rows of a CPU nobody measured (on the Intel
+    Xeon VM, float32 scalar NT stores gained 1.13x with a source prefetch and lost 0.38x without,
+    bench/scalar_nt_stores.py). Where that leaves a store plain, the report says why (if the loop did not
+    vectorize)."""
+    sizes, most, unmeasured = options.scalar_nt_bytes, options.scalar_nt_ops, False
     stored = {access.array for access, _ in plan.stores}
     if options.sources.prefetches() and not all(
             parse_load_marker(marker_of(scan, load, options, result) or "none:0")[1]
             for load, _ in plan.loads if load.array not in stored):
-        sizes, most = UNMEASURED["scalar_nt_bytes"][0], UNMEASURED["scalar_nt_ops"][0]
-        whose = "allowed where nobody measured (a source of the loop is not prefetched)"
+        sizes, most, unmeasured = UNMEASURED["scalar_nt_bytes"][0], UNMEASURED["scalar_nt_ops"][0], True
     ops = float_operations(scan, plan.loop) / max(1, len(plan.stores))
-    if ops <= most or not sizes:
-        return sizes
+    rows = "a CPU nobody measured allows (a source of the loop is not prefetched)" if unmeasured \
+        else "this CPU's scalar_nt_ops row allows"
+    hint = f"its loop computes {ops:g} floating-point operations per element stored, more than the {most} {rows}"
+    if ops <= most:
+        hint = ("a source of its loop is not prefetched: it takes the scalar NT stores of a CPU nobody measured, "
+                f"items of {' and '.join(map(str, sizes))} bytes")
+    else:
+        sizes = ()
     for access, _ in plan.stores:
-        hints = result.vector_hints.setdefault(access.array, [])
-        hint = (f"its loop computes {ops:g} floating-point operations per element stored, more than the {most} "
-                f"{whose} (`python -m streamjit info` says why)")
-        hints += [hint] if hint not in hints else []
-    return ()
+        if itemsize(scan, access.array_var) in set(options.scalar_nt_bytes) - set(sizes):
+            hints = result.vector_hints.setdefault(access.array, [])
+            hints += [hint] if hint not in hints else []
+    return sizes
 
 
 def vector_lanes(scan, plan, access, options):
