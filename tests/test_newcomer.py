@@ -183,9 +183,11 @@ def test_the_fallback_warning_points_at_the_call_and_names_sj_empty_like():
     that (the suite's profile), the heat loop runs staged and says nothing;
     a loop that cannot be staged (an iteration may store nothing) runs
     plain, and the warning names the remedy."""
-    buffer = np.empty(2 * 4096 + 1)
-    a, b = buffer[1:4097], buffer[4097:]  # (32 KiB apart: the same offset in a page, as .copy() places them)
-    a[...] = np.random.default_rng(1).random(4096)
+    # (64 KiB apart: the same offset in a page, as .copy() places them; 64 KiB, from which
+    # sj.empty_like places its arrays apart, not where the heap happens to)
+    buffer = np.empty(2 * 8192 + 1)
+    a, b = buffer[1:8193], buffer[8193:]
+    a[...] = np.random.default_rng(1).random(8192)
     assert (b.ctypes.data - a.ctypes.data) % 4096 == 0
     staged = sj.stream_kernel(stream_stores=["b"])(heat)
     with warnings.catch_warnings():
