@@ -217,8 +217,8 @@ def compute_bound(out, a, b):
 
 @sj.stream_kernel(stream_loads=True, stream_stores=["x"], threshold=None)
 def array_operations(x, y, A, b, c):
-    for i in range(A.shape[0]):            # NPBench's ludcmp: a dot product per element
-        y[i] = b[i] - A[i, :i] @ y[:i]
+    for i in range(A.shape[0]):            # NPBench's ludcmp: a dot product per element (its @ needs SciPy)
+        y[i] = b[i] - np.sum(A[i, :i] * y[:i])
     for i in range(A.shape[0]):            # a method's reduction
         x[i] = c[i] * A[i].sum()
 
@@ -277,7 +277,7 @@ def test_loads_of_loops_that_run_operations_over_arrays_are_plain(rng):
     array_operations(x, y, A, b, c)
     want = np.zeros(40)
     for i in range(40):
-        want[i] = b[i] - A[i, :i] @ want[:i]
+        want[i] = b[i] - np.sum(A[i, :i] * want[:i])
     np.testing.assert_allclose(y, want)
     np.testing.assert_allclose(x, c * A.sum(axis=1))
     report = array_operations.stream_report()
