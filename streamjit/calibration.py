@@ -383,7 +383,7 @@ SCALAR_OPS = (0, 1, 2, 4, 8, 16)
 def measure_scalar_ops(mib=64, rounds=5, report=print):
     """Measure scalar non-temporal stores of 64-bit items against plain
     stores in a loop that does not vectorize computing each element by 0 to
-    16 dependent operations (`measure.checked_chain`), its source prefetched
+    16 dependent operations (`measure.chain`), its source prefetched
     as the profile in force says (on the Intel Xeon VM, 2 to 8 operations
     gained 1.15-1.50x with prefetcht1 and lost 0.35-0.78x without); return ``(scalar_nt_ops,
     reason, table rows)``: the most operations up to which scalar NT stores
@@ -392,7 +392,7 @@ def measure_scalar_ops(mib=64, rounds=5, report=print):
     a = np.random.default_rng(0).random(mib * measure.MIB // 8)
     out, profile, speeds = np.empty_like(a), machine_profile(), {}
     for ops in SCALAR_OPS:
-        function = measure.checked_chain(ops)
+        function = measure.chain(ops, checked=True)
         kernels = {sizes: kernel_with_stages(function, "out", False, LoadStage(), profile.sources, threshold=None,
                                              scalar_nt_bytes=sizes, scalar_nt_ops=ops) for sizes in ((), (8,))}
         medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](out, a, 0.25)) for k in kernels}, rounds)

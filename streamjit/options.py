@@ -30,8 +30,8 @@ import difflib
 import inspect
 import warnings
 
-from .errors import StreamConfigError, StreamWarning
 from .cpu_defaults import UNMEASURED
+from .errors import StreamConfigError, StreamWarning
 from .machine import HINT_DISTANCE, PREFETCH_HINTS, machine_profile
 from .plan import StreamOptions
 from .threshold import MAX_BYTES, default_threshold

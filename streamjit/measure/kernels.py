@@ -72,16 +72,17 @@ def checked_scale(out, a):
 
 
 @functools.cache
-def checked_chain(ops):
-    """`checked_scale` computing each element by ``ops`` dependent
-    operations (``((x * x) + c) * x ...``; 0: a checked copy), made from
-    source: a loop that stays scalar, doing more work per element stored."""
+def chain(ops, checked=False):
+    """``out[i] = f(a[i])``, ``f`` a chain of ``ops`` dependent operations
+    (``((x * x) + c) * x ...``; 0: a copy), made from source; ``checked``:
+    as `checked_scale`, with a range check that keeps the loop scalar."""
     value = "x"
     for k in range(ops):
         value = f"({value} * x)" if k % 2 == 0 else f"({value} + c)"
-    name = f"checked_chain_{ops}"
-    source = (f"def {name}(out, a, c):\n    for i in range(a.shape[0]):\n        x = a[i]\n        if x > 2:\n"
-              f"            raise ValueError('value out of range')\n        out[i] = {value}\n")
+    name = f"{'checked_' if checked else ''}chain_{ops}"
+    check = "        if x > 2:\n            raise ValueError('value out of range')\n" if checked else ""
+    source = (f"def {name}(out, a, c):\n    for i in range(a.shape[0]):\n        x = a[i]\n{check}"
+              f"        out[i] = {value}\n")
     namespace = {}
     exec(compile(source, f"<streamjit.measure {name}>", "exec"), namespace)
     return namespace[name]

@@ -9,11 +9,15 @@ than the machine profile's ``scalar_nt_ops`` row allows.
 
 from numba.core import ir, types
 
-# Floating-point operations a call to a function (np.exp, math.sqrt) counts
-# as: the compute-bound cut-off of `stream_loads.py`, an estimate (a
-# vectorized core does about 16 such operations in the time one core's share
-# of memory bandwidth brings an element in), not yet swept by a benchmark
-CALL_OPERATIONS = 16
+# Floating-point operations per loaded element from which `stream_loads.py`
+# takes a loop as compute-bound (a call to a function, np.exp or math.sqrt,
+# counts as that many by itself): an estimate (a vectorized core does about
+# 16 such operations in the time one core's share of memory bandwidth brings
+# an element in). On the Intel Xeon VM (family 6 model 167), in a chain of
+# dependent operations per load, a source prefetch gained up to 12 (1.74-1.80x
+# njit against 1.23-1.46x) and nothing from 16 on (bench/dependent_chains.py,
+# 128 MiB float32): the cut-off lies there; not yet a row of the machine profile.
+COMPUTE_BOUND_OPS = 16
 _ARITHMETIC = ("binop", "inplace_binop", "unary")
 
 
@@ -50,7 +54,7 @@ def array_operation_line(scan, labels):
 def float_operations(scan, loop):
     """The floating-point operations one iteration of ``loop`` computes
     outside its inner loops: one per arithmetic operation with a float (or
-    complex) result, `CALL_OPERATIONS` per call returning one; a call to a
+    complex) result, `COMPUTE_BOUND_OPS` per call returning one; a call to a
     number type (``np.float32(0.2)``), a conversion, counts none."""
     ops = 0
     for stmt in _statements(scan, own_labels(scan, loop)[0]):
@@ -61,5 +65,5 @@ def float_operations(scan, loop):
         if value.op in _ARITHMETIC:
             ops += 1
         elif value.op == "call" and not isinstance(scan.typemap.get(value.func.name), types.NumberClass):
-            ops += CALL_OPERATIONS
+            ops += COMPUTE_BOUND_OPS
     return ops

@@ -34,7 +34,7 @@ from ..plan import METADATA_KEY
 from .affine import AffineAnalyzer
 from .indices import index_atoms, is_int, without_ellipsis
 from .ir_build import Emitter
-from .loop_work import CALL_OPERATIONS, array_operation_line, float_operations, own_labels
+from .loop_work import COMPUTE_BOUND_OPS, array_operation_line, float_operations, own_labels
 
 
 def why_not_prefetched(scan, access):
@@ -68,10 +68,10 @@ def _stored_as_streamed(scan, access, result):
 
 
 def _is_compute_bound(scan, loop):
-    """Whether ``loop`` computes `loop_work.CALL_OPERATIONS` floating-point operations or more per
+    """Whether ``loop`` computes `loop_work.COMPUTE_BOUND_OPS` floating-point operations or more per
     element it loads."""
     loads = sum(1 for a in scan.loads() if a.loops and a.loops[-1] is loop)
-    return float_operations(scan, loop) >= CALL_OPERATIONS * max(1, loads)
+    return float_operations(scan, loop) >= COMPUTE_BOUND_OPS * max(1, loads)
 
 
 def _last_axis_steps_one_element(scan, var):
@@ -143,7 +143,7 @@ def why_source_plain(scan, access):
     if line is not None:
         return f"each iteration of {innermost.described} runs an operation over arrays (line {line})"
     if _is_compute_bound(scan, innermost):
-        return f"the loop {innermost.described} is compute-bound (>= {CALL_OPERATIONS} operations per element loaded)"
+        return f"the loop {innermost.described} is compute-bound (>= {COMPUTE_BOUND_OPS} operations per element loaded)"
     return None
 
 
