@@ -12,8 +12,8 @@ streaming is faster), interleaved rounds, medians; for each chain length:
 
 On the Intel Xeon VM (family 6 model 167) streaming gained up to 16
 operations and lost from 17 at 256 bits (float32 0.76x, 0.41x at 24);
-512-bit vectors moved the loss to 24 operations (bench/README.md, "ninth
-session"). No rule of streamjit's uses this yet.
+512-bit vectors moved the loss to 24 operations (bench/README.md has the
+tables). No rule of streamjit's uses this yet.
 
 Run: python bench/dependent_chains.py [MiB] [rounds] [--wide] [--float64]
 """
