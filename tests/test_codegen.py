@@ -13,6 +13,7 @@ import pytest
 import kernels as K
 import streamjit as sj
 from streamjit import machine, options
+from streamjit.pre_o3 import loop_widths
 
 features = llvm.get_host_cpu_features()
 X86_AVX = llvm.get_process_triple().startswith("x86_64") and features.get("avx", False)
@@ -357,6 +358,28 @@ def test_wide_stencil_row_widens_the_streamed_stencil_loop_only(function, dtype,
     assert not re.search(r"vmovup[sd]\s+%zmm\d+, ", asm)  # (the plain loops' stores)
     calls = kernel.stream_calls()  # (staged where the suite's page-alias check finds g trailing out)
     assert calls["streamed"] + calls["staged"] == 1
+
+
+@pytest.mark.skipif(machine.vector_isa() != "AVX-512", reason="512-bit vectors need AVX-512")
+def test_wide_loops_are_asked_for_a_width_not_forced_and_vectorized_loops_are_left(monkeypatch):
+    """The pre-O3 stage asks for the width (``llvm.loop.vectorize.width``)
+    and forces nothing: a forced loop LLVM cannot vectorize prints
+    "loop not vectorized" remarks and warnings to the user's terminal
+    (NPBench's cavity_flow printed 12). A loop that already carries loop
+    metadata (optimized before, in a library linked in: vectorized) is left
+    as it is."""
+    profile = dataclasses.replace(machine.machine_profile(), wide_stencil_bytes=(8,))
+    monkeypatch.setattr(options, "machine_profile", lambda: profile)
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(_jacobi)
+    g = np.random.default_rng(0).random((37, 203))
+    kernel(g.copy(), g)
+    library = kernel.overloads[kernel.signatures[0]].library
+    widened = str(loop_widths.run(llvm.parse_assembly(library.unoptimized_llvm_ir)))
+    assert '!"llvm.loop.vectorize.width", i32 8' in widened and "llvm.loop.vectorize.enable" not in widened
+    assert str(loop_widths.run(llvm.parse_assembly(widened))).count("llvm.loop.vectorize.width") == 1
+    optimized = kernel.inspect_llvm(kernel.signatures[0])    # (its loops vectorized: llvm.loop metadata)
+    assert ":lanes=8" in optimized and str(loop_widths.run(llvm.parse_assembly(optimized))) == \
+        str(llvm.parse_assembly(optimized))
 
 
 def placed_after(array, shift_bytes, rng):

@@ -46,6 +46,10 @@ def _loops(function):
             for loop in graph.loops().values()]
 
 
+def _terminator(block):
+    return next(inst for inst in reversed(block.insts) if inst.is_instruction)
+
+
 def _widened(module, lanes_of):
     """Attach the width to the latches of each innermost loop holding a
     store whose scope list ``lanes_of`` gives lanes (Numba's unoptimized
@@ -64,13 +68,14 @@ def _widened(module, lanes_of):
                 widths[tuple(min(holding, key=lambda loop: len(loop[1]))[0])] = lanes
         blocks = {b.label: b for b in function.blocks}
         for latches, lanes in widths.items():
+            if any("llvm.loop" in _terminator(blocks[latch]).metadata for latch in latches):
+                continue  # (a loop optimized before, in a library linked in: vectorized already)
             width = module.add_metadata(f'!{{!"llvm.loop.vectorize.width", i32 {lanes}}}')
-            enable = module.add_metadata('!{!"llvm.loop.vectorize.enable", i1 true}')
             node = max(module.metadata) + 1
-            module.append(f"!{node} = distinct !{{!{node}, !{width}, !{enable}}}")
+            module.append(f"!{node} = distinct !{{!{node}, !{width}}}")
             # (every latch carries the same node: LLVM reads a loop's metadata only where they agree)
             for latch in map(blocks.get, latches):
-                at = max(k for k, inst in enumerate(latch.insts) if inst.is_instruction)
+                at = latch.insts.index(_terminator(latch))
                 latch.insts[at] = latch.insts[at].with_metadata("llvm.loop", node)
             changed = True
     return changed
