@@ -30,7 +30,6 @@ import difflib
 import inspect
 import warnings
 
-from .cpu_defaults import UNMEASURED
 from .errors import StreamConfigError, StreamWarning
 from .machine import HINT_DISTANCE, PREFETCH_HINTS, machine_profile
 from .plan import StreamOptions
@@ -198,13 +197,9 @@ def validate_options(func, stream_stores=False, stream_loads=False, threshold="a
     # (read only by kernels that stream: a bare stream_kernel is numba.njit)
     loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
     rows = machine_profile()
-    # (the scalar NT rows hold for the sources prefetched as the profile's are: where the kernel's
-    # prefetch_hint or prefetch_distance changes that, those of a CPU nobody measured)
-    scalar = (rows.scalar_nt_bytes, rows.scalar_nt_ops) if sources_stage.prefetches() == rows.sources.prefetches() \
-        else (UNMEASURED["scalar_nt_bytes"][0], UNMEASURED["scalar_nt_ops"][0])
     return StreamOptions(stores, loads, loads_stage, sources_stage, threshold, bool(numba_options.get("parallel")),
-                         measured, rows.page_alias_bytes, rows.strip_bytes, *scalar, rows.wide_stencil_bytes,
-                         profile), numba_options
+                         measured, rows.page_alias_bytes, rows.strip_bytes, rows.scalar_nt_bytes, rows.scalar_nt_ops,
+                         rows.sources.prefetches(), rows.wide_stencil_bytes, profile), numba_options
 
 
 def _pipeline_stages(value, where):

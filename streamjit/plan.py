@@ -69,6 +69,8 @@ class StreamOptions:
     scalar_nt_bytes: tuple = ()
     # the most floating-point operations per element stored a loop left scalar may compute and take them
     scalar_nt_ops: int = 0
+    # whether those two rows hold for sources prefetched (the profile's sources row prefetches) or not
+    scalar_nt_prefetched: bool = False
     # the item sizes whose streamed stencil loops are vectorized `machine.WIDE_VECTOR_BYTES` wide
     wide_stencil_bytes: tuple = ()
     # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
@@ -78,7 +80,7 @@ class StreamOptions:
         """What, besides the source, decides the compiled code."""
         return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.threshold,
                 self.measured, self.page_alias_bytes, self.strip_bytes, self.scalar_nt_bytes,
-                self.scalar_nt_ops, self.wide_stencil_bytes)
+                self.scalar_nt_ops, self.scalar_nt_prefetched, self.wide_stencil_bytes)
 
 
 @dataclass

@@ -58,7 +58,7 @@ from .affine import AffineAnalyzer, emit_index
 from .indices import int_constant
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .peel_checks import itemsize, run_time_checks
-from .loop_copies import clone_loop, rewrite_copy
+from .loop_copies import clone_loop, rewrite_copy, scalar_bytes
 from .staging import disjoint_checks, staged_loop, why_not_staged
 from .stream_loads import why_plain
 
@@ -274,6 +274,7 @@ def _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options,
     that picks one of two such copies, one reading them aligned."""
     blocks, loop, loc = scan.func_ir.blocks, plan.loop, plan.loop.loc
     exit_label = blocks[loop.for_block].body[-1].falsebr
+    scalar = scalar_bytes(scan, plan, options, result)  # (once for both copies)
 
     def offset_of(emit):
         return emit.sub(ir.Var(scope, loop.induction, loc), start)
@@ -289,7 +290,7 @@ def _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options,
                             target=iterator)
         head, mapping = clone_loop(state, loop, iterator)
         retarget(blocks[mapping[loop.for_block]], {exit_label: then})
-        rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result)
+        rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result, scalar)
         emit.stmts.append(ir.Jump(head, loc))
         return new_block(blocks, scope, loc, emit.stmts)
 

@@ -50,13 +50,14 @@ def _position(blocks, access):
     return access.label, next(i for i, s in enumerate(blocks[access.label].body) if s is access.stmt)
 
 
-def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result, staged=False):
+def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result, scalar=(),
+                 staged=False):
     """Turn the planned accesses of one loop copy into intrinsic calls: each
     streamed store to ``pointers`` (one per planned store) at ``offset_of``,
-    streamed (the aligned pointers) or, ``staged``, plain (the staging
-    buffers)."""
+    streamed (the aligned pointers; scalar NT stores of the item sizes
+    ``scalar``, `scalar_bytes`, where the copy stays scalar) or, ``staged``,
+    plain (the staging buffers)."""
     edits = {}  # (new label, position) -> replacement statements builder
-    scalar = () if staged else scalar_bytes(scan, plan, options, result)
     for (access, _), pointer in zip(plan.stores, pointers):
         edits[_position(blocks, access)] = ("store", access, pointer)
     for access, _ in plan.loads:
@@ -101,27 +102,29 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
 def scalar_bytes(scan, plan, options, result):
     """The item sizes whose stores in ``plan``'s loop become scalar non-temporal stores where the loop does not
     vectorize: the machine profile's ``scalar_nt_bytes``, where the loop computes at most ``scalar_nt_ops``
-    floating-point operations per element it stores; none where it computes more. The rows were measured with
-    the sources prefetched as the profile's ``sources`` row says; a loop of such a profile with a source it
-    does not prefetch (a strided or compute-bound one) takes the rows of a CPU nobody measured (on the Intel
-    Xeon VM, float32 scalar NT stores gained 1.13x with a source prefetch and lost 0.38x without,
+    floating-point operations per element it stores; none where it computes more. The rows hold for sources
+    lowered as they were measured with (``options.scalar_nt_prefetched``: prefetched as the profile's
+    ``sources`` row says, or not); a loop with a source lowered otherwise (a strided or compute-bound one left
+    unprefetched, a kernel's own ``prefetch_hint``) takes the rows of a CPU nobody measured (on the Intel Xeon
+    VM, float32 scalar NT stores gained 1.13x with a source prefetch and lost 0.38x without,
     bench/scalar_nt_stores.py). Where that leaves a store plain, the report says why (if the loop did not
     vectorize)."""
-    sizes, most, unmeasured = options.scalar_nt_bytes, options.scalar_nt_ops, False
-    stored = {access.array for access, _ in plan.stores}
-    if options.sources.prefetches() and not all(
-            parse_load_marker(marker_of(scan, load, options, result) or "none:0")[1]
-            for load, _ in plan.loads if load.array not in stored):
-        sizes, most, unmeasured = UNMEASURED["scalar_nt_bytes"][0], UNMEASURED["scalar_nt_ops"][0], True
-    ops = float_operations(scan, plan.loop) / max(1, len(plan.stores))
-    rows = "a CPU nobody measured allows (a source of the loop is not prefetched)" if unmeasured \
-        else "this CPU's scalar_nt_ops row allows"
-    hint = f"its loop computes {ops:g} floating-point operations per element stored, more than the {most} {rows}"
-    if ops <= most:
-        hint = ("a source of its loop is not prefetched: it takes the scalar NT stores of a CPU nobody measured, "
-                f"items of {' and '.join(map(str, sizes))} bytes")
+    # (the rows are measured on the sources of streamed stores: loads the user streams are not among them)
+    others = {access.array for access, _ in plan.stores} | result.streamed_loads
+    prefetched = {bool(parse_load_marker(marker_of(scan, load, options, result) or "none:0")[1])
+                  for load, _ in plan.loads if load.array not in others}
+    if prefetched <= {options.scalar_nt_prefetched}:
+        sizes, most, whose = options.scalar_nt_bytes, options.scalar_nt_ops, "this CPU's scalar_nt_ops row allows"
     else:
-        sizes = ()
+        sizes, most = UNMEASURED["scalar_nt_bytes"][0], UNMEASURED["scalar_nt_ops"][0]
+        whose = "a CPU nobody measured allows (a source of the loop is not prefetched)"
+    ops = float_operations(scan, plan.loop) / max(1, len(plan.stores))
+    if ops > most:
+        sizes, hint = (), f"its loop computes {ops:g} floating-point operations per element stored, more than the " \
+                          f"{most} {whose}"
+    else:
+        hint = (f"a source of its loop is {'not ' if options.scalar_nt_prefetched else ''}prefetched: it takes the "
+                f"scalar NT stores of a CPU nobody measured, items of {' and '.join(map(str, sizes))} bytes")
     for access, _ in plan.stores:
         if itemsize(scan, access.array_var) in set(options.scalar_nt_bytes) - set(sizes):
             hints = result.vector_hints.setdefault(access.array, [])
