@@ -331,29 +331,34 @@ def save_page_alias(page_alias_bytes, strip_bytes, reasons, rows):
 WIDE_STENCIL_SCALE = 4
 
 
-def _row_speeds(row, every, cases, rounds, sources=LoadStage()):
+def _row_speeds(row, every, cases, rounds, sources=LoadStage(), **fixed):
     """``{item bytes: {workload: the kernel's time with the machine-profile
     row ``row`` empty / with it ``every``}}``: ``cases`` is ``[(function,
     arguments)]``, each streaming its stores to its first argument, whose
-    item size the ratio is filed under; sources prefetched as ``sources``."""
+    item size the ratio is filed under; sources prefetched as ``sources``,
+    the rows ``fixed`` as given in both builds."""
     speeds = {}
     for function, args in cases:
         output = function.__code__.co_varnames[0]
         kernels = {sizes: kernel_with_stages(function, output, False, LoadStage(), sources, threshold=None,
-                                             **{row: sizes}) for sizes in ((), every)}
+                                             **fixed, **{row: sizes}) for sizes in ((), every)}
         medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
         speeds.setdefault(args[0].itemsize, {})[f"{function.__name__} {args[0].dtype.name}"] = \
             medians[()] / medians[every]
     return speeds
 
 
+def _gains(ratios, on_now):
+    """Whether a choice, on (``ratios``: workload -> speed with it / without), loses nowhere and gains
+    (`choose`), the value in force the incumbent (``on_now``): a choice changes side only by a gain."""
+    return choose({"off": {w: 1.0 for w in ratios}, "on": ratios}, "off", "on" if on_now else "off") == "on"
+
+
 def _gaining_sizes(speeds, row):
     """The item sizes of `_row_speeds` where the row, on, lost nowhere and
-    gained (`choose`, the profile's value in force the incumbent: a size
-    changes side only by a gain), and the table as text."""
+    gained (`_gains`), and the table as text."""
     current = getattr(machine_profile(), row)
-    chosen = tuple(n for n, s in speeds.items()
-                   if choose({"off": {w: 1.0 for w in s}, "on": s}, "off", "on" if n in current else "off") == "on")
+    chosen = tuple(n for n, s in speeds.items() if _gains(s, n in current))
     return chosen, ", ".join(f"{w} {r:.2f}x" for s in speeds.values() for w, r in s.items())
 
 
@@ -390,19 +395,15 @@ def measure_scalar_ops(mib=64, rounds=5, report=print):
     lose nowhere and gain (`choose`); 0 where they gain only in the copy
     (whether they gain there is the ``scalar_nt_bytes`` row's measurement)."""
     a = np.random.default_rng(0).random(mib * measure.MIB // 8)
-    out, profile, speeds = np.empty_like(a), machine_profile(), {}
-    for ops in SCALAR_OPS:
-        function = measure.chain(ops, checked=True)
-        kernels = {sizes: kernel_with_stages(function, "out", False, LoadStage(), profile.sources, threshold=None,
-                                             scalar_nt_bytes=sizes, scalar_nt_ops=ops) for sizes in ((), (8,))}
-        medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](out, a, 0.25)) for k in kernels}, rounds)
-        speeds[ops] = medians[()] / medians[(8,)]
+    args, profile = (np.empty_like(a), a, 0.25), machine_profile()
+    speeds = {ops: _row_speeds("scalar_nt_bytes", (8,), [(measure.chain(ops, checked=True), args)], rounds,
+                               profile.sources, scalar_nt_ops=ops)[8] for ops in SCALAR_OPS}
     chosen = 0
     for ops in SCALAR_OPS[1:]:
-        if choose({"off": {"w": 1.0}, "on": {"w": speeds[ops]}}, "off", "on" if ops <= profile.scalar_nt_ops else "off") != "on":
+        if not _gains(speeds[ops], ops <= profile.scalar_nt_ops):
             break
         chosen = ops
-    table = ", ".join(f"{ops} operations {s:.2f}x" for ops, s in speeds.items())
+    table = ", ".join(f"{ops} operations {r:.2f}x" for ops, s in speeds.items() for r in s.values())
     report(f"scalar NT stores against plain stores per operation computed per element stored ({mib} MiB float64): "
            f"{table}: scalar NT stores in loops computing at most {chosen}")
     return chosen, f"calibrated on {cpu_name()}: scalar NT against plain stores, checked loops: {table}", [speeds]
