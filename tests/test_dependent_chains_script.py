@@ -18,6 +18,7 @@ def test_the_script_runs_and_checks_its_results(wide, capsys, monkeypatch):
     if wide and machine.vector_isa() != "AVX-512":
         pytest.skip("512-bit vectors need AVX-512")
     monkeypatch.setattr(dependent_chains, "CHAINS", (1, 17))
+    # (main(wide=True) replaces vector_lanes for the whole process: restored after the test)
     monkeypatch.setattr(dependent_chains.loop_copies, "vector_lanes", dependent_chains.loop_copies.vector_lanes)
     dependent_chains.main(mib=1, rounds=1, wide=wide)   # (it asserts every result equal to njit's)
     out = capsys.readouterr().out
