@@ -56,8 +56,9 @@ _INTEL["scalar_nt_bytes"] = ((4, 8), "measured on an Intel Xeon VM (family 6 mod
 _INTEL["scalar_nt_ops"] = (8, "measured on an Intel Xeon VM (family 6 model 167), bench/machine_profile.py, 256 "
                               "MiB float64, a checked loop that does not vectorize, scalar NT against plain stores "
                               "per operation computed per element, its source prefetched as this row's sources "
-                              "say (prefetcht1 4 KiB ahead): 0 1.52x, 1 1.56x, 2 1.54x, 4 1.47x, 8 1.16x, 16 "
-                              "0.67x; with no prefetch, 2 lost 0.76x and 4 0.40x: at most 8")
+                              "say (prefetcht1 4 KiB ahead): 0 1.52x, 1 1.56x, 2 1.54x, 4 1.47x, 8 1.16x (1.15x, "
+                              "1.20x in two more runs), 16 0.67x (1.01x, 1.03x); with no prefetch, 2 lost 0.76x "
+                              "and 4 0.40x: at most 8, as 16 lost in one run of three")
 _INTEL["wide_stencil_bytes"] = ((8,), "measured on an Intel Xeon VM (family 6 model 167, AVX-512, LLVM rocketlake), "
                                       "bench/vector_width.py, 256 MiB, streamed stencil loops 512 bits wide against "
                                       "LLVM's 256: float64 swap Jacobi 4096x4096 1.16x -> 1.23x njit (C NT 512-bit "
