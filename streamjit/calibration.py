@@ -54,7 +54,7 @@ from .options import validate_options
 
 NO_LOSS = 0.97
 GAIN = 1.02
-# Rounds of one build further apart than this (slowest / fastest) are noise,
+# Rounds of one build further apart than this (`measure.spread`) are noise,
 # not the build: on a loaded 2-CPU VM they differed by 1.3-2x
 NOISE = 1.15
 CLEAR_GAIN = 1.08
@@ -119,15 +119,15 @@ def load_note():
             "timings are noisy, so only clear wins replace the stored choices")
 
 
-def _compare(builds, baseline, cases, rounds):
+def compare_stages(builds, baseline, cases, rounds):
     """``({build: {workload: speed relative to the baseline build}}, noise)``:
     ``builds`` is ``{key: (stream_loads, loads stage, sources stage)}``,
-    ``noise`` the largest ratio of a build's slowest round to its fastest."""
+    ``noise`` the largest `measure.spread` of a build's rounds."""
     table, noise = {}, 1.0
     for name, (function, args, output) in cases.items():
         kernels = {key: kernel_with_stages(function, output, *how) for key, how in builds.items()}
         times = measure.interleaved_times({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
-        noise = max(noise, *(max(t) / min(t) for t in times.values()))
+        noise = max(noise, *map(measure.spread, times.values()))
         medians = {key: statistics.median(t) for key, t in times.items()}
         for key in kernels:
             table.setdefault(key, {})[name] = medians[baseline] / medians[key]
@@ -135,11 +135,11 @@ def _compare(builds, baseline, cases, rounds):
 
 
 def _agreeing_compare(builds, baseline, cases, rounds, report):
-    """``(table, agreed)``: `_compare`, measured again while the rounds of
+    """``(table, agreed)``: `compare_stages`, measured again while the rounds of
     one build disagree by more than `NOISE`, at most `RETRIES` times;
     ``agreed`` is False when they still do."""
     for attempt in range(RETRIES + 1):
-        table, noise = _compare(builds, baseline, cases, rounds)
+        table, noise = compare_stages(builds, baseline, cases, rounds)
         if noise <= NOISE:
             return table, True
         report(f"note: rounds of one build disagree by up to {noise:.2f}x (more than {NOISE}x): "
@@ -148,7 +148,7 @@ def _agreeing_compare(builds, baseline, cases, rounds, report):
 
 
 def choose(table, baseline, incumbent=None, gain=GAIN):
-    """The winning key of a `_compare` table (see the module doc): the best
+    """The winning key of a `compare_stages` table (see the module doc): the best
     candidate that loses nowhere, where it beats ``incumbent`` (a key of
     ``table``, by default the baseline) by ``gain``."""
     def geomean(ratios):
@@ -248,11 +248,18 @@ def page_alias_workloads(mib, rng):
 
 def page_alias_choice(speeds):
     """``(page_alias_bytes, table)`` for ``{workload: staged loop's time /
-    aligned loop's time}`` with sources a few bytes behind: 0 where the
-    aligned loop is at least `NO_LOSS` of the staged one on every workload,
-    else `cpu_defaults.STALLING_PAGE_ALIAS_BYTES`."""
+    aligned loop's time}`` with sources a few bytes behind: the check (such
+    calls then run staged, `cpu_defaults.STALLING_PAGE_ALIAS_BYTES`) where
+    the staged loop wins as `choose` lets a load stage win over the one in
+    force (at least `NO_LOSS` of the aligned loop on every workload, `GAIN`
+    on their geometric mean), else 0. A win on one workload does not decide:
+    on the AMD EPYC Zen 4 VM (bench/machine_profile.py, 256 MiB) the staged
+    triad ran 1.08x the aligned loop and the staged stencil 0.71x, 0.78x
+    `numba.njit`."""
     table = ", ".join(f"{w} {r:.2f}x" for w, r in speeds.items())
-    return (STALLING_PAGE_ALIAS_BYTES if min(speeds.values()) < NO_LOSS else 0), table
+    speed_against_aligned = {0: dict.fromkeys(speeds, 1.0),
+                             STALLING_PAGE_ALIAS_BYTES: {w: 1 / r for w, r in speeds.items()}}
+    return choose(speed_against_aligned, 0), table
 
 
 # The strips (bytes per destination) calibrate runs the staged loop with;

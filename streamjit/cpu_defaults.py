@@ -72,11 +72,36 @@ _AMD_ZEN5 = {
                               "not vectorize, scalar NT against plain stores: float64 1.08x (running sum) and 1.26x "
                               "(a scale with an early exit), float32 1.00x and 0.98x (no gain): 64-bit only"),
 }
+_ZEN4_CPU = "measured on an AMD EPYC Zen 4 VM (family 25 model 17, AVX-512, LLVM znver4)"
+_ZEN4_SOURCES = (stage("nta", 2048),
+                 f"{_ZEN4_CPU}, bench/load_stages.py 256 MiB float32, sources of streamed stores against no "
+                 "software prefetch: prefetchnta 2 KiB ahead copy 1.23x, triad 1.09x, 5-point stencil 1.06x, "
+                 "gathers 1.04x (table in L2) and 0.99x (4x L2); prefetcht1 4 KiB ran the stencil 1.46x but the "
+                 "gather from L2 0.75x; bench/machine_profile.py 256: copy 1.26x the best C (1.01x with no "
+                 "prefetch), triad 1.14x the C NT triad (0.98x), stencil 1.06x the C NT stencil (0.98x), "
+                 "stream_loads=True 1.00-1.01x of that; NPBench's 8 streaming kernels (bench/npbench.py) "
+                 "streaming's share 1.35x against 1.36x with no prefetch: within noise")
 _AMD_ZEN4 = {
-    "page_alias_bytes": (0, "measured on an AMD EPYC Zen 4 VM (family 25 model 17, AVX-512, LLVM znver4), "
-                            "arrays allocated alike, check compiled out against in: triad 256 MiB float32 1.34x "
-                            "vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 17.7x vs 5.8x: "
-                            "no check"),
+    "stream_loads": _ZEN4_SOURCES,
+    "sources": _ZEN4_SOURCES,
+    "page_alias_bytes": (0, f"{_ZEN4_CPU}, arrays allocated alike, check compiled out against in: triad 256 MiB "
+                            "float32 1.34x vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 "
+                            "17.7x vs 5.8x; bench/machine_profile.py 256 with prefetchnta sources: streamed with "
+                            "sources 12 bytes behind 1.39x njit (the staged loop 1.06-1.14x), the stencil at its "
+                            "input's offset 1.29x (staged 0.95-0.98x): no check"),
+    "strip_bytes": (256, f"{_ZEN4_CPU}, bench/machine_profile.py 256, the staged loop (which no call runs here: no "
+                         "check) against the aligned loop per strip, geometric mean of triad and stencil: 256 B "
+                         "0.79x, 512 B 0.76x, 1 KiB 0.75x, 2 KiB 0.75x"),
+    "scalar_nt_bytes": ((8,), f"{_ZEN4_CPU}, bench/machine_profile.py 256 with prefetchnta sources, loops that do "
+                              "not vectorize, scalar NT against plain stores: float64 1.01x (running sum) and "
+                              "1.25x (checked scale), float32 1.00x and 1.01x (no gain): 64-bit only"),
+    "scalar_nt_ops": (8, f"{_ZEN4_CPU}, bench/machine_profile.py 256 with prefetchnta sources, float64, a checked "
+                         "loop that does not vectorize, scalar NT against plain stores per operation per element: "
+                         "0 2.27x, 1 1.77x, 2 1.99x, 4 1.64x, 8 1.12x, 16 1.00x (no source prefetch: 8 1.05x, "
+                         "16 1.01x): at most 8"),
+    "wide_stencil_bytes": ((), f"{_ZEN4_CPU}: LLVM's own width already stores zmm in these loops; "
+                               "bench/machine_profile.py 256, streamed 5-point sweeps 512 bits wide against it: "
+                               "float32 1.00x, float64 1.02x (no source prefetch: 1.00x, 0.99x)"),
 }
 # Zen 5's prefetchnta measured on a Zen 2 (bench/stream_loads.py): copy
 # 0.84x and triad 0.88x of the stores alone; no distance gained on both
@@ -117,13 +142,20 @@ UNMEASURED = {
 }
 
 
-def measured_rows(vendor, family):
-    """``{row: (value, why)}`` measured on this vendor and family's CPUs ({} where none was)."""
+# Family 19h's Zen 4 models, as Linux tells them from its Zen 3 ones
+# (arch/x86/kernel/cpu/amd.c, bsp_init_amd): Genoa 10h-1Fh, Raphael,
+# Phoenix, Bergamo and Siena 60h-AFh; Zen 3 (00h-0Fh, 20h-5Fh) is not measured
+_ZEN4_MODELS = (range(0x10, 0x20), range(0x60, 0xB0))
+
+
+def measured_rows(vendor, family, model=None):
+    """``{row: (value, why)}`` measured on this vendor, family and model's
+    CPUs ({} where none was)."""
     if vendor == "GenuineIntel" and family == 6:
         return _INTEL
     if vendor == "AuthenticAMD" and family == 0x1A:  # Zen 5
         return _AMD_ZEN5
-    if vendor == "AuthenticAMD" and family == 0x19:  # Zen 3 and 4 (measured: Zen 4)
+    if vendor == "AuthenticAMD" and family == 0x19 and any(model in models for models in _ZEN4_MODELS):
         return _AMD_ZEN4
     if vendor == "AuthenticAMD" and family == 0x17:  # Zen, Zen+ and Zen 2
         return _AMD_ZEN2

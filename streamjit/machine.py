@@ -78,9 +78,10 @@ def cpu_name():
 
 
 def cpu_identity():
-    """``(vendor, family)`` from /proc/cpuinfo (``("GenuineIntel", 6)``,
-    ``("AuthenticAMD", 26)``); the architecture and None elsewhere."""
-    vendor, family = platform.machine(), None
+    """``(vendor, family, model)`` from /proc/cpuinfo (``("GenuineIntel", 6,
+    167)``, ``("AuthenticAMD", 25, 17)``); the architecture and None, None
+    elsewhere."""
+    vendor, found = platform.machine(), {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -88,13 +89,13 @@ def cpu_identity():
                 key, value = key.strip(), value.strip()
                 if key == "vendor_id":
                     vendor = value
-                elif key == "cpu family":
-                    family = int(value)
+                elif key in ("cpu family", "model"):
+                    found[key] = int(value)
                 elif not key and vendor != platform.machine():
                     break  # the end of the first processor's block
     except (OSError, ValueError):
         pass
-    return vendor, family
+    return vendor, found.get("cpu family"), found.get("model")
 
 
 def vector_isa():
@@ -364,11 +365,12 @@ ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes", "scalar_nt
 _STAGE_ROWS = ("stream_loads", "sources")
 
 
-def default_profile(vendor, family):
-    """The profile of an uncalibrated CPU of this vendor and family: each
-    row its kind's measured value, else the unmeasured one (`cpu_defaults.py`)."""
-    rows = {**UNMEASURED, **measured_rows(vendor, family)}
-    name = f"{vendor} family {family}" if family is not None else vendor
+def default_profile(vendor, family, model=None):
+    """The profile of an uncalibrated CPU of this vendor, family and model:
+    each row its kind's measured value, else the unmeasured one
+    (`cpu_defaults.py`)."""
+    rows = {**UNMEASURED, **measured_rows(vendor, family, model)}
+    name = vendor if family is None else f"{vendor} family {family}" + ("" if model is None else f" model {model}")
     return MachineProfile(origin=f"default for {name} (not calibrated)",
                           reasons={row: why for row, (_, why) in rows.items()},
                           **{row: _row(row, value) for row, (value, _) in rows.items()})

@@ -77,6 +77,18 @@ def interleaved_times(runners, rounds, warmups=None, seconds=wall_seconds, warm=
     return times
 
 
+def spread(times):
+    """How far a build's rounds disagree: its upper quartile over its lower
+    one. The median decides, and one slow round moves it little; on the
+    AMD EPYC Zen 4 VM (2 vCPUs) the slowest round over the fastest kept
+    `python -m streamjit calibrate` from choosing any load stage
+    (1.32-1.75x in three tries), where the quartiles let it choose."""
+    if len(times) < 2:
+        return 1.0  # one round cannot disagree with itself
+    low, _, high = statistics.quantiles(times, n=4, method="inclusive")
+    return high / low
+
+
 def interleaved_medians(runners, rounds, warmups=None, seconds=wall_seconds):
     """The median of each runner's `interleaved_times`."""
     return {key: statistics.median(t) for key, t in interleaved_times(runners, rounds, warmups, seconds).items()}

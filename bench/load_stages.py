@@ -1,0 +1,40 @@
+"""How loads are best lowered on this CPU, at the sizes users stream: the
+candidates `python -m streamjit calibrate` times (`calibration.SOURCE_CANDIDATES`),
+on its workloads (STREAM copy and triad, a 5-point stencil, gathers from a
+table in L2 and from one four times larger), as the sources of streamed
+stores (``stream_stores`` alone) or, with ``--loads``, as the loads the user
+streams (``stream_loads=True``, sources not prefetched). Speed relative to no
+software prefetch, medians of interleaved rounds, with the largest
+`measure.spread` of a build's rounds per workload; the machine profile's
+``sources`` and ``stream_loads`` rows in `cpu_defaults.py` cite these
+tables. `calibrate` runs the same at 64 MiB and stops where rounds disagree.
+
+Run: python bench/load_stages.py [MiB] [rounds] [--loads]   (default 256 9)
+"""
+
+import sys
+
+import numpy as np
+
+from streamjit import calibration, measure
+from streamjit.machine import LoadStage
+
+
+def main(mib=256, rounds=9, loads=False):
+    print(measure.host_description())
+    none = LoadStage()
+    stages = {stage: (loads, stage if loads else none, none if loads else stage)
+              for stage in calibration.SOURCE_CANDIDATES}
+    cases = calibration.workloads(mib, np.random.default_rng(0))
+    print(f"{'streamed loads' if loads else 'sources of streamed stores'}, {mib} MiB float32 per array, speed "
+          f"relative to no software prefetch, medians of {rounds} interleaved rounds")
+    for name, case in cases.items():
+        table, noise = calibration.compare_stages(stages, none, {name: case}, rounds)
+        print(f"  {name} (spread up to {noise:.2f}): "
+              + ", ".join(f"{stage.describe()} {table[stage][name]:.2f}x" for stage in stages), flush=True)
+
+
+if __name__ == "__main__":
+    flags = [a for a in sys.argv[1:] if a.startswith("--")]
+    numbers = [int(a) for a in sys.argv[1:] if not a.startswith("--")]
+    main(*numbers, loads="--loads" in flags)
