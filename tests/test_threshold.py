@@ -188,6 +188,11 @@ def test_winning_band_only_from_agreeing_rounds():
     assert band is None and "one round" in why
     agreeing = _sweep((0.5, 0.6, 0.5), (1.1, 0.7, 0.8), (1.2, 1.1, 1.0), (1.3, 1.2, 1.1))
     assert measure.winning_band(agreeing, "s")[0] == (2, None)     # above the size some rounds lost
+    # one round dipping at the largest size does not end the band there (its median wins); a loss does
+    dipped = _sweep((0.5, 0.6, 0.5), (1.2, 1.1, 1.3), (1.3, 1.2, 1.4), (1.7, 0.88, 1.9))
+    assert measure.winning_band(dipped, "s")[0] == (1, None)
+    lost = _sweep((0.5, 0.6, 0.5), (1.2, 1.1, 1.3), (1.3, 1.2, 1.4), (0.9, 0.88, 1.1), (1.5, 1.4, 1.6))
+    assert measure.winning_band(lost, "s")[0] == (1, 4)
 
 
 def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monkeypatch, capsys):
