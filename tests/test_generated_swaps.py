@@ -33,7 +33,7 @@ import streamjit as sj
 
 pytestmark = pytest.mark.fuzz
 
-EXAMPLES = 12 if settings().max_examples <= 60 else settings().max_examples // 2
+EXAMPLES = 6 if settings().max_examples <= 60 else settings().max_examples // 2
 MAX_EXTENT = {1: 200, 2: 30}
 _counter = itertools.count()
 
