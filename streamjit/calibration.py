@@ -54,8 +54,9 @@ from .options import validate_options
 
 NO_LOSS = 0.97
 GAIN = 1.02
-# Rounds of one build further apart than this (`measure.spread`) are noise,
-# not the build: on a loaded 2-CPU VM they differed by 1.3-2x
+# Rounds of one build further apart than this (`measure.spread`, the
+# quartiles) are noise, not the build: on loaded 2-CPU VMs the slowest and
+# fastest round differed by 1.3-2x
 NOISE = 1.15
 CLEAR_GAIN = 1.08
 # How often a comparison whose rounds disagree is measured again before
