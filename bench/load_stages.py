@@ -3,13 +3,16 @@ candidates `python -m streamjit calibrate` times (`calibration.SOURCE_CANDIDATES
 on its workloads (STREAM copy and triad, a 5-point stencil, gathers from a
 table in L2 and from one four times larger), as the sources of streamed
 stores (``stream_stores`` alone) or, with ``--loads``, as the loads the user
-streams (``stream_loads=True``, sources not prefetched). Speed relative to no
+streams (``stream_loads=True``, sources not prefetched); with ``--stencils``,
+on the ping-pong sweeps of bench/ping_pong.py instead (a 2-D Jacobi and a
+3-D heat stencil, float64, the arrays made by ``.copy()``), where a
+stencil's rows are loaded again from the cache as the next rows' neighbours. Speed relative to no
 software prefetch, medians of interleaved rounds, with the largest
 `measure.spread` of a build's rounds per workload; the machine profile's
 ``sources`` and ``stream_loads`` rows in `cpu_defaults.py` cite these
 tables. `calibrate` runs the same at 64 MiB and stops where rounds disagree.
 
-Run: python bench/load_stages.py [MiB] [rounds] [--loads]   (default 256 9)
+Run: python bench/load_stages.py [MiB] [rounds] [--loads] [--stencils]   (default 256 9)
 """
 
 import sys
@@ -19,14 +22,26 @@ import numpy as np
 from streamjit import calibration, measure
 from streamjit.machine import LoadStage
 
+from ping_pong import STEPS, heat3d_swap, jacobi_swap
 
-def main(mib=256, rounds=9, loads=False):
+
+def stencil_workloads(mib, rng):
+    """``{name: (function, arguments, streamed output)}``: the swap Jacobi
+    and 3-D heat of bench/ping_pong.py, ``mib`` MiB of float64 per array."""
+    side, cube = int((mib * measure.MIB / 8) ** 0.5), int((mib * measure.MIB / 8) ** (1 / 3))
+    grid, block = rng.random((side, side)), rng.random((cube,) * 3)
+    return {f"swap Jacobi {side}x{side}": (jacobi_swap, (grid, grid.copy(), STEPS), "B"),
+            f"heat_3d {cube}^3": (heat3d_swap, (block, block.copy(), 0.1, STEPS), "un")}
+
+
+def main(mib=256, rounds=9, loads=False, stencils=False):
     print(measure.host_description())
     none = LoadStage()
     stages = {stage: (loads, stage if loads else none, none if loads else stage)
               for stage in calibration.SOURCE_CANDIDATES}
-    cases = calibration.workloads(mib, np.random.default_rng(0))
-    print(f"{'streamed loads' if loads else 'sources of streamed stores'}, {mib} MiB float32 per array, speed "
+    cases = (stencil_workloads if stencils else calibration.workloads)(mib, np.random.default_rng(0))
+    print(f"{'streamed loads' if loads else 'sources of streamed stores'}, {mib} MiB "
+          f"{'float64' if stencils else 'float32'} per array, speed "
           f"relative to no software prefetch, medians of {rounds} interleaved rounds")
     for name, case in cases.items():
         table, noise = calibration.compare_stages(stages, none, {name: case}, rounds)
@@ -37,4 +52,4 @@ def main(mib=256, rounds=9, loads=False):
 if __name__ == "__main__":
     flags = [a for a in sys.argv[1:] if a.startswith("--")]
     numbers = [int(a) for a in sys.argv[1:] if not a.startswith("--")]
-    main(*numbers, loads="--loads" in flags)
+    main(*numbers, loads="--loads" in flags, stencils="--stencils" in flags)

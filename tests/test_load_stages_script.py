@@ -1,6 +1,6 @@
 """bench/load_stages.py: the script times each way to lower loads on
-calibrate's workloads, as sources of streamed stores or as streamed loads,
-against no software prefetch."""
+calibrate's workloads (or the ping-pong stencils), as sources of streamed
+stores or as streamed loads, against no software prefetch."""
 
 import os
 import sys
@@ -15,12 +15,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import load_stages  # noqa: E402
 
 
-@pytest.mark.parametrize("loads", [False, True])
-def test_the_script_times_every_candidate_on_every_workload(loads, capsys, monkeypatch):
+@pytest.mark.parametrize("loads, stencils", [(False, False), (True, False), (False, True)])
+def test_the_script_times_every_candidate_on_every_workload(loads, stencils, capsys, monkeypatch):
     monkeypatch.setattr(calibration, "SOURCE_CANDIDATES", (LoadStage(), LoadStage("nta", 512)))
-    load_stages.main(mib=1, rounds=2, loads=loads)
+    load_stages.main(mib=1, rounds=2, loads=loads, stencils=stencils)
     out = capsys.readouterr().out
     assert ("streamed loads" if loads else "sources of streamed stores") in out
     rows = [line for line in out.splitlines() if line.startswith("  ")]
-    assert [row.split(" (spread")[0].strip() for row in rows] == list(calibration.workloads(1, np.random.default_rng(0)))
+    workloads = load_stages.stencil_workloads if stencils else calibration.workloads
+    assert [row.split(" (spread")[0].strip() for row in rows] == list(workloads(1, np.random.default_rng(0)))
     assert all("no software prefetch 1.00x, prefetchnta 512 bytes ahead " in row for row in rows)

@@ -17,6 +17,7 @@ import streamjit as sj
 from streamjit import machine, options
 
 NT_STORE = re.compile(r"^\s*vmovnt(?:ps|pd|dq)\s+%[yz]mm\d+,", re.M)
+VECTOR_NT_WIDTH = re.compile(r"^\s*vmovnt(?:ps|pd|dq)\s+%([xyz])mm\d+,", re.M)
 
 
 def at_offset(n, offset, dtype, rng):
@@ -114,6 +115,29 @@ def test_trailing_sources_run_staged_with_vector_nt_stores(kernel, monkeypatch):
     staged_nt = len(NT_STORE.findall(streamed.inspect_asm(streamed.signatures[0])))
     aligned_nt = len(NT_STORE.findall(unchecked.inspect_asm(unchecked.signatures[0])))
     assert staged_nt > aligned_nt  # (either_branch's aligned loop does not vectorize: 0; its copy out does)
+
+
+def _narrow_vector_nt_stores(kernel):
+    """A kernel's vector NT stores narrower than its widest (LLVM's remainder loops, over part of a line)."""
+    widths = ["xyz".index(r) for r in VECTOR_NT_WIDTH.findall(kernel.inspect_asm(kernel.signatures[0]))]
+    return sum(w < max(widths) for w in widths)
+
+
+@pytest.mark.parametrize("kernel", [triad, two_outputs])
+def test_the_staged_loop_streams_whole_lines_only(kernel, monkeypatch):
+    """The staged loop streams whole cache lines out of its buffer and stores
+    the rest of the loop's last line plainly, as the aligned loop leaves it:
+    a plain store into a line streamed in part (the next row's first
+    elements) waits for that line to reach memory. So its build has no more
+    vector NT stores narrower than its widest than the build without the
+    page-alias check (with the last line streamed it had twice as many)."""
+    staged = sj.stream_kernel(stream_stores=KERNELS[kernel][0], threshold=None)(kernel)
+    staged(*_arguments(kernel, 3000, 256, 8, 1))
+    monkeypatch.setattr(options, "machine_profile", lambda: machine.default_profile("GenuineIntel", 6))
+    unchecked = sj.stream_kernel(stream_stores=KERNELS[kernel][0], threshold=None)(kernel)
+    unchecked(*_arguments(kernel, 3000, 256, 8, 1))
+    assert staged.stream_calls()["staged"] == 1 and unchecked.stream_calls()["streamed"] == 1
+    assert _narrow_vector_nt_stores(staged) <= _narrow_vector_nt_stores(unchecked)
 
 
 @pytest.mark.parametrize("strip_bytes", [64, 2048])
