@@ -127,8 +127,10 @@ UNMEASURED = {
     "page_alias_bytes": (STALLING_PAGE_ALIAS_BYTES,
                          "no measurement of this kind of CPU: the check of the CPU where trailing sources stall "
                          "streamed stores (Zen 2); its calls run the staged loop, which ran near the aligned loop "
-                         "where nothing stalls (Intel Xeon VM, bench/staging.py, 256 MiB: Jacobi sweep 1.16x njit, "
-                         "triad 1.48x)"),
+                         "where nothing stalls on the Intel Xeon VM (bench/staging.py, 256 MiB: Jacobi sweep 1.16x "
+                         "njit, triad 1.48x) and below it on the AMD EPYC Zen 4 VM (Jacobi sweep 1.12-1.18x against "
+                         "1.31x, triad 0.92-0.99x against 1.44x, a 3-D heat sweep of 255-item rows 0.75-0.80x "
+                         "against 0.92x)"),
     "strip_bytes": (_INTEL_STRIP[0], "no measurement of this kind of CPU: the strip measured best on the Intel Xeon "
                                      "VM (family 6 model 167, bench/staging.py)"),
     "scalar_nt_bytes": ((8,), "no measurement of this kind of CPU: scalar NT stores of 64-bit items, which gained "
