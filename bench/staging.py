@@ -3,8 +3,8 @@ and numba.njit, with arrays allocated alike, so that the loop's sources
 trail its streamed stores by a few bytes modulo 4 KiB: a 2-D Jacobi sweep
 with ``A`` and ``B`` at one offset in their pages, as ``B = A.copy()`` puts
 them where the allocator maps each anew (its loads of ``A[i, j - 1]`` 8 bytes behind its
-stores to ``B[i, j]``), the same for a 3-D heat sweep (rows of 255
-items: the staged loop's work per row counts) and triad with its
+stores to ``B[i, j]``), the same for one step of bench/ping_pong.py's 3-D
+heat (rows of 255 items: the staged loop's work per row counts) and triad with its
 destination 12 bytes past its sources. Builds: the aligned loop (no page-alias check: the profile row of
 CPUs where trailing sources do not stall), the staged loop at several strip
 sizes (the check of CPUs where they stall: every call runs staged; the machine
@@ -24,6 +24,8 @@ import numpy as np
 from streamjit import measure
 from streamjit.calibration import at_page_offset, staging_builds
 
+from ping_pong import heat3d_swap
+
 STRIPS = (512, 1024, 2048, 4096)
 
 
@@ -32,15 +34,6 @@ def jacobi_sweep(A, B):
     for i in range(1, n - 1):
         for j in range(1, m - 1):
             B[i, j] = 0.2 * (A[i, j] + A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1])
-
-
-def heat_sweep(u, un):
-    n0, n1, n2 = u.shape
-    for i in range(1, n0 - 1):
-        for j in range(1, n1 - 1):
-            for k in range(1, n2 - 1):
-                un[i, j, k] = u[i, j, k] + 0.1 * (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k] + u[i, j + 1, k]
-                                                  + u[i, j, k - 1] + u[i, j, k + 1] - 6 * u[i, j, k])
 
 
 def at_offset(array, offset):
@@ -68,8 +61,8 @@ def _workloads(mib):
                 np.float32(3))
     alike = (lambda: (at_offset(grid, 16), at_offset(grid, 16)))
     return {f"Jacobi sweep, B = A.copy() ({side}x{side} float64)": (jacobi_sweep, "B", alike),
-            f"heat sweep, un = u.copy() ({cube.shape[0]}^3 float64)": (heat_sweep, "un", lambda: (
-                at_offset(cube, 16), at_offset(cube, 16))),
+            f"heat sweep, un = u.copy() ({cube.shape[0]}^3 float64)": (heat3d_swap, "un", lambda: (
+                at_offset(cube, 16), at_offset(cube, 16), 0.1, 1)),
             f"triad, destination 12 bytes past its sources ({n} float32)": (measure.stream_triad, "a",
                                                                               triad_args)}
 

@@ -131,7 +131,8 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     scope, loc = blocks[loop.header].scope, loop.loc
     exit_label = blocks[loop.for_block].body[-1].falsebr
     # (every planned store has one item size: `align_peel.plan_peels`)
-    strip = options.strip_bytes // itemsize(scan, plan.stores[0][0].array_var)
+    item = itemsize(scan, plan.stores[0][0].array_var)
+    strip = options.strip_bytes // item
     pre = Emitter(scope, loc)
     # one buffer per destination array (its stores share one index: `why_not_staged`)
     stores = list({access.array_var: (access, dims) for access, dims in plan.stores}.values())
@@ -167,37 +168,30 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     copied = slots(body, previous, body.binop(operator.xor, parity, 1))
     count = body.sub(body.call(min, first, hi), body.call(max, previous, start))
     # (whole lines stream out, the rest of the last one is stored plainly: see the module doc)
-    line = line_bytes() // itemsize(scan, plan.stores[0][0].array_var)
-    whole = body.sub(count, body.binop(operator.mod, count, line))
-    next_strip = new_block(blocks, scope, loc, [ir.Jump(strip_header, loc)])
-    tail_entry = _copy_out(scan, blocks, loop, stores, arrays, copied, (whole, body.sub(count, whole)),
-                           (previous, start), None, next_strip)
-    copy_entry = _copy_out(scan, blocks, loop, stores, arrays, copied, (body.const(0), whole), (previous, start),
-                           (pointers, options.scalar_nt_bytes), tail_entry)
+    whole = body.sub(count, body.binop(operator.mod, count, line_bytes() // item))
+
+    def copy_out(first_item, items, streamed, then):
+        """The entry of a loop storing ``items`` items of strip t - 1 from
+        ``first_item`` on out of its slots into the destinations, as
+        streamed stores (through the aligned pointers) or plain ones; on to
+        ``then``."""
+        out = Emitter(scope, loc)
+        copy_body = new_block(blocks, scope, loc, [])
+        copy_entry, copy_header, (k,) = loop_nest(blocks, scope, loc, [items], copy_body, then)
+        at = out.add(first_item, k)
+        j = out.add(previous, at)
+        for (access, dims), arr, pointer in zip(stores, arrays, pointers):
+            value = out.call(codegen.not_a_load, out.call(codegen.load_at, copied[arr.name], at, out.const(None)))
+            out.call(codegen.stream_store, arr, emit_index(scan, dims, loop, j, out), value,
+                     pointer if streamed else out.const(None), out.sub(j, start),
+                     out.const(store_marker(access.array, options.scalar_nt_bytes)))
+        out.stmts.append(ir.Jump(copy_header, loc))
+        blocks[copy_body].body = out.stmts
+        return copy_entry
+
+    rest = copy_out(whole, body.sub(count, whole), False, new_block(blocks, scope, loc, [ir.Jump(strip_header, loc)]))
+    streamed = copy_out(body.const(0), whole, True, rest)
     body.stmts.append(ir.Jump(compute, loc))
     blocks[strip_body].body = body.stmts
-    retarget(blocks[mapping[loop.for_block]], {exit_label: copy_entry})
+    retarget(blocks[mapping[loop.for_block]], {exit_label: streamed})
     return new_block(blocks, scope, loc, pre.stmts)
-
-
-def _copy_out(scan, blocks, loop, stores, arrays, copied, span, origin, streamed, exit_label):
-    """The entry label of a loop copying ``span`` (first element, count) of
-    the strip from ``origin[0]`` out of the ``copied`` slots into the
-    destinations (of ``loop``'s split from ``origin[1]``): through the
-    aligned ``pointers`` as streamed stores where ``streamed`` is
-    ``(pointers, scalar_nt_bytes)``, else plain stores; then ``exit_label``."""
-    scope, loc = blocks[loop.header].scope, loop.loc
-    out = Emitter(scope, loc)
-    copy_body = new_block(blocks, scope, loc, [])
-    entry, header, (k,) = loop_nest(blocks, scope, loc, [span[1]], copy_body, exit_label)
-    at = out.add(span[0], k)
-    j = out.add(origin[0], at)
-    pointers, scalar_bytes = streamed or ([None] * len(arrays), ())
-    for (access, dims), arr, pointer in zip(stores, arrays, pointers):
-        value = out.call(codegen.not_a_load, out.call(codegen.load_at, copied[arr.name], at, out.const(None)))
-        out.call(codegen.stream_store, arr, emit_index(scan, dims, loop, j, out), value,
-                 pointer if streamed else out.const(None), out.sub(j, origin[1]),
-                 out.const(store_marker(access.array, scalar_bytes)))
-    out.stmts.append(ir.Jump(header, loc))
-    blocks[copy_body].body = out.stmts
-    return entry
