@@ -357,7 +357,7 @@ class StreamDispatcher(Reducible, CPUDispatcher):
         sig = self._signature_of(signature)
         key = (sig, target, cpu, features)
         if key not in self._cross_compiled:
-            module = getattr(self.overloads[sig].library, "unoptimized_llvm_ir", None)
+            module = getattr(self.overloads[sig].library, "unoptimized_module", None)
             if module is None:
                 raise StreamError(f"{self.py_func.__qualname__}{sig}: no module to compile for another target "
                                   "(loaded from Numba's on-disk cache?)")

@@ -117,3 +117,13 @@ def test_the_flags_change_what_o3_makes(monkeypatch):
         with monkeypatch.context() as patch:
             patch.setattr(config, flag, value)
             assert str(o3(llvm.parse_assembly(library.unoptimized_llvm_ir), host_machine(library))) != default, flag
+
+
+def test_the_assembly_shown_is_the_same_at_every_call():
+    """Numba emits a module's assembly anew at each call, and each emission
+    runs code generation's IR passes on the module in place: its second call
+    showed other register choices than its first (and the host build above
+    differed from the inspected one after another test had read it)."""
+    kernel, args = CALLS["stencil_2d"]
+    sig = compiled(kernel, *args)
+    assert len({kernel.inspect_asm(sig) for _ in range(3)}) == 1

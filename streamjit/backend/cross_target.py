@@ -4,7 +4,11 @@ The development machines are x86-64 with AVX-512, but users run on
 Graviton, Apple silicon and older x86. This takes the kernel's linked LLVM
 module as it was *before* optimization (kept by `library.StreamCodeLibrary`),
 points it at another target triple / CPU / feature set, swaps the host's
-store fence for that target's (`retarget.py`), and builds it as the host
+store fence for that target's (`retarget.py`, on the module's text; an
+x86 target takes a clone of the module, as the host build does: the order
+of a value's uses, which a module's history sets, steers the order of the
+phi operands O3 creates and so the register allocator's choices), and
+builds it as the host
 build does, through the same `o3.build`: Numba's O3 for that target machine,
 then the post-O3 stages (`post_o3/stages.py`, exit fences included), then
 assembly from the target machine. The machine is made as Numba's JIT makes
@@ -16,7 +20,7 @@ can be inspected.
 import llvmlite.binding as llvm
 from numba.core import config
 
-from ..protocol.targets import Target
+from ..protocol.targets import Target, arch_of
 from .o3 import build
 from .retarget import retarget_host_text
 
@@ -36,19 +40,20 @@ def _target_machine(triple, cpu, features):
                                         codemodel="jitdefault", jit=True)
 
 
-def _parse(text, triple, tm):
-    module = llvm.parse_assembly(text)
+def _retargeted(unoptimized, triple, tm):
+    module = (unoptimized.clone() if arch_of(triple) == "x86" else
+              llvm.parse_assembly(retarget_host_text(str(unoptimized), triple)))
     module.triple = triple
     module.data_layout = str(tm.target_data)
     module.verify()
     return module
 
 
-def compile_for_target(unoptimized_llvm_ir, triple, cpu=None, features=None):
-    """Return ``(final LLVM IR text, assembly)`` of the module for that target."""
+def compile_for_target(unoptimized_module, triple, cpu=None, features=None):
+    """Return ``(final LLVM IR text, assembly)`` of the kernel's module before
+    optimization (left unchanged) for that target."""
     tm = _target_machine(triple, cpu, features)
-    text = retarget_host_text(unoptimized_llvm_ir, triple)
-    module, final = build(_parse(text, triple, tm), tm, Target(triple, cpu, features), f"{triple} {cpu or ''}")
+    module, final = build(_retargeted(unoptimized_module, triple, tm), tm, Target(triple, cpu, features), f"{triple} {cpu or ''}")
     # Numba prints a host build's assembly from its module after the JIT made
     # the machine code, which changed the module in place (CodeGenPrepare
     # sinks addresses into their blocks): so is this assembly printed

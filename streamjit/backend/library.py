@@ -29,20 +29,36 @@ class StreamCodeLibrary(NumbaCodeLibrary):
     """A JIT code library whose final module gets non-temporal stores."""
 
     streamed_llvm_ir = None
-    _unoptimized_module = None
+    # the linked module before optimization (cross_target.py compiles it for other machines)
+    unoptimized_module = None
     # the name of the kernel being compiled (`stream_code_libraries`): only
     # its own library gets the stages that change code Numba shares
     kernel_name = None
 
+    # the assembly, emitted once (`get_asm_str`); Numba's own cache loads keep theirs here too
+    cached_asm = None
+
     @property
     def unoptimized_llvm_ir(self):
         """The linked module before optimization, as text (None if unknown)."""
-        return None if self._unoptimized_module is None else str(self._unoptimized_module)
+        return None if self.unoptimized_module is None else str(self.unoptimized_module)
 
     def optimize_final_module(self):
-        self._unoptimized_module = self.final_module.clone()
+        # (a clone is built, as cross_target.py builds one for the host's
+        # triple: the same code, whatever order linking left the uses in)
+        self.unoptimized_module = self.final_module
         self.final_module, self.streamed_llvm_ir = build(
-            self.final_module, host_machine(self), Target(), self.name, code=self._code(), record=timing_records(self))
+            self.unoptimized_module.clone(), host_machine(self), Target(), self.name, code=self._code(), record=timing_records(self))
+
+    def get_asm_str(self):
+        """The assembly of the final module, emitted on the first call only:
+        each emission runs code generation's IR passes (CodeGenPrepare) on the
+        module in place, so Numba's own method shows other register choices
+        at each call, and `inspect_asm`, the stream report and the on-disk
+        cache each ask for it."""
+        if self.cached_asm is None:
+            self.cached_asm = super().get_asm_str()
+        return self.cached_asm
 
     def _code(self):
         """What this library holds, for the post-O3 stages: the kernel's own

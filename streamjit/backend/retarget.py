@@ -2,12 +2,13 @@
 
 `cross_target.py` builds a kernel for another CPU from the module the host's
 code generation emitted, *before* O3 (kept by `library.StreamCodeLibrary`):
-what O3 vectorizes depends on the target. That text is not the optimized
-module the post-O3 stages read through `post_o3/module.py`'s `Module`: it
-is rewritten here, before any stage, by whole-line patterns over the few
-host-specific things it holds (the host's data layout and triple, x86's
-store fence, the x86-only atomic intrinsics x86's middle end made of
-Numba's reference counts), with the reader's identifier grammar (`NAME`).
+what O3 vectorizes depends on the target. For a target other than x86,
+that module's text (not the optimized module the post-O3 stages read
+through `post_o3/module.py`'s `Module`) is rewritten here, before any
+stage, by whole-line patterns over the few host-specific things it holds
+(the host's data layout and triple, x86's store fence, the x86-only atomic
+intrinsics x86's middle end made of Numba's reference counts), with the
+reader's identifier grammar (`NAME`).
 """
 
 import re
@@ -38,13 +39,12 @@ def _generic_atomic_cc(match):
 
 
 def retarget_host_text(llvm_text, triple):
-    """Make the host's LLVM text before O3 compilable for ``triple``: without
-    the host's data layout and triple, its store fences that target's, and
+    """Make the host's LLVM text before O3 compilable for ``triple``, not an
+    x86 one (`cross_target.py` clones the module for those): without the
+    host's data layout and triple, its store fences that target's, and
     x86-only atomic intrinsics generic atomics."""
     text = _TARGET_HEADER.sub("", llvm_text)
     arch = arch_of(triple)
-    if arch == "x86":
-        return text
     text = _X86_ATOMIC_CC_DECL.sub("", _X86_ATOMIC_CC.sub(_generic_atomic_cc, text))
     if arch == "aarch64":
         fence, declaration = "call void @llvm.aarch64.dmb(i32 10)", "\ndeclare void @llvm.aarch64.dmb(i32 immarg)\n"
