@@ -3,9 +3,10 @@ without it (issue 26: with ``NUMBA_DEBUGINFO=1`` the README's slice Jacobi
 and a ``prange`` kernel failed with "Metadata id is already used": a fresh
 metadata id ignored the debug-info nodes).
 
-Numba reads ``NUMBA_DEBUGINFO`` once, at import, so each build runs in a
-subprocess: this file, run as a script, compiles the kernels and prints
-what their stream reports count. Every kernel of the correctness and
+The build with ``NUMBA_DEBUGINFO=1`` runs in a process of its own, so that
+the helpers Numba compiles once per process (and links into the kernels)
+carry debug info too: this file, run as a script, compiles the kernels and
+prints what their stream reports count. Every kernel of the correctness and
 codegen suites is also compiled with ``debug=True`` (in this process: the
 option is the kernel's own)."""
 
@@ -16,8 +17,11 @@ import os
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
+
+import streamjit as sj
 
 
 def readme_jacobi(A, B, steps):
@@ -27,7 +31,7 @@ def readme_jacobi(A, B, steps):
 
 
 def parallel_scale(out, a):
-    for i in _prange(a.shape[0]):
+    for i in numba.prange(a.shape[0]):
         out[i] = 2.0 * a[i]
 
 
@@ -45,10 +49,6 @@ def stencil_jacobi(a):
     return 0.25 * (a[0, 1] + a[0, -1] + a[1, 0] + a[-1, 0])
 
 
-def _prange(n):  # (replaced by numba.prange in the subprocess)
-    return range(n)
-
-
 def _counts(report):
     """What one stream report says reached the code: per array NT stores,
     the machine code's, fences and stores no fence follows."""
@@ -58,10 +58,7 @@ def _counts(report):
 
 
 def _build_and_count():
-    import numba
-
-    import streamjit as sj
-    globals()["_prange"] = numba.prange
+    """{kernel: `_counts` of its report}, each kernel compiled here and now."""
     rng = np.random.default_rng(0)
     grid = rng.random((300, 301))
     a = rng.random(5000) - 0.25
@@ -78,24 +75,26 @@ def _build_and_count():
     for name, (kernel, args) in kernels.items():
         kernel(*args)
         counts[name] = _counts(kernel.stream_report())
-    print(json.dumps(counts))
+    return counts
 
 
-def _counts_with_debug_info(on):
-    env = dict(os.environ, NUMBA_DEBUGINFO="1" if on else "0")
+def _counts_with_debug_info():
+    env = dict(os.environ, NUMBA_DEBUGINFO="1")
     done = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_debug_info_streams_what_it_streams_without():
+def test_debug_info_streams_what_it_streams_without(monkeypatch):
     """The same NT stores, every one fenced. (Debug info turns bounds checks
     on: the tail loop after a nest's NT stores can then raise, and that
     return gets a fence of its own, which a prange worker's report cannot
     tell from the nest's, its module being optimized again after linking;
     and Numba does not inline the array expressions' functions, so the
     Jacobi's nest has an exception path with an exit fence too.)"""
-    with_debug, without = _counts_with_debug_info(True), _counts_with_debug_info(False)
+    with_debug = _counts_with_debug_info()
+    monkeypatch.setenv("NUMBA_DEBUGINFO", "0")  # (Numba reads its environment again at each compile)
+    without = _build_and_count()
     for counts in (with_debug, without):
         for name, kernel in counts.items():
             assert kernel.pop("fences") >= 1 and kernel["unfenced"] == 0, name
@@ -111,7 +110,6 @@ def _suite_kernels():
     tests/kernels.py (the correctness and codegen suites') and the codegen
     suite's own module-level loops."""
     import kernels as K
-    import streamjit as sj
     from streamjit.dispatcher import StreamDispatcher
     from streamjit import machine
     from streamjit import options as options_module
@@ -176,8 +174,6 @@ def test_the_suites_kernels_under_debug_info(name):
     and its machine code holds non-temporal stores where the kernel streams
     without debug info (none where it does not), each with a fence on every
     path to a return (`asm_paths`)."""
-    import numba
-
     from asm_paths import nt_stores_and_unfenced
     from test_codegen import X86_AVX
 
@@ -197,4 +193,4 @@ def test_the_suites_kernels_under_debug_info(name):
 
 
 if __name__ == "__main__":
-    _build_and_count()
+    print(json.dumps(_build_and_count()))

@@ -142,6 +142,20 @@ def test_calibrate_measures_scalar_stores_per_item_size(profile_dir):
     assert "scalar NT stores against plain stores" in printed[0]
 
 
+def test_calibrate_measures_page_alias_and_strips(profile_dir):
+    printed = []
+    page_alias_bytes, strip, reasons, rows = calibration.measure_page_alias(mib=1, rounds=1, report=printed.append)
+    assert page_alias_bytes in (0, STALLING_PAGE_ALIAS_BYTES) and strip in calibration.STRIPS
+    assert set(reasons) == {"page_alias_bytes", "strip_bytes"} and all(r.startswith("calibrated on") for r in
+                                                                       reasons.values())
+    assert [row["row"] for row in rows] == ["page_alias_bytes", "strip_bytes"]
+    assert all(set(speeds) == set(map(str, calibration.STRIPS)) for name, speeds in rows[1].items() if name != "row")
+    assert printed[0].startswith("sources trailing a streamed store modulo 4 KiB (1 MiB float32)")
+    assert calibration.save_page_alias(page_alias_bytes, strip, reasons, rows)
+    assert (machine.machine_profile().page_alias_bytes, machine.machine_profile().strip_bytes) == (page_alias_bytes,
+                                                                                                   strip)
+
+
 def test_wide_stencil_row_per_cpu_kind():
     # measured: 512-bit float64 stencils gained on the Intel Xeon VM; unmeasured kinds keep LLVM's width
     intel = machine.default_profile("GenuineIntel", 6)
@@ -505,7 +519,8 @@ def test_a_stored_choice_is_kept_unless_beaten_clearly():
     assert calibration.choose(table, none, incumbent=t1, gain=calibration.CLEAR_GAIN) == t1
 
 
-def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_thresholds(profile_dir, monkeypatch, capsys):
+def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_thresholds(profile_dir, monkeypatch, capsys,
+                                                                                      profile_rows_measured_apart):
     from streamjit import threshold as th
     from streamjit.__main__ import main
     monkeypatch.delenv(th.ENV_VAR, raising=False)
@@ -518,7 +533,6 @@ def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_threshol
             for b in (1, 2, 3)]
     monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds: wins)
     monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds: wins)
-    # (the profile's other rows measured small: their measurements are tested on their own)
     assert main(["calibrate", "--max-mib", "2", "--profile-mib", "1"]) == 1
     out = capsys.readouterr().out
     assert "note: this machine is loaded (load average 1.90 over the last minute" in out

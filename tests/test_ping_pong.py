@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
+from streamjit.report import COLUMNS
 
 # the benchmark's kernels (bench/ping_pong.py): one definition, timed there, checked here
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
@@ -81,11 +82,14 @@ def _run(kernel, shape, scalars, kinds, steps):
 _njit = functools.cache(numba.njit)
 
 
+@functools.cache
+def _named(func, names):
+    return sj.stream_kernel(stream_stores=list(names), threshold=None)(func)
+
+
 @pytest.mark.parametrize("func, shape, scalars, names", SWAPS, ids=[s[0].__name__ for s in SWAPS])
-@pytest.mark.parametrize("stream_stores", [True, "named"])
-def test_swapped_buffers_stream_and_equal_njit(func, shape, scalars, names, stream_stores):
-    kernel = sj.stream_kernel(stream_stores=list(names) if stream_stores == "named" else True, threshold=None)(func)
-    reference = _njit(func)
+def test_swapped_buffers_stream_and_equal_njit(func, shape, scalars, names):
+    kernel, reference = _named(func, names), _njit(func)
     for kinds in (("co", "co"), ("mis", "co"), ("rev", "rev"), ("co", "mis")):
         for steps in (0, 1, 4):
             got, want = _run(kernel, shape, scalars, kinds, steps), _run(reference, shape, scalars, kinds, steps)
@@ -98,6 +102,18 @@ def test_swapped_buffers_stream_and_equal_njit(func, shape, scalars, names, stre
     empty = [np.empty((0,) * len(shape)), np.empty((0,) * len(shape))]
     kernel(*empty, *scalars, 2)
     assert kernel.stream_calls(kernel.signatures[0])["streamed"] > 0
+
+
+@pytest.mark.parametrize("func, shape, scalars, names", SWAPS, ids=[s[0].__name__ for s in SWAPS])
+def test_stream_stores_true_streams_what_naming_both_buffers_streams(func, shape, scalars, names):
+    everything, named = sj.stream_kernel(stream_stores=True, threshold=None)(func), _named(func, names)
+    got, want = _run(everything, shape, scalars, ("mis", "co"), 3), _run(named, shape, scalars, ("mis", "co"), 3)
+    assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    reports = [kernel.stream_report(kernel.signatures[0]) for kernel in (everything, named)]
+    counts = [{name: [getattr(rep, column) for column in COLUMNS] for name, rep in report.arrays.items()}
+              for report in reports]
+    assert counts[0] == counts[1] and reports[0].fences == reports[1].fences
+    assert reports[0].machine_nt_vector_stores == reports[1].machine_nt_vector_stores > 0
 
 
 def test_the_other_buffer_is_read_as_a_source_not_a_self_load():

@@ -195,7 +195,8 @@ def test_winning_band_only_from_agreeing_rounds():
     assert measure.winning_band(lost, "s")[0] == (1, 4)
 
 
-def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monkeypatch, capsys):
+def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monkeypatch, capsys,
+                                                               profile_rows_measured_apart):
     """Issue 21, defect 5: a sweep that printed "streaming never won; not
     saved" erased the value stored before."""
     from streamjit import calibration
@@ -259,15 +260,11 @@ def test_this_machines_glibc_threshold_is_read_where_it_is_listed(clean_env):
                                               "glibc's x86_non_temporal_threshold (ld.so --list-tunables)")
 
 
-def test_calibrate_command(clean_env, capsys, monkeypatch):
-    from streamjit import calibration
-    # (two candidates per load stage: test_machine_profile.py times them all; each compiles 5 kernels)
-    monkeypatch.setattr(calibration, "SOURCE_CANDIDATES", calibration.SOURCE_CANDIDATES[:2])
-    monkeypatch.setattr(calibration, "LOAD_CANDIDATES", calibration.LOAD_CANDIDATES[:2])
+def test_calibrate_command(clean_env, capsys, monkeypatch, profile_rows_measured_apart):
     status = main(["calibrate", "--max-mib", "2", "--rounds", "1", "--profile-mib", "2"])
     out = capsys.readouterr().out
     assert len(re.findall(r"^ *(1|1.5|2) MiB ", out, re.M)) == 6    # 1, 1.5, 2 MiB; copy and stencil
-    # one round decides no band (rounds must agree), and says so; the load profile is saved
+    # one round decides no band (rounds must agree), and says so; the profile is saved
     assert status == 1 and out.count("could not decide from one round") == 2
     with open(th.calibration_file()) as f:
         record = json.load(f)
