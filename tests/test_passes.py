@@ -34,6 +34,12 @@ class Seen:
 
 def after(monkeypatch, module, function, args, **options):
     """Compile ``function`` for ``args`` and return `Seen` right after ``module``'s pass."""
+    # (threshold None: no size test unless asked)
+    return compiled_after(monkeypatch, module, sj.stream_kernel(**{"threshold": None, **options})(function), args)
+
+
+def compiled_after(monkeypatch, module, kernel, args):
+    """Call ``kernel`` on ``args``, which compiles it for them, and return `Seen` right after ``module``'s pass."""
     seen = []
     original = module.run_pass
 
@@ -43,7 +49,7 @@ def after(monkeypatch, module, function, args, **options):
         return changed
 
     monkeypatch.setattr(module, "run_pass", run_pass)
-    sj.stream_kernel(**{"threshold": None, **options})(function)(*args)   # (None: no size test unless asked)
+    kernel(*args)
     return seen[-1]
 
 

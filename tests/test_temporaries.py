@@ -3,6 +3,7 @@ kernel computes and reads through shifted views are computed inside the
 loop of the store that reads them, with Numba's results, and stay arrays
 wherever that would change what the kernel computes."""
 
+import functools
 import re
 
 import numba
@@ -11,6 +12,8 @@ import pytest
 
 import streamjit as sj
 from numba.core.runtime import rtsys
+from streamjit.passes import array_stores
+from test_passes import compiled_after
 
 
 def hdiff(in_field, out_field, coeff):  # NPBench's hdiff (numba_n), without fastmath
@@ -26,7 +29,7 @@ def hdiff(in_field, out_field, coeff):  # NPBench's hdiff (numba_n), without fas
         flx_field[1:, :, :] - flx_field[:-1, :, :] + fly_field[:, 1:, :] - fly_field[:, :-1, :])
 
 
-HDIFF, HDIFF_NJIT = sj.stream_kernel(stream_stores=True, threshold=None)(hdiff), numba.njit(hdiff)
+HDIFF_NJIT = numba.njit(hdiff)
 
 
 def _hdiff_args(shape, seed):
@@ -35,17 +38,27 @@ def _hdiff_args(shape, seed):
     return rng.standard_normal((I + 4, J + 4, K)), rng.standard_normal((I, J, K)), rng.standard_normal((I, J, K))
 
 
+@functools.cache
+def compiled_hdiff():
+    """``(kernel, Seen)``: hdiff streamed, compiled once per process for its
+    tests here and in test_view_shifts.py (the suite's longest compile), and
+    its IR right after `passes/array_stores.py`'s pass."""
+    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(hdiff)
+    with pytest.MonkeyPatch.context() as patch:
+        return kernel, compiled_after(patch, array_stores, kernel, _hdiff_args((4, 5, 6), 0))
+
+
 @pytest.mark.parametrize("shape", [(7, 9, 5), (1, 1, 1), (3, 2, 33), (0, 4, 3), (6, 5, 0)])
 def test_hdiff_equals_njit_bit_for_bit(shape):
     in_field, out, coeff = _hdiff_args(shape, 1)
     want = out.copy()
     HDIFF_NJIT(in_field, want, coeff)
-    HDIFF(in_field, out, coeff)
+    compiled_hdiff()[0](in_field, out, coeff)
     np.testing.assert_array_equal(out, want)
 
 
 def test_hdiff_temporaries_are_computed_in_the_loop(allocation_stats):
-    kernel, plain = HDIFF, HDIFF_NJIT
+    kernel, plain = compiled_hdiff()[0], HDIFF_NJIT
     args = _hdiff_args((6, 7, 64), 2)
     kernel(*args), plain(*args)                       # (compile)
     calls = kernel.stream_calls()
