@@ -9,7 +9,7 @@ on the ping-pong sweeps of bench/ping_pong.py instead (a 2-D Jacobi and a
 stencil's rows are loaded again from the cache as the next rows' neighbours. Speed relative to no
 software prefetch, medians of interleaved rounds, with the largest
 `measure.spread` of a build's rounds per workload; the machine profile's
-``sources`` and ``stream_loads`` rows in `cpu_defaults.py` cite these
+``sources``, ``stream_loads`` and (``--stencils``) ``stencil_sources`` rows in `cpu_defaults.py` cite these
 tables. `calibrate` runs the same at 64 MiB and stops where rounds disagree.
 
 Run: python bench/load_stages.py [MiB] [rounds] [--loads] [--stencils]   (default 256 9)

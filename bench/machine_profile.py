@@ -18,6 +18,10 @@ limits.c's own runs):
   allocated alike (4 bytes past the input's left neighbour modulo 4 KiB,
   where 4K aliasing stalls streamed loops and, on CPUs whose profile has
   the check, streamjit runs its staged loop);
+- the ``stencil_sources`` row: the sources of streamed 5-point and
+  7-point sweeps prefetched as each candidate ``calibrate`` tries, against
+  no software prefetch (`calibration_stencils.measure_stencil_sources` at
+  this size), ending with the stage to store;
 - the ``page_alias_bytes`` and ``strip_bytes`` rows: triad and the stencil
   with their sources a few bytes behind the streamed store modulo 4 KiB,
   streamed with no check, with the check (the staged loop, at each strip
@@ -53,7 +57,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import calibration, measure
+from streamjit import calibration, calibration_stencils, measure
 from streamjit.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 from streamjit.machine import LoadStage, cache_sizes, machine_profile
 from streamjit.codegen.placement import placed_apart
@@ -123,8 +127,8 @@ def streamjit_builds(function, output, loads):
     """The streamjit variants of one kernel: as the profile says, and as before it."""
     profile = machine_profile()
     none = LoadStage()
-    builds = {"streamjit stores only": (False, none, profile.sources),
-              "streamjit stream_loads=True": (True, profile.stream_loads, profile.sources),
+    builds = {"streamjit stores only": (False, none, None),        # (None: the profile's sources rows)
+              "streamjit stream_loads=True": (True, profile.stream_loads, None),
               "before the profile: stores only": (False, none, none),
               "before the profile: stream_loads=True": (True, BEFORE_LOADS, none)}
     return {name: calibration.kernel_with_stages(function, output, loads if streams else False, loads_stage, sources)
@@ -134,7 +138,8 @@ def streamjit_builds(function, output, loads):
 def main(mib, limits_path, rounds=9):
     print(measure.host_description())
     print(f"profile: {machine_profile().origin}\n  streamed loads: {machine_profile().stream_loads.describe()}\n"
-          f"  sources of streamed stores: {machine_profile().sources.describe()}")
+          f"  sources of streamed stores: {machine_profile().sources.describe()}; in a stencil's loop: "
+          f"{machine_profile().stencil_sources.describe()}")
     lib = c_reference(limits_path)
     rng = np.random.default_rng(0)
     n = mib * measure.MIB // 4
@@ -189,6 +194,8 @@ def main(mib, limits_path, rounds=9):
                 "C NT" if lib else "streamjit stores only", rounds)
         np.testing.assert_allclose(out[1:-1, 1:-1], drop_in(g)[1:-1, 1:-1], rtol=1e-6)
 
+    stencil_sources = calibration_stencils.measure_stencil_sources(mib, rounds)
+    print(f"value to store: stencil_sources = {stencil_sources[0] if stencil_sources else 'none (rounds disagree)'}\n")
     page_alias(mib, lib, rounds)
     sizes = calibration.measure_scalar_stores(mib, rounds)[0]
     print(f"value to store: scalar_nt_bytes = {list(sizes)}\n")
@@ -226,7 +233,7 @@ def page_alias(mib, lib, rounds):
         for strip, kernel in calibration.staging_builds(function, output, calibration.STRIPS, threshold=None).items():
             builds[staged[strip]] = kernel
         builds["never streamed"] = calibration.kernel_with_stages(function, output, False, LoadStage(),
-                                                                  machine_profile().sources, threshold=1 << 62)
+                                                                  threshold=1 << 62)
         impls = {label: (lambda k=k: k(*args)) for label, k in builds.items()}
         if lib:
             c_kernel = next(k for prefix, k in c_kernels.items() if name.startswith(prefix))

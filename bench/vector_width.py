@@ -29,7 +29,7 @@ import numpy as np
 
 from streamjit import measure
 from streamjit.calibration import kernel_with_stages
-from streamjit.machine import LoadStage, machine_profile
+from streamjit.machine import LoadStage
 
 from ping_pong import STEPS, heat3d_swap, jacobi_swap
 
@@ -83,14 +83,13 @@ def main(mib=256, rounds=9, only=""):
     print(measure.host_description())
     print(f"{mib} MiB per program; njit's time / this: median (min-max) of {rounds} interleaved rounds")
     c_function = c_jacobi()
-    sources = machine_profile().sources
     for program, (function, output, make, c_builds) in programs(mib).items():
         if only and not program.startswith(tuple(only.split(","))):
             continue
         builds = {"numba.njit": numba.njit(function)}
         for label, threshold, widths in (("streamjit", None, WIDTHS), ("never streamed", NEVER, {"": ()})):
             for width, sizes in widths.items():
-                builds[label + width] = kernel_with_stages(function, output, False, LoadStage(), sources,
+                builds[label + width] = kernel_with_stages(function, output, False, LoadStage(),
                                                            threshold=threshold, wide_stencil_bytes=sizes)
         expected = make()
         builds["numba.njit"](*expected)

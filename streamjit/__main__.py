@@ -125,6 +125,7 @@ def _calibrate(args):
     from .calibration import (WIDE_STENCIL_SCALE, load_note, measure_load_stages, measure_page_alias,
                               measure_scalar_ops, measure_scalar_stores, measure_wide_stencils, previous_stages, save_row,
                               save_load_stages, save_page_alias)
+    from .calibration_stencils import measure_stencil_sources, save_stencil_sources
     from .machine import check_writable, profile_file
     from .threshold import save_calibration, stored_thresholds
 
@@ -143,6 +144,12 @@ def _calibrate(args):
         print("calibrate: the rounds kept disagreeing, so no load lowering is saved from them (the stored one, if "
               "any, is kept); calibrate again when the machine is idle")
     elif _saved(lambda: save_load_stages(*stages), dict(zip(("sources", "stream_loads"), stages))) is None:
+        return 1
+    stencils = measure_stencil_sources(mib=args.profile_mib, rounds=args.rounds, loaded=bool(loaded))
+    if stencils is None:
+        print("calibrate: the stencil sweeps' rounds kept disagreeing, so no stencil_sources row is saved from them "
+              "(the stored one, if any, is kept)")
+    elif _saved(lambda: save_stencil_sources(*stencils), {"stencil_sources": stencils[0]}) is None:
         return 1
     alias = measure_page_alias(mib=args.profile_mib, rounds=args.rounds)
     path = _saved(lambda: save_page_alias(*alias), {"page_alias_bytes": alias[0], "strip_bytes": alias[1]})

@@ -25,6 +25,9 @@ baseline. On a loaded machine (`load_note`) a win must be clear:
 the comparison is measured again, up to `RETRIES` times; rounds that still
 disagree choose nothing, and `calibrate` saves no load profile from them.
 
+The ``stencil_sources`` row, the sources of a stencil's loop, is measured
+the same way on stencil sweeps (`calibration_stencils.py`).
+
 `measure_scalar_stores` times scalar NT stores against plain ones in loops
 that do not vectorize, per item size: the ``scalar_nt_bytes`` row;
 `measure_scalar_ops` the same per operation computed per element stored:
@@ -97,14 +100,16 @@ def workloads(mib, rng):
     return found
 
 
-def kernel_with_stages(function, output, stream_loads, loads, sources, **rows):
+def kernel_with_stages(function, output, stream_loads, loads, sources=None, **rows):
     """A kernel streaming stores to ``output`` (and its loads, if
-    ``stream_loads``) with its loads lowered as the two stages say, and the
+    ``stream_loads``) with its streamed loads lowered as ``loads`` says and
+    its sources, in a stencil's loop too, as ``sources`` says (None: as the
+    machine profile's ``sources`` and ``stencil_sources`` rows say), and the
     other `StreamOptions` fields in ``rows`` (``page_alias_bytes``,
     ``threshold``) as given."""
     options, forwarded = validate_options(function, [output], stream_loads, None, None, None, {})
-    return StreamDispatcher(function, dataclasses.replace(options, loads=loads, sources=sources, **rows),
-                            forwarded, {})
+    stages = {} if sources is None else {"sources": sources, "stencil_sources": sources}
+    return StreamDispatcher(function, dataclasses.replace(options, loads=loads, **{**stages, **rows}), forwarded, {})
 
 
 def load_note():
@@ -135,7 +140,7 @@ def compare_stages(builds, baseline, cases, rounds):
     return table, noise
 
 
-def _agreeing_compare(builds, baseline, cases, rounds, report):
+def agreeing_compare(builds, baseline, cases, rounds, report):
     """``(table, agreed)``: `compare_stages`, measured again while the rounds of
     one build disagree by more than `NOISE`, at most `RETRIES` times;
     ``agreed`` is False when they still do."""
@@ -171,7 +176,7 @@ def previous_stages():
                  else None for name in ("sources", "stream_loads"))
 
 
-def _describe(stage, ratios):
+def describe_ratios(stage, ratios):
     return f"{stage.describe()}: " + ", ".join(f"{w} {r:.2f}x" for w, r in ratios.items())
 
 
@@ -183,17 +188,17 @@ def measure_load_stages(mib=64, rounds=5, report=print, previous=(None, None), l
     cases = workloads(mib, np.random.default_rng(0))
     none = LoadStage()
     gain = CLEAR_GAIN if loaded else GAIN
-    sources_table, agreed = _agreeing_compare({stage: (False, none, stage) for stage in SOURCE_CANDIDATES}, none,
+    sources_table, agreed = agreeing_compare({stage: (False, none, stage) for stage in SOURCE_CANDIDATES}, none,
                                               cases, rounds, report)
     if not agreed:
         return None
     sources = choose(sources_table, none, previous[0], gain)
     report(f"sources of streamed stores, speed relative to no software prefetch ({mib} MiB float32 per array):")
     for stage, ratios in sources_table.items():
-        report(("  * " if stage == sources else "    ") + _describe(stage, ratios))
+        report(("  * " if stage == sources else "    ") + describe_ratios(stage, ratios))
     # candidates for stream_loads, against stream_stores alone (which lowers its sources as just chosen)
     alone = "stream_stores alone"
-    loads_table, agreed = _agreeing_compare({alone: (False, none, sources),
+    loads_table, agreed = agreeing_compare({alone: (False, none, sources),
                                              **{stage: (True, stage, sources) for stage in LOAD_CANDIDATES}}, alone,
                                             cases, rounds, report)
     if not agreed:
@@ -202,10 +207,10 @@ def measure_load_stages(mib=64, rounds=5, report=print, previous=(None, None), l
     loads = choose(loads_table, sources, previous[1], gain)
     report("streamed loads (stream_loads=True), speed relative to stream_stores alone:")
     for stage, ratios in loads_table.items():
-        report(("  * " if stage == loads else "    ") + _describe(stage, ratios))
+        report(("  * " if stage == loads else "    ") + describe_ratios(stage, ratios))
     reasons = {
-        "sources": f"calibrated on {cpu_name()}: " + _describe(sources, sources_table[sources]),
-        "stream_loads": f"calibrated on {cpu_name()}: " + _describe(loads, loads_table[loads])
+        "sources": f"calibrated on {cpu_name()}: " + describe_ratios(sources, sources_table[sources]),
+        "stream_loads": f"calibrated on {cpu_name()}: " + describe_ratios(loads, loads_table[loads])
         + ("" if loads != sources else " (the same as stream_stores alone: no other lowering gained here)"),
     }
     rows = [{"stage": kind, "choice": s.describe(), **r} for kind, tbl in (("sources", sources_table),
@@ -274,9 +279,8 @@ def staging_builds(function, output, strips, **rows):
     no page-alias check, and the check of the CPUs where trailing sources
     stall (so every call whose sources trail closely stages) in strips of
     each of ``strips`` bytes; other `StreamOptions` fields in ``rows``."""
-    sources = machine_profile().sources
-    builds = {None: kernel_with_stages(function, output, False, LoadStage(), sources, page_alias_bytes=0, **rows)}
-    builds.update({strip: kernel_with_stages(function, output, False, LoadStage(), sources,
+    builds = {None: kernel_with_stages(function, output, False, LoadStage(), page_alias_bytes=0, **rows)}
+    builds.update({strip: kernel_with_stages(function, output, False, LoadStage(),
                                              page_alias_bytes=STALLING_PAGE_ALIAS_BYTES, strip_bytes=strip, **rows)
                    for strip in strips})
     return builds
@@ -339,16 +343,16 @@ def save_page_alias(page_alias_bytes, strip_bytes, reasons, rows):
 WIDE_STENCIL_SCALE = 4
 
 
-def _row_speeds(row, every, cases, rounds, sources=LoadStage(), **fixed):
+def _row_speeds(row, every, cases, rounds, **fixed):
     """``{item bytes: {workload: the kernel's time with the machine-profile
     row ``row`` empty / with it ``every``}}``: ``cases`` is ``[(function,
     arguments)]``, each streaming its stores to its first argument, whose
-    item size the ratio is filed under; sources prefetched as ``sources``,
-    the rows ``fixed`` as given in both builds."""
+    item size the ratio is filed under; sources prefetched as the machine
+    profile says, the rows ``fixed`` as given in both builds."""
     speeds = {}
     for function, args in cases:
         output = function.__code__.co_varnames[0]
-        kernels = {sizes: kernel_with_stages(function, output, False, LoadStage(), sources, threshold=None,
+        kernels = {sizes: kernel_with_stages(function, output, False, LoadStage(), threshold=None,
                                              **fixed, **{row: sizes}) for sizes in ((), every)}
         medians = measure.interleaved_medians({k: (lambda k=k: kernels[k](*args)) for k in kernels}, rounds)
         speeds.setdefault(args[0].itemsize, {})[f"{function.__name__} {args[0].dtype.name}"] = \
@@ -382,7 +386,7 @@ def measure_scalar_stores(mib=64, rounds=5, report=print):
         for dtype in (np.float32, np.float64):
             a = np.random.default_rng(0).random(mib * measure.MIB // np.dtype(dtype).itemsize).astype(dtype)
             cases.append((function, (np.empty_like(a), a)))
-    speeds = _row_speeds("scalar_nt_bytes", SCALAR_NT_ITEM_BYTES, cases, rounds, machine_profile().sources)
+    speeds = _row_speeds("scalar_nt_bytes", SCALAR_NT_ITEM_BYTES, cases, rounds)
     chosen, table = _gaining_sizes(speeds, "scalar_nt_bytes")
     report(f"scalar NT stores against plain stores in loops that do not vectorize ({mib} MiB): {table}: "
            + (f"scalar NT stores of {'- and '.join(map(str, chosen))}-byte items" if chosen else "plain stores"))
@@ -405,7 +409,7 @@ def measure_scalar_ops(mib=64, rounds=5, report=print):
     a = np.random.default_rng(0).random(mib * measure.MIB // 8)
     args, profile = (np.empty_like(a), a, 0.25), machine_profile()
     speeds = {ops: _row_speeds("scalar_nt_bytes", (8,), [(measure.chain(ops, checked=True), args)], rounds,
-                               profile.sources, scalar_nt_ops=ops)[8] for ops in SCALAR_OPS}
+                               scalar_nt_ops=ops)[8] for ops in SCALAR_OPS}
     chosen = 0
     for ops in SCALAR_OPS[1:]:
         if not _gains(speeds[ops], ops <= profile.scalar_nt_ops):
@@ -433,7 +437,7 @@ def measure_wide_stencils(mib=256, rounds=5, report=print):
         side = int((mib * measure.MIB // 2 // np.dtype(dtype).itemsize) ** 0.5)
         g = rng.random((side, side)).astype(dtype)
         cases.append((function, (g.copy(), g)))
-    speeds = _row_speeds("wide_stencil_bytes", (4, 8), cases, rounds, machine_profile().sources)
+    speeds = _row_speeds("wide_stencil_bytes", (4, 8), cases, rounds)
     chosen, table = _gaining_sizes(speeds, "wide_stencil_bytes")
     report(f"streamed stencils 512 bits wide against LLVM's width ({mib} MiB): {table}: "
            + (f"wide vectors for {'- and '.join(map(str, chosen))}-byte items" if chosen else "LLVM's width"))

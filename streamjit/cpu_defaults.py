@@ -46,6 +46,8 @@ _INTEL = {
                             "no check"),
 }
 _INTEL["sources"] = _INTEL["stream_loads"]
+_INTEL["stencil_sources"] = (_INTEL["sources"][0], "the sources row, measured with a stencil among its workloads "
+                                                   "(" + _INTEL["sources"][1] + ")")
 _INTEL["strip_bytes"] = _INTEL_STRIP
 _INTEL["scalar_nt_bytes"] = ((4, 8), "measured on an Intel Xeon VM (family 6 model 167, AVX-512), "
                                      "bench/scalar_nt_stores.py, 256 MiB, loops that do not vectorize (a running "
@@ -84,6 +86,13 @@ _ZEN4_SOURCES = (stage("nta", 2048),
 _AMD_ZEN4 = {
     "stream_loads": _ZEN4_SOURCES,
     "sources": _ZEN4_SOURCES,
+    "stencil_sources": (stage("t1", 4096), f"{_ZEN4_CPU}, bench/load_stages.py 128 --stencils, float64 made by "
+                                           ".copy(), speed against no software prefetch: swap Jacobi 4096x4096 "
+                                           "prefetcht1 4 KiB ahead 1.59x, prefetcht2 4 KiB 1.52x, prefetchnta 2 KiB "
+                                           "(the sources row) 1.10x; heat_3d 255^3 0.99-1.08x for every candidate; "
+                                           "against njit, the swap Jacobi 4096x4096 1.93-2.02x (prefetchnta 2 KiB "
+                                           "1.39x, the C NT sweep with prefetch 1.86-1.90x), 4000x4000 1.72-1.76x "
+                                           "(1.35x)"),
     "page_alias_bytes": (0, f"{_ZEN4_CPU}, arrays allocated alike, check compiled out against in: triad 256 MiB "
                             "float32 1.34x vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 "
                             "17.7x vs 5.8x; bench/machine_profile.py 256 with prefetchnta sources: streamed with "
@@ -124,6 +133,7 @@ UNMEASURED = {
                               "gained on Zen 5, lost on Zen 2 and Intel): plain loads until `python -m "
                               "streamjit calibrate` measures it"),
     "sources": (stage(), "no measurement of this kind of CPU: no software prefetch"),
+    "stencil_sources": (stage(), "no measurement of this kind of CPU: no software prefetch"),
     "page_alias_bytes": (STALLING_PAGE_ALIAS_BYTES,
                          "no measurement of this kind of CPU: the check of the CPU where trailing sources stall "
                          "streamed stores (Zen 2); its calls run the staged loop, which ran near the aligned loop "

@@ -79,6 +79,8 @@ def machine_info():
         "profile": profile.origin,
         "streamed loads": f"{profile.stream_loads.describe()} ({profile.reasons.get('stream_loads', '')})",
         "sources of stores": f"{profile.sources.describe()} ({profile.reasons.get('sources', '')})",
+        "stencil sources": f"{profile.stencil_sources.describe()}, the sources of a stencil's loop "
+                           f"({profile.reasons.get('stencil_sources', '')})",
         "4K aliasing check": (f"sources 1-{profile.page_alias_bytes} bytes behind a streamed store modulo 4 KiB run "
                               "the staged loop" if profile.page_alias_bytes else "none")
                              + f" ({profile.reasons.get('page_alias_bytes', '')})",

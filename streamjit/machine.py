@@ -196,6 +196,7 @@ _STAGE = (_is_stage, f"a load stage {{\"hint\": one of {', '.join(map(repr, PREF
 _PROFILE_KEYS = {
     "stream_loads": _STAGE,
     "sources": _STAGE,
+    "stencil_sources": _STAGE,
     "page_alias_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v < 4096,
                          "a number of bytes from 0 to 4095"),
     "strip_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 64 <= v <= 1 << 16 and v % 64 == 0,
@@ -321,6 +322,9 @@ class MachineProfile:
     - ``stream_loads``: how the loads the user streams are lowered;
     - ``sources``: the unit-stride sources of a loop whose stores stream,
       when their arrays are not streamed themselves;
+    - ``stencil_sources``: the same in a stencil's loop, one array loaded at
+      two elements or more per iteration (`passes/stream_loads.loads_a_stencil`),
+      whose rows the next rows load again from the cache as their neighbours;
     - ``page_alias_bytes``: how far (in bytes, modulo 4 KiB) a source may
       trail a streamed store before the store stalls the loop's loads (4K
       aliasing: the core compares the low 12 address bits of a load with
@@ -350,6 +354,7 @@ class MachineProfile:
     ``origin`` says where the choices come from, ``reasons`` why (per row)."""
     stream_loads: LoadStage
     sources: LoadStage
+    stencil_sources: LoadStage
     page_alias_bytes: int
     strip_bytes: int
     scalar_nt_bytes: tuple
@@ -360,9 +365,9 @@ class MachineProfile:
 
 
 # The rows of every profile; those holding a `LoadStage`.
-ROWS = ("stream_loads", "sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes", "scalar_nt_ops",
+ROWS = ("stream_loads", "sources", "stencil_sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes", "scalar_nt_ops",
         "wide_stencil_bytes")
-_STAGE_ROWS = ("stream_loads", "sources")
+_STAGE_ROWS = ("stream_loads", "sources", "stencil_sources")
 
 
 def default_profile(vendor, family, model=None):

@@ -97,13 +97,14 @@ def _check_prefetch(prefetch_distance, prefetch_hint):
 
 
 def _load_stages(prefetch_distance, prefetch_hint):
-    """``(loads, sources, where they come from)``: the machine profile's
-    lowering of streamed loads and of the sources of streamed stores, with
-    the kernel's ``prefetch_distance`` / ``prefetch_hint`` in place of the
-    profile's for both."""
+    """``(loads, sources, stencil sources, where they come from)``: the
+    machine profile's lowering of streamed loads and of the sources of
+    streamed stores (in a stencil's loop, and in others), with the kernel's
+    ``prefetch_distance`` / ``prefetch_hint`` in place of the profile's for
+    all three."""
     profile = machine_profile()
     stages = []
-    for stage in (profile.stream_loads, profile.sources):
+    for stage in (profile.stream_loads, profile.sources, profile.stencil_sources):
         if prefetch_hint is not None:
             # (a hint asked for where the profile prefetches nothing needs a distance)
             stage = dataclasses.replace(stage, hint=prefetch_hint, distance=stage.distance or HINT_DISTANCE)
@@ -195,9 +196,9 @@ def validate_options(func, stream_stores=False, stream_loads=False, threshold="a
     if not stores and not loads:
         return None, numba_options
     # (read only by kernels that stream: a bare stream_kernel is numba.njit)
-    loads_stage, sources_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
+    loads_stage, sources_stage, stencil_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
     rows = machine_profile()
-    return StreamOptions(stores, loads, loads_stage, sources_stage, threshold, bool(numba_options.get("parallel")),
+    return StreamOptions(stores, loads, loads_stage, sources_stage, stencil_stage, threshold, bool(numba_options.get("parallel")),
                          measured, rows.page_alias_bytes, rows.strip_bytes, rows.scalar_nt_bytes, rows.scalar_nt_ops,
                          rows.sources.prefetches(), rows.wide_stencil_bytes, profile), numba_options
 

@@ -51,6 +51,8 @@ class StreamOptions:
     # the machine profile's choices with the kernel's own overrides
     loads: LoadStage = LoadStage()
     sources: LoadStage = LoadStage()
+    # the sources of a stencil's loop (`passes/stream_loads.loads_a_stencil`)
+    stencil_sources: LoadStage = LoadStage()
     # bytes of streamed arrays above which the aligned loops run ("auto" until
     # the first compile reads it: options.resolved)
     threshold: int | str | None = None
@@ -78,7 +80,8 @@ class StreamOptions:
 
     def cache_key(self):
         """What, besides the source, decides the compiled code."""
-        return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.threshold,
+        return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.stencil_sources,
+                self.threshold,
                 self.measured, self.page_alias_bytes, self.strip_bytes, self.scalar_nt_bytes,
                 self.scalar_nt_ops, self.scalar_nt_prefetched, self.wide_stencil_bytes)
 

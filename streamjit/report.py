@@ -278,6 +278,8 @@ def _signature_notes(result, name, aryty, rep, options):
 def _loads_line(options):
     """How this kernel's loads were lowered, and by whose choice."""
     parts = [f"sources of streamed stores: {options.sources.describe()}"]
+    if options.stencil_sources != options.sources:
+        parts.append(f"in a stencil's loop: {options.stencil_sources.describe()}")
     if options.stream_loads:
         parts.insert(0, "streamed loads: " + (options.loads.describe() if options.loads != options.sources else
                                               "as the sources (no other lowering measured faster on this CPU)"))

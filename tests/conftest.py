@@ -58,10 +58,11 @@ def profile_rows_measured_apart(monkeypatch):
     """`python -m streamjit calibrate` without timing the machine profile's
     rows, each of which has a test of its own measurement
     (tests/test_machine_profile.py): the load stages keep the stored ones,
-    no 4K-aliasing check, the first strip, and the scalar and wide-stencil
+    the stencil sources too, no 4K-aliasing check, the first strip, and the scalar and wide-stencil
     rows measure nothing. For tests of what calibrate does around them."""
-    from streamjit import calibration
+    from streamjit import calibration, calibration_stencils
     monkeypatch.setattr(calibration, "measure_load_stages", lambda **kwargs: None)
+    monkeypatch.setattr(calibration_stencils, "measure_stencil_sources", lambda **kwargs: None)
     monkeypatch.setattr(calibration, "measure_page_alias", lambda **kwargs: (0, calibration.STRIPS[0], {}, []))
     for row in ("measure_scalar_stores", "measure_scalar_ops", "measure_wide_stencils"):
         monkeypatch.setattr(calibration, row, lambda **kwargs: None)

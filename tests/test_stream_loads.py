@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import calibration, measure
+from streamjit import calibration, machine, measure
 from streamjit.machine import LoadStage
 from test_codegen import needs_x86_avx
 
@@ -335,3 +335,49 @@ def test_versions_of_an_ssa_name_are_its_own():
     from streamjit.passes.rebindings import version_name
     assert version_name("pn") == version_name("pn.1") == version_name("pn.1.1") == "pn"
     assert version_name("$12load.3") == "$12load"
+
+
+def npbench_jacobi_2d(TSTEPS, A, B):
+    for t in range(1, TSTEPS):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
+
+
+def triad_into(out, a, b):
+    for i in range(a.shape[0]):
+        out[i] = a[i] + 3.0 * b[i]
+
+
+# llvm.prefetch's locality argument per hint (LLVM LangRef: 0 none ... 3 keep in every level)
+_LOCALITY = {"nta": 0, "t2": 1, "t1": 2, "t0": 3}
+
+
+def _prefetch_localities(kernel):
+    llvm_ir = kernel.inspect_llvm(kernel.signatures[0])
+    return set(map(int, re.findall(r"call void @llvm\.prefetch\.p0\(ptr [^,]+, i32 0, i32 (\d), i32 1\)", llvm_ir)))
+
+
+def test_a_stencils_loop_prefetches_its_sources_as_the_stencil_row_says(rng, monkeypatch, tmp_path):
+    """The sources of a stencil's loop (one array loaded at two elements or
+    more per iteration) take the profile's stencil_sources stage, those of
+    other loops its sources stage. And an array one nest streams is a
+    source of the next nest that reads it (NPBench's jacobi_2d: no load of
+    A or B was prefetched, each array being streamed by the other nest)."""
+    stencil, other = LoadStage("t1", 4096), LoadStage("nta", 512)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))         # (a profile file of the test's own)
+    machine.update_profile_file({"profile": {"sources": machine.stage_record(other),
+                                             "stencil_sources": machine.stage_record(stencil)}})
+    kernels = {f: sj.stream_kernel(stream_stores=True, threshold=None)(f) for f in (npbench_jacobi_2d, triad_into)}
+    A = rng.standard_normal((37, 45))
+    B, expected = A.copy(), A.copy()
+    numba.njit(npbench_jacobi_2d)(4, expected, expected.copy())
+    kernels[npbench_jacobi_2d](4, A, B)
+    np.testing.assert_array_equal(A, expected)
+    a = rng.standard_normal(1001)
+    out = np.empty_like(a)
+    kernels[triad_into](out, a, a[::-1].copy())
+    np.testing.assert_array_equal(out, a + 3.0 * a[::-1])
+    report = kernels[npbench_jacobi_2d].stream_report()
+    assert report.arrays["A"].prefetches > 0 and report.arrays["B"].prefetches > 0
+    assert _prefetch_localities(kernels[npbench_jacobi_2d]) == {_LOCALITY["t1"]}
+    assert _prefetch_localities(kernels[triad_into]) == {_LOCALITY["nta"]}

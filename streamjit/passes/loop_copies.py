@@ -21,7 +21,7 @@ from .ir_build import Emitter, retarget
 from .loop_work import float_operations
 from .peel_checks import itemsize
 from .retype import copy_types
-from .stream_loads import marker_of
+from .stream_loads import loads_a_stencil, marker_of
 
 
 def clone_loop(state, loop, iterator):
@@ -89,7 +89,7 @@ def rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointe
                               emit.const(store_marker(access.array, scalar,
                                                       vector_lanes(scan, plan, access, options))))
                 continue
-            marker = marker_of(scan, access, options, result)
+            marker = marker_of(scan, plan, access, options, result)
             if pointer is not None:
                 emit.call(codegen.load_at, pointer, offset_of(emit), emit.const(marker), target=stmt.target)
             elif marker is None:
@@ -111,7 +111,7 @@ def scalar_bytes(scan, plan, options, result):
     vectorize)."""
     # (the rows are measured on the sources of streamed stores: loads the user streams are not among them)
     others = {access.array for access, _ in plan.stores} | result.streamed_loads
-    prefetched = {bool(parse_load_marker(marker_of(scan, load, options, result) or "none:0")[1])
+    prefetched = {bool(parse_load_marker(marker_of(scan, plan, load, options, result) or "none:0")[1])
                   for load, _ in plan.loads if load.array not in others}
     if prefetched <= {options.scalar_nt_prefetched}:
         sizes, most, whose = options.scalar_nt_bytes, options.scalar_nt_ops, "this CPU's scalar_nt_ops row allows"
@@ -137,18 +137,10 @@ def vector_lanes(scan, plan, access, options):
     store ``access`` (`pre_o3/loop_widths.py`; 0: the width LLVM prefers):
     `WIDE_VECTOR_BYTES` wide where the machine profile's
     ``wide_stencil_bytes`` row lists the store's item size and the loop is
-    a stencil's, one array loaded at two elements or more per iteration (a
-    Jacobi sweep's five loads per store, bound by its loads from the cache
-    as much as by memory; a triad, one load per source, is not)."""
+    a stencil's (`stream_loads.loads_a_stencil`: a Jacobi sweep's five loads
+    per store, bound by its loads from the cache as much as by memory)."""
     size = itemsize(scan, access.array_var)
-    if size not in options.wide_stencil_bytes:
-        return 0
-    offsets = {}
-    for load, dims in plan.loads:
-        walk = (load.array_var, tuple(d.key() for d in dims))
-        if offsets.setdefault(walk, tuple(d.const for d in dims)) != tuple(d.const for d in dims):
-            return WIDE_VECTOR_BYTES // size
-    return 0
+    return WIDE_VECTOR_BYTES // size if size in options.wide_stencil_bytes and loads_a_stencil(plan) else 0
 
 
 def _access_index(emit, access, stmt):

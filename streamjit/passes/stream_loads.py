@@ -7,7 +7,8 @@ rewrite lowers it: the machine profile's choice for streamed loads
 (`machine.py`: a prefetch hint and distance, non-temporal loads or not),
 which on some CPUs is plain loads. In the aligned loops of streamed stores,
 the unit-stride sources that are not streamed may be prefetched too (the
-profile's ``sources`` stage; `marker_of` decides for both). The prefetch
+profile's ``sources`` stage, its ``stencil_sources`` in a stencil's loop;
+`marker_of` decides for all). The prefetch
 needs an address stream that advances: it is issued only for loads whose
 index is affine in the innermost enclosing ``range`` loop's variable. A
 broadcast (``a[i]`` inside a ``j`` loop), a gather (``a[idx[k]]``) or a
@@ -58,12 +59,14 @@ def why_not_prefetched(scan, access):
 
 
 def _stored_as_streamed(scan, access, result):
-    """Whether the load reads an array its own stage streams stores to. A
-    ping-pong buffer (``A, B = B, A`` in a time loop) is stored by one stage
-    and read by the next: only a load through the variable the loop stores
-    through is the stage's own."""
-    if access.array not in scan.group_roots:
-        return access.array in result.streamed_stores
+    """Whether the load reads an array its own loop streams stores to. An
+    array one loop nest streams and the next reads (NPBench's jacobi_2d: B
+    from A, then A from B) is that nest's source, and a ping-pong buffer
+    (``A, B = B, A`` in a time loop) is stored by one stage and read by the
+    next: only a load through the variable the loop stores through is the
+    loop's own."""
+    if access.array not in scan.group_roots and access.array not in result.streamed_stores:
+        return False
     return any(s.array == access.array and s.loops[-1:] == access.loops[-1:] for s in scan.stores())
 
 
@@ -147,12 +150,26 @@ def why_source_plain(scan, access):
     return None
 
 
-def marker_of(scan, access, options, result):
-    """How a load inside an aligned loop of streamed stores is lowered
-    (`markers.load_marker`), or None for a plain load: streamed loads take
-    the profile's ``loads`` stage; sources that are neither streamed nor
-    stored as streamed take its ``sources`` stage, where a prefetch pays
-    for them as for a streamed load (`why_source_plain`: vadv's ``u_pos[:,
+def loads_a_stencil(plan):
+    """Whether ``plan``'s loop is a stencil's: one array loaded at two
+    elements or more per iteration (a Jacobi sweep's five loads per store,
+    whose rows the next rows load again from the cache; a triad, one load
+    per source, is not)."""
+    offsets = {}
+    for load, dims in plan.loads:
+        walk = (load.array_var, tuple(d.key() for d in dims))
+        if offsets.setdefault(walk, tuple(d.const for d in dims)) != tuple(d.const for d in dims):
+            return True
+    return False
+
+
+def marker_of(scan, plan, access, options, result):
+    """How a load of ``plan``'s loop, an aligned loop of streamed stores, is
+    lowered (`markers.load_marker`), or None for a plain load: streamed
+    loads take the profile's ``loads`` stage; sources that are neither
+    streamed nor stored as streamed by their own loop take its
+    ``stencil_sources`` stage in a stencil's loop (`loads_a_stencil`), else
+    its ``sources``, where a prefetch pays for them as for a streamed load (`why_source_plain`: vadv's ``u_pos[:,
     :, k]``, a row apart per element, was prefetched 4 KiB ahead). An array
     the kernel allocates is prefetched as a source: these loops run only
     above the threshold, where the nest's arrays have left the L2 a
@@ -160,15 +177,12 @@ def marker_of(scan, access, options, result):
     float64: 26 -> 21 ms a sweep on the Intel Xeon VM, family 6 model
     167, bench/README.md "fifth session")."""
     if access.array in result.streamed_loads:
-        if why_plain(scan, access):
-            return None
         stage = options.loads
-    elif options.sources.prefetches() and not _stored_as_streamed(scan, access, result) \
-            and not why_source_plain(scan, access):
-        return load_marker(options.sources)
-    else:
-        return None
-    return load_marker(stage, prefetched=stage.prefetches())
+        return None if why_plain(scan, access) else load_marker(stage, prefetched=stage.prefetches())
+    sources = options.stencil_sources if loads_a_stencil(plan) else options.sources
+    if sources.prefetches() and not _stored_as_streamed(scan, access, result) and not why_source_plain(scan, access):
+        return load_marker(sources)
+    return None
 
 
 def run_pass(state):

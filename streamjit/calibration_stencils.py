@@ -1,0 +1,71 @@
+"""Measuring the ``stencil_sources`` row: how the sources of a stencil's
+loop are best lowered on this machine.
+
+A stencil's loop loads one array at two elements or more per iteration
+(`passes/stream_loads.loads_a_stencil`): each row it reads is read again,
+from the cache, as the next rows' neighbours. A prefetch that brings the
+rows ahead into a level read several times can pay there where the same
+prefetch of a copy's or a gather's sources, each line read once, does not:
+on the AMD EPYC Zen 4 VM (bench/load_stages.py --stencils) prefetcht1 4 KiB
+ahead ran a swap Jacobi 1.59x and prefetchnta 2 KiB 1.10x, while the copy
+and the gather from L2 lost under prefetcht1. So these loops have a row of
+their own, measured here as `calibration.measure_load_stages` measures the
+``sources`` row: every candidate of `calibration.SOURCE_CANDIDATES` on
+5-point sweeps (float32 rows of 4096 items, the output misaligned by one;
+float64 rows of 4000, the output a copy of the grid, as callers allocate
+it) and a 7-point 3-D sweep, against no software prefetch, chosen by
+`calibration.choose`.
+"""
+
+import numpy as np
+
+from . import calibration, measure
+from .machine import LoadStage, cpu_name, machine_profile, stage_record, update_profile_file
+
+
+def heat7(out, u):
+    """A 7-point 3-D heat sweep of ``u`` into the interior of ``out``."""
+    for i in range(1, u.shape[0] - 1):
+        for j in range(1, u.shape[1] - 1):
+            for k in range(1, u.shape[2] - 1):
+                out[i, j, k] = u[i, j, k] + 0.1 * (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k] + u[i, j + 1, k]
+                                                   + u[i, j, k - 1] + u[i, j, k + 1] - 6.0 * u[i, j, k])
+
+
+def stencil_workloads(mib, rng):
+    """``{name: (function, arguments, streamed output)}``: the three sweeps
+    of the module doc, ``mib`` MiB per array."""
+    g32 = rng.random(mib * measure.MIB // 4 // 4096 * 4096, dtype=np.float32).reshape(-1, 4096)
+    out32 = np.empty((g32.shape[0], 4097), np.float32)[:, 1:]
+    g64 = rng.random(mib * measure.MIB // 8 // 4000 * 4000).reshape(-1, 4000)
+    side = max(3, int((mib * measure.MIB / 8) ** (1 / 3)))
+    cube = rng.random((side,) * 3)
+    return {"5-point float32 rows of 4096": (calibration.jacobi5_f32, (out32, g32), "out"),
+            "5-point float64 rows of 4000": (measure.jacobi5, (g64.copy(), g64), "out"),
+            f"7-point float64 {side}^3": (heat7, (cube.copy(), cube), "out")}
+
+
+def measure_stencil_sources(mib=64, rounds=5, report=print, loaded=False):
+    """Measure the ``stencil_sources`` row; return ``(stage, reason, table
+    rows)``, or None where the rounds kept disagreeing. The stage stored by
+    an earlier calibration stays unless beaten; on a loaded machine
+    (``loaded``) only by a clear gain."""
+    none, profile = LoadStage(), machine_profile()
+    previous = profile.stencil_sources if profile.reasons["stencil_sources"].startswith("calibrated") else None
+    builds = {stage: (False, none, stage) for stage in calibration.SOURCE_CANDIDATES}
+    table, agreed = calibration.agreeing_compare(builds, none, stencil_workloads(mib, np.random.default_rng(0)),
+                                                 rounds, report)
+    if not agreed:
+        return None
+    chosen = calibration.choose(table, none, previous, calibration.CLEAR_GAIN if loaded else calibration.GAIN)
+    report(f"sources of streamed stencil loops, speed relative to no software prefetch ({mib} MiB per array):")
+    for stage, ratios in table.items():
+        report(("  * " if stage == chosen else "    ") + calibration.describe_ratios(stage, ratios))
+    return (chosen, f"calibrated on {cpu_name()}: " + calibration.describe_ratios(chosen, table[chosen]),
+            [{"stage": "stencil_sources", "choice": stage.describe(), **ratios} for stage, ratios in table.items()])
+
+
+def save_stencil_sources(stage, reason, rows):
+    """Store the stage `measure_stencil_sources` chose, with its reason and measurements, in the profile file."""
+    return update_profile_file({"profile": {"stencil_sources": stage_record(stage),
+                                            "reasons": {"stencil_sources": reason}}}, {"stencil_sources": rows})
