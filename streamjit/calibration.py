@@ -25,16 +25,13 @@ baseline. On a loaded machine (`load_note`) a win must be clear:
 the comparison is measured again, up to `RETRIES` times; rounds that still
 disagree choose nothing, and `calibrate` saves no load profile from them.
 
-The ``stencil_sources`` row, the sources of a stencil's loop, is measured
-the same way on stencil sweeps (`calibration_stencils.py`).
+The ``stencil_sources`` row is measured so on stencils (`calibration_stencils.py`).
 
 `measure_scalar_stores` times scalar NT stores against plain ones in loops
 that do not vectorize, per item size: the ``scalar_nt_bytes`` row;
 `measure_scalar_ops` the same per operation computed per element stored:
-the ``scalar_nt_ops`` row;
-`measure_wide_stencils` streamed stencil sweeps at 512 bits against LLVM's
-width, per item size: the ``wide_stencil_bytes`` row.
-
+the ``scalar_nt_ops`` row; `measure_wide_stencils` streamed stencil sweeps
+at 512 bits against LLVM's width, per item size: ``wide_stencil_bytes``.
 `measure_page_alias` times the aligned loop against the staged loop (at
 each of `STRIPS`) with sources a few bytes behind the streamed store
 modulo 4 KiB: the ``page_alias_bytes`` row (a check where the aligned loop
@@ -177,6 +174,7 @@ def previous_stages():
 
 
 def describe_ratios(stage, ratios):
+    """A stage and its speed per workload, as calibrate prints and stores them."""
     return f"{stage.describe()}: " + ", ".join(f"{w} {r:.2f}x" for w, r in ratios.items())
 
 

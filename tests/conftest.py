@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 # The machine profile the suite is written against, the same on every CPU:
 # streamed loads prefetchnta 2 KiB ahead and non-temporal where aligned,
-# sources of streamed stores left to the hardware prefetcher, Written before
+# sources of streamed stores (in stencils' loops too) left to the hardware prefetcher. Written before
 # any test module decorates a kernel (kernels read the profile then), into a
 # cache directory of the suite's own, so no calibration of the user's is
 # read or changed. tests/test_machine_profile.py tests the profiles
@@ -27,7 +27,7 @@ from streamjit.machine import LoadStage, stage_record, update_profile_file  # no
 # so that 32-bit ones are emitted (and checked) on CPUs whose row leaves them plain,
 # in loops computing up to 64 operations per element (the suite's kernels: one or two);
 # and LLVM's own vector width for every loop, as on CPUs that have no wide_stencil_bytes row.
-SUITE_PROFILE = {"stream_loads": LoadStage("nta", 2048, True), "sources": LoadStage()}
+SUITE_PROFILE = {"stream_loads": LoadStage("nta", 2048, True), "sources": LoadStage(), "stencil_sources": LoadStage()}
 SUITE_PAGE_ALIAS_BYTES = 192
 update_profile_file({"profile": {**{name: stage_record(stage) for name, stage in SUITE_PROFILE.items()},
                                  "page_alias_bytes": SUITE_PAGE_ALIAS_BYTES, "scalar_nt_bytes": [4, 8],
