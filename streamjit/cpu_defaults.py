@@ -94,7 +94,9 @@ _AMD_ZEN4 = {
                                            "1.39x, the C NT sweep with prefetch 1.86-1.90x), 4000x4000 1.72-1.76x "
                                            "(1.35x); with this row, bench/vector_width.py 256 'swap Jacobi' 1.35x -> "
                                            "1.87x njit (C 1.83x), bench/npbench.py jacobi_2d N=4000 9.2x -> 12.7x "
-                                           "njit, heat_3d N=256 16.6x -> 16.2x"),
+                                           "njit, cavity_flow 7.6x -> 8.9x, heat_3d 16.6x -> 16.2x; hdiff lost "
+                                           "20.7x -> 17.1x (1.92x its never-streamed self under prefetchnta 2 KiB, "
+                                           "1.73x under prefetcht1 or prefetcht2 4 KiB)"),
     "page_alias_bytes": (0, f"{_ZEN4_CPU}, arrays allocated alike, check compiled out against in: triad 256 MiB "
                             "float32 1.34x vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 "
                             "17.7x vs 5.8x; bench/machine_profile.py 256 with prefetchnta sources: streamed with "

@@ -365,8 +365,8 @@ class MachineProfile:
 
 
 # The rows of every profile; those holding a `LoadStage`.
-ROWS = ("stream_loads", "sources", "stencil_sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes", "scalar_nt_ops",
-        "wide_stencil_bytes")
+ROWS = ("stream_loads", "sources", "stencil_sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes",
+        "scalar_nt_ops", "wide_stencil_bytes")
 _STAGE_ROWS = ("stream_loads", "sources", "stencil_sources")
 
 

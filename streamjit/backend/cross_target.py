@@ -8,8 +8,7 @@ store fence for that target's (`retarget.py`, on the module's text; an
 x86 target takes a clone of the module, as the host build does: the order
 of a value's uses, which a module's history sets, steers the order of the
 phi operands O3 creates and so the register allocator's choices), and
-builds it as the host
-build does, through the same `o3.build`: Numba's O3 for that target machine,
+builds it as the host build does, through the same `o3.build`: Numba's O3 for that target machine,
 then the post-O3 stages (`post_o3/stages.py`, exit fences included), then
 assembly from the target machine. The machine is made as Numba's JIT makes
 its own, so a build for the host's triple, CPU and features gives the host
@@ -53,7 +52,8 @@ def compile_for_target(unoptimized_module, triple, cpu=None, features=None):
     """Return ``(final LLVM IR text, assembly)`` of the kernel's module before
     optimization (left unchanged) for that target."""
     tm = _target_machine(triple, cpu, features)
-    module, final = build(_retargeted(unoptimized_module, triple, tm), tm, Target(triple, cpu, features), f"{triple} {cpu or ''}")
+    module, final = build(_retargeted(unoptimized_module, triple, tm), tm, Target(triple, cpu, features),
+                          f"{triple} {cpu or ''}")
     # Numba prints a host build's assembly from its module after the JIT made
     # the machine code, which changed the module in place (CodeGenPrepare
     # sinks addresses into their blocks): so is this assembly printed

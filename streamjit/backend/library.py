@@ -48,7 +48,8 @@ class StreamCodeLibrary(NumbaCodeLibrary):
         # triple: the same code, whatever order linking left the uses in)
         self.unoptimized_module = self.final_module
         self.final_module, self.streamed_llvm_ir = build(
-            self.unoptimized_module.clone(), host_machine(self), Target(), self.name, code=self._code(), record=timing_records(self))
+            self.unoptimized_module.clone(), host_machine(self), Target(), self.name, code=self._code(),
+            record=timing_records(self))
 
     def get_asm_str(self):
         """The assembly of the final module, emitted on the first call only:
