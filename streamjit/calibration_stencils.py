@@ -13,8 +13,11 @@ their own, measured here as `calibration.measure_load_stages` measures the
 ``sources`` row: every candidate of `calibration.SOURCE_CANDIDATES` on
 5-point sweeps (float32 rows of 4096 items, the output misaligned by one;
 float64 rows of 4000, the output a copy of the grid, as callers allocate
-it) and a 7-point 3-D sweep, against no software prefetch, chosen by
-`calibration.choose`.
+it), a 7-point 3-D sweep and NPBench's hdiff (about 13 source streams of
+160-item rows, where the NTA hint gains and a prefetch into L2 loses: 64
+MiB float64, `prefetchnta` 2 KiB 1.07x, `prefetcht1` 4 KiB 0.76-0.79x
+against no prefetch on the Zen 4 VM), against no software prefetch,
+chosen by `calibration.choose` (a candidate that loses on one loses).
 """
 
 import numpy as np
@@ -32,17 +35,36 @@ def heat7(out, u):
                                                    + u[i, j, k - 1] + u[i, j, k + 1] - 6.0 * u[i, j, k])
 
 
+def hdiff(in_field, out_field, coeff):
+    """NPBench's hdiff (numba_n, without fastmath): fused, a stencil loop of
+    about 13 source streams over rows of K items."""
+    I, J = out_field.shape[0], out_field.shape[1]
+    lap_field = 4.0 * in_field[1:I + 3, 1:J + 3, :] - (
+        in_field[2:I + 4, 1:J + 3, :] + in_field[0:I + 2, 1:J + 3, :] +
+        in_field[1:I + 3, 2:J + 4, :] + in_field[1:I + 3, 0:J + 2, :])
+    res = lap_field[1:, 1:J + 1, :] - lap_field[:-1, 1:J + 1, :]
+    flx_field = np.where((res * (in_field[2:I + 3, 2:J + 2, :] - in_field[1:I + 2, 2:J + 2, :])) > 0, 0, res)
+    res = lap_field[1:I + 1, 1:, :] - lap_field[1:I + 1, :-1, :]
+    fly_field = np.where((res * (in_field[2:I + 2, 2:J + 3, :] - in_field[2:I + 2, 1:J + 2, :])) > 0, 0, res)
+    out_field[:, :, :] = in_field[2:I + 2, 2:J + 2, :] - coeff[:, :, :] * (
+        flx_field[1:, :, :] - flx_field[:-1, :, :] + fly_field[:, 1:, :] - fly_field[:, :-1, :])
+
+
 def stencil_workloads(mib, rng):
-    """``{name: (function, arguments, streamed output)}``: the three sweeps
-    of the module doc, ``mib`` MiB per array."""
+    """``{name: (function, arguments, streamed output)}``: the sweeps of the
+    module doc, ``mib`` MiB per array."""
     g32 = rng.random(mib * measure.MIB // 4 // 4096 * 4096, dtype=np.float32).reshape(-1, 4096)
     out32 = np.empty((g32.shape[0], 4097), np.float32)[:, 1:]
     g64 = rng.random(mib * measure.MIB // 8 // 4000 * 4000).reshape(-1, 4000)
     side = max(3, int((mib * measure.MIB / 8) ** (1 / 3)))
     cube = rng.random((side,) * 3)
+    plane = max(1, int((mib * measure.MIB / 8 / 160) ** 0.5))
     return {"5-point float32 rows of 4096": (calibration.jacobi5_f32, (out32, g32), "out"),
             "5-point float64 rows of 4000": (measure.jacobi5, (g64.copy(), g64), "out"),
-            f"7-point float64 {side}^3": (heat7, (cube.copy(), cube), "out")}
+            f"7-point float64 {side}^3": (heat7, (cube.copy(), cube), "out"),
+            f"hdiff {plane}x{plane}x160": (hdiff, (rng.random((plane + 4, plane + 4, 160)),
+                                                   rng.random((plane, plane, 160)), rng.random((plane, plane, 160))),
+                                           "out_field")}
 
 
 def measure_stencil_sources(mib=64, rounds=5, report=print, loaded=False):

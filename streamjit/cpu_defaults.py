@@ -86,17 +86,14 @@ _ZEN4_SOURCES = (stage("nta", 2048),
 _AMD_ZEN4 = {
     "stream_loads": _ZEN4_SOURCES,
     "sources": _ZEN4_SOURCES,
-    "stencil_sources": (stage("t1", 4096), f"{_ZEN4_CPU}, bench/load_stages.py 128 --stencils, float64 made by "
-                                           ".copy(), speed against no software prefetch: swap Jacobi 4096x4096 "
-                                           "prefetcht1 4 KiB ahead 1.59x, prefetcht2 4 KiB 1.52x, prefetchnta 2 KiB "
-                                           "(the sources row) 1.10x; heat_3d 255^3 0.99-1.08x for every candidate; "
-                                           "against njit, the swap Jacobi 4096x4096 1.93-2.02x (prefetchnta 2 KiB "
-                                           "1.39x, the C NT sweep with prefetch 1.86-1.90x), 4000x4000 1.72-1.76x "
-                                           "(1.35x); with this row, bench/vector_width.py 256 'swap Jacobi' 1.35x -> "
-                                           "1.87x njit (C 1.83x), bench/npbench.py jacobi_2d N=4000 9.2x -> 12.7x "
-                                           "njit, cavity_flow 7.6x -> 8.9x, heat_3d 16.6x -> 16.2x; hdiff lost "
-                                           "20.7x -> 17.1x (1.92x its never-streamed self under prefetchnta 2 KiB, "
-                                           "1.73x under prefetcht1 or prefetcht2 4 KiB)"),
+    "stencil_sources": (stage("nta", 2048), f"{_ZEN4_CPU}: the sources row's prefetchnta 2 KiB ahead, the one "
+                                            "stage that lost on no stencil measured. bench/npbench.py 256 MiB class, "
+                                            "stream / never streamed with the row at prefetchnta 2 KiB, prefetcht1 "
+                                            "4 KiB, prefetcht2 4 KiB: jacobi_2d 1.75x, 2.10x, 2.08x; hdiff 1.92x, "
+                                            "1.73x, 1.73x (a loss); bench/load_stages.py 128 --stencils, swap "
+                                            "Jacobi 4096x4096 float64 against no prefetch: prefetchnta 2 KiB 1.10x, "
+                                            "prefetcht1 4 KiB 1.59x (1.87x njit against 1.35x): prefetcht1 is not a "
+                                            "default while hdiff loses under it"),
     "page_alias_bytes": (0, f"{_ZEN4_CPU}, arrays allocated alike, check compiled out against in: triad 256 MiB "
                             "float32 1.34x vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 "
                             "17.7x vs 5.8x; bench/machine_profile.py 256 with prefetchnta sources: streamed with "
