@@ -82,8 +82,13 @@ COMPILED = {kernel: (sj.stream_kernel(stream_stores=True, threshold=None)(kernel
                            root_in_another_block)}
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 17])
-def test_shifted_reads_equal_njit(n):
+def test_shifted_reads_equal_njit():
+    # (the sizes in one test: parametrized, each xdist worker compiled the six kernels again)
+    for n in (0, 1, 2, 3, 4, 5, 17):
+        _check_shifted_reads(n)
+
+
+def _check_shifted_reads(n):
     rng = np.random.default_rng(n)
     a2 = rng.standard_normal((n + 3, n + 3))
     cases = [(chained, (np.empty((n + 1, max(n, 0))), a2)),
@@ -97,7 +102,7 @@ def test_shifted_reads_equal_njit(n):
         got, want = [a.copy() for a in args[:2]], [a.copy() for a in args[:2]]
         streamed(*got, *args[2:])
         plain(*want, *args[2:])
-        np.testing.assert_array_equal(got[0], want[0], err_msg=kernel.__name__)
+        np.testing.assert_array_equal(got[0], want[0], err_msg=f"{kernel.__name__}, n={n}")
 
 
 def test_a_start_past_the_end_on_an_empty_destination():
