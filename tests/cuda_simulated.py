@@ -4,6 +4,7 @@ is first imported, so it cannot share the suite's process): every case
 runs a GPU kernel on random data (odd sizes, views, empty arrays) and
 numba.njit on a copy, and prints one JSON line {case: error or ""}."""
 
+import functools
 import json
 import math
 import os
@@ -22,6 +23,8 @@ from numba import cuda  # noqa: E402
 import streamjit as sj  # noqa: E402
 
 RNG = np.random.default_rng(2026)
+# one numba.njit dispatcher per function, compiled once for the cases that share it
+NJIT = functools.cache(numba.njit)
 
 
 def data(shape, dtype=np.float64):
@@ -34,7 +37,7 @@ def same(kernel, func, args, launch=None, reference=None):
     every array."""
     expected = [a.base.copy()[tuple(_view_of(a))] if isinstance(a, np.ndarray) and a.base is not None else
                 (a.copy() if isinstance(a, np.ndarray) else a) for a in args]
-    (reference or numba.njit(func))(*expected)
+    (reference or NJIT(func))(*expected)
     (kernel[launch] if launch else kernel)(*args)
     for got, want in zip(args, expected):
         if isinstance(got, np.ndarray) and not np.array_equal(got, want):
@@ -123,7 +126,7 @@ def cases():
 def _in_place(kernel):
     out, g = data((17, 29)), data((17, 29))
     expected = out.copy()
-    numba.njit(K.jacobi)(expected, g)
+    NJIT(K.jacobi)(expected, g)
     device_out = cuda.to_device(out)
     kernel(device_out, cuda.to_device(g))
     np.testing.assert_array_equal(device_out.copy_to_host(), expected)

@@ -19,6 +19,7 @@ kernel that cannot even be decorated fails its own tests, not the module.
 """
 
 import builtins
+import functools
 import inspect
 import os
 import re
@@ -114,8 +115,14 @@ def aligned_view(rng, shape, offset, dtype=np.float64):
 
 
 def reference(kernel, **options):
-    """The user's function under plain numba.njit."""
-    return numba.njit(**options)(kernel.py_func)
+    """The user's function under plain numba.njit (one dispatcher per
+    function and options, so that parametrized tests compile it once)."""
+    return _njit(kernel.py_func, tuple(sorted(options.items())))
+
+
+@functools.cache
+def _njit(func, options):
+    return numba.njit(**dict(options))(func)
 
 
 def assert_same(kernel, ref, make_args, close=False):
