@@ -6,20 +6,23 @@ stores (``stream_stores`` alone) or, with ``--loads``, as the loads the user
 streams (``stream_loads=True``, sources not prefetched); with ``--stencils``,
 on the ping-pong sweeps of bench/ping_pong.py instead (a 2-D Jacobi and a
 3-D heat stencil, float64, the arrays made by ``.copy()``), where a
-stencil's rows are loaded again from the cache as the next rows' neighbours. Speed relative to no
+stencil's rows are loaded again from the cache as the next rows' neighbours;
+with ``--rows``, on 5-point float64 sweeps over rows of 160 to 4000 items
+and NPBench's hdiff with rows (its K) of 160 and 4000 items, where a
+prefetch a fixed distance ahead lands rows ahead of a short row. Speed relative to no
 software prefetch, medians of interleaved rounds, with the largest
 `measure.spread` of a build's rounds per workload; the machine profile's
 ``sources``, ``stream_loads`` and (``--stencils``) ``stencil_sources`` rows in `cpu_defaults.py` cite these
 tables. `calibrate` runs the same at 64 MiB and stops where rounds disagree.
 
-Run: python bench/load_stages.py [MiB] [rounds] [--loads] [--stencils]   (default 256 9)
+Run: python bench/load_stages.py [MiB] [rounds] [--loads] [--stencils | --rows]   (default 256 9)
 """
 
 import sys
 
 import numpy as np
 
-from streamjit import calibration, measure
+from streamjit import calibration, calibration_stencils, measure
 from streamjit.machine import LoadStage
 
 from ping_pong import STEPS, heat3d_swap, jacobi_swap
@@ -34,14 +37,27 @@ def stencil_workloads(mib, rng):
             f"heat_3d {cube}^3": (heat3d_swap, (block, block.copy(), 0.1, STEPS), "un")}
 
 
-def main(mib=256, rounds=9, loads=False, stencils=False):
+def row_workloads(mib, rng):
+    """``{name: (function, arguments, streamed output)}``: the sweeps of
+    ``--rows`` (see the module doc), ``mib`` MiB of float64 per array."""
+    cases = {}
+    for items in (160, 320, 640, 1280, 2560, 4000):
+        grid = rng.random(mib * measure.MIB // 8 // items * items).reshape(-1, items)
+        cases[f"5-point rows of {items}"] = (measure.jacobi5, (grid.copy(), grid), "out")
+    for items in (160, 4000):
+        cases[f"hdiff rows of {items}"] = calibration_stencils.hdiff_case(mib, rng, items)
+    return cases
+
+
+def main(mib=256, rounds=9, loads=False, stencils=False, rows=False):
     print(measure.host_description())
     none = LoadStage()
     stages = {stage: (loads, stage if loads else none, none if loads else stage)
               for stage in calibration.SOURCE_CANDIDATES}
-    cases = (stencil_workloads if stencils else calibration.workloads)(mib, np.random.default_rng(0))
+    workloads = row_workloads if rows else stencil_workloads if stencils else calibration.workloads
+    cases = workloads(mib, np.random.default_rng(0))
     print(f"{'streamed loads' if loads else 'sources of streamed stores'}, {mib} MiB "
-          f"{'float64' if stencils else 'float32'} per array, speed "
+          f"{'float64' if stencils or rows else 'float32'} per array, speed "
           f"relative to no software prefetch, medians of {rounds} interleaved rounds")
     for name, case in cases.items():
         table, noise = calibration.compare_stages(stages, none, {name: case}, rounds)
@@ -52,4 +68,4 @@ def main(mib=256, rounds=9, loads=False, stencils=False):
 if __name__ == "__main__":
     flags = [a for a in sys.argv[1:] if a.startswith("--")]
     numbers = [int(a) for a in sys.argv[1:] if not a.startswith("--")]
-    main(*numbers, loads="--loads" in flags, stencils="--stencils" in flags)
+    main(*numbers, loads="--loads" in flags, stencils="--stencils" in flags, rows="--rows" in flags)

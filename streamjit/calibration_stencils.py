@@ -50,6 +50,15 @@ def hdiff(in_field, out_field, coeff):
         flx_field[1:, :, :] - flx_field[:-1, :, :] + fly_field[:, 1:, :] - fly_field[:, :-1, :])
 
 
+def hdiff_case(mib, rng, rows=160):
+    """NPBench's hdiff as a workload ``(function, arguments, streamed
+    output)``: float64 fields of about ``mib`` MiB whose rows (its K, 160
+    in NPBench's sizes) hold ``rows`` items."""
+    plane = max(1, int((mib * measure.MIB / 8 / rows) ** 0.5))
+    return hdiff, (rng.random((plane + 4, plane + 4, rows)), rng.random((plane, plane, rows)),
+                   rng.random((plane, plane, rows))), "out_field"
+
+
 def stencil_workloads(mib, rng):
     """``{name: (function, arguments, streamed output)}``: the sweeps of the
     module doc, ``mib`` MiB per array."""
@@ -58,13 +67,11 @@ def stencil_workloads(mib, rng):
     g64 = rng.random(mib * measure.MIB // 8 // 4000 * 4000).reshape(-1, 4000)
     side = max(3, int((mib * measure.MIB / 8) ** (1 / 3)))
     cube = rng.random((side,) * 3)
-    plane = max(1, int((mib * measure.MIB / 8 / 160) ** 0.5))
+    function, fields, output = hdiff_case(mib, rng)
     return {"5-point float32 rows of 4096": (calibration.jacobi5_f32, (out32, g32), "out"),
             "5-point float64 rows of 4000": (measure.jacobi5, (g64.copy(), g64), "out"),
             f"7-point float64 {side}^3": (heat7, (cube.copy(), cube), "out"),
-            f"hdiff {plane}x{plane}x160": (hdiff, (rng.random((plane + 4, plane + 4, 160)),
-                                                   rng.random((plane, plane, 160)), rng.random((plane, plane, 160))),
-                                           "out_field")}
+            "hdiff {}x{}x{}".format(*fields[1].shape): (function, fields, output)}
 
 
 def measure_stencil_sources(mib=64, rounds=5, report=print, loaded=False):

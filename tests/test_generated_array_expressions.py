@@ -68,11 +68,12 @@ from streamjit.errors import StreamLegalityError
 # Each example compiles two kernels (about 1 s on 2 cores); the data sets
 # run per example share its signature, so they cost no compile. No
 # shrinking (each step compiles): the failing kernel's source is printed.
-# 3 per (dtype, ndim), 18 kernels, with the suite; the long budget of
-# `-m fuzz` (conftest.py) when asked for. (What streams is checked in the
+# 2 per (dtype, ndim), 12 kernels, with the suite (derandomized: the same
+# kernels at each run; a third per test cost 16 s of the suite's 8
+# minutes); the long budget of `-m fuzz` (conftest.py) when asked for. (What streams is checked in the
 # reports; the nothing-streamed warnings of random kernels are not the subject.)
 pytestmark = [pytest.mark.fuzz, pytest.mark.filterwarnings("ignore::streamjit.StreamWarning")]
-EXAMPLES = 3 if settings().max_examples <= 60 else settings().max_examples // 6
+EXAMPLES = 2 if settings().max_examples <= 60 else settings().max_examples // 6
 SIZES = (0, 1, 2, 3, 7, 33, 101)
 SIZES_2D = (0, 1, 2, 3, 7, 33)
 VIEWS = ("c", "off", "rev", "strided")
