@@ -86,14 +86,17 @@ _ZEN4_SOURCES = (stage("nta", 2048),
 _AMD_ZEN4 = {
     "stream_loads": _ZEN4_SOURCES,
     "sources": _ZEN4_SOURCES,
-    "stencil_sources": (stage("nta", 2048), f"{_ZEN4_CPU}: the sources row's prefetchnta 2 KiB ahead, the one "
-                                            "stage that lost on no stencil measured. bench/npbench.py 256 MiB class, "
-                                            "stream / never streamed with the row at prefetchnta 2 KiB, prefetcht1 "
-                                            "4 KiB, prefetcht2 4 KiB: jacobi_2d 1.75x, 2.10x, 2.08x; hdiff 1.92x, "
-                                            "1.73x, 1.73x (a loss); bench/load_stages.py 128 --stencils, swap "
-                                            "Jacobi 4096x4096 float64 against no prefetch: prefetchnta 2 KiB 1.10x, "
-                                            "prefetcht1 4 KiB 1.59x (1.87x njit against 1.35x): prefetcht1 is not a "
-                                            "default while hdiff loses under it"),
+    "stencil_sources": (stage("t1", 4096), f"{_ZEN4_CPU}, bench/load_stages.py 128 7 --rows, float64, against "
+                                           "no software prefetch: 5-point sweeps over rows of 160, 320, 640, 1280, "
+                                           "2560, 4000 items prefetcht1 4 KiB 0.84x, 0.94x, 1.15x, 1.39x, 1.44x, "
+                                           "1.36x, the sources row's prefetchnta 2 KiB 0.65x, 0.73x, 0.92x, 0.95x, "
+                                           "1.08x, 1.12x; NPBench's hdiff, rows of 160 and 4000, prefetcht1 4 KiB "
+                                           "0.93x and 1.13x, prefetchnta 2 KiB 1.00x and 1.07x; geometric mean "
+                                           "1.12x against 0.92x. bench/npbench.py, stream / never streamed, "
+                                           "prefetcht1 4 KiB against prefetchnta 2 KiB: jacobi_2d 2.10x, 1.75x; "
+                                           "hdiff 1.73x, 1.92x. Short rows lose under either (a prefetch 4 KiB "
+                                           "ahead of a 1.25 KiB row lands rows ahead): a rule per row length "
+                                           "is not built"),
     "page_alias_bytes": (0, f"{_ZEN4_CPU}, arrays allocated alike, check compiled out against in: triad 256 MiB "
                             "float32 1.34x vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 "
                             "17.7x vs 5.8x; bench/machine_profile.py 256 with prefetchnta sources: streamed with "
