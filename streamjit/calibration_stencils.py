@@ -1,9 +1,9 @@
 """Measuring the ``stencil_sources`` row: how the sources of a stencil's
 loop are best lowered on this machine.
 
-A stencil's loop loads one array at two elements or more per iteration
-(`passes/stream_loads.loads_a_stencil`): each row it reads is read again,
-from the cache, as the next rows' neighbours. A prefetch that brings the
+A stencil's loop that loads rows of one array again
+(`passes/stream_loads.reads_rows_again`: a 2-D or 3-D sweep) reads each
+row again, from the cache, as the next rows' neighbours. A prefetch that brings the
 rows ahead into a level read several times can pay there where the same
 prefetch of a copy's or a gather's sources, each line read once, does not:
 on the AMD EPYC Zen 4 VM (bench/load_stages.py --stencils) prefetcht1 4 KiB

@@ -322,9 +322,9 @@ class MachineProfile:
     - ``stream_loads``: how the loads the user streams are lowered;
     - ``sources``: the unit-stride sources of a loop whose stores stream,
       when their arrays are not streamed themselves;
-    - ``stencil_sources``: the same in a stencil's loop, one array loaded at
-      two elements or more per iteration (`passes/stream_loads.loads_a_stencil`),
-      whose rows the next rows load again from the cache as their neighbours;
+    - ``stencil_sources``: the same in a stencil's loop that loads rows of
+      one array again, as a 2-D or 3-D sweep's next rows load its rows from
+      the cache as their neighbours (`passes/stream_loads.reads_rows_again`);
     - ``page_alias_bytes``: how far (in bytes, modulo 4 KiB) a source may
       trail a streamed store before the store stalls the loop's loads (4K
       aliasing: the core compares the low 12 address bits of a load with

@@ -51,7 +51,7 @@ class StreamOptions:
     # the machine profile's choices with the kernel's own overrides
     loads: LoadStage = LoadStage()
     sources: LoadStage = LoadStage()
-    # the sources of a stencil's loop (`passes/stream_loads.loads_a_stencil`)
+    # the sources of a stencil's loop that reads rows again (`passes/stream_loads.reads_rows_again`)
     stencil_sources: LoadStage = LoadStage()
     # bytes of streamed arrays above which the aligned loops run ("auto" until
     # the first compile reads it: options.resolved)

@@ -348,6 +348,11 @@ def triad_into(out, a, b):
         out[i] = a[i] + 3.0 * b[i]
 
 
+def smooth_1d(out, a):
+    for i in range(1, a.shape[0] - 1):
+        out[i] = 0.25 * a[i - 1] + 0.5 * a[i] + 0.25 * a[i + 1]
+
+
 # llvm.prefetch's locality argument per hint (LLVM LangRef: 0 none ... 3 keep in every level)
 _LOCALITY = {"nta": 0, "t2": 1, "t1": 2, "t0": 3}
 
@@ -358,16 +363,18 @@ def _prefetch_localities(kernel):
 
 
 def test_a_stencils_loop_prefetches_its_sources_as_the_stencil_row_says(rng, monkeypatch, tmp_path):
-    """The sources of a stencil's loop (one array loaded at two elements or
-    more per iteration) take the profile's stencil_sources stage, those of
-    other loops its sources stage. And an array one nest streams is a
-    source of the next nest that reads it (NPBench's jacobi_2d: no load of
-    A or B was prefetched, each array being streamed by the other nest)."""
+    """The sources of a stencil's loop that loads rows of one array again
+    (a 2-D sweep) take the profile's stencil_sources stage, those of other
+    loops, a 1-D stencil's among them (its loads share their lines), its
+    sources stage. And an array one nest streams is a source of the next
+    nest that reads it (NPBench's jacobi_2d: no load of A or B was
+    prefetched, each array being streamed by the other nest)."""
     stencil, other = LoadStage("t1", 4096), LoadStage("nta", 512)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))         # (a profile file of the test's own)
     machine.update_profile_file({"profile": {"sources": machine.stage_record(other),
                                              "stencil_sources": machine.stage_record(stencil)}})
-    kernels = {f: sj.stream_kernel(stream_stores=True, threshold=None)(f) for f in (npbench_jacobi_2d, triad_into)}
+    kernels = {f: sj.stream_kernel(stream_stores=True, threshold=None)(f)
+               for f in (npbench_jacobi_2d, triad_into, smooth_1d)}
     A = rng.standard_normal((37, 45))
     B, expected = A.copy(), A.copy()
     numba.njit(npbench_jacobi_2d)(4, expected, expected.copy())
@@ -377,7 +384,12 @@ def test_a_stencils_loop_prefetches_its_sources_as_the_stencil_row_says(rng, mon
     out = np.empty_like(a)
     kernels[triad_into](out, a, a[::-1].copy())
     np.testing.assert_array_equal(out, a + 3.0 * a[::-1])
+    smoothed, want = np.empty_like(a), np.empty_like(a)
+    kernels[smooth_1d](smoothed, a)
+    numba.njit(smooth_1d)(want, a)
+    np.testing.assert_array_equal(smoothed[1:-1], want[1:-1])
     report = kernels[npbench_jacobi_2d].stream_report()
     assert report.arrays["A"].prefetches > 0 and report.arrays["B"].prefetches > 0
     assert _prefetch_localities(kernels[npbench_jacobi_2d]) == {_LOCALITY["t1"]}
     assert _prefetch_localities(kernels[triad_into]) == {_LOCALITY["nta"]}
+    assert _prefetch_localities(kernels[smooth_1d]) == {_LOCALITY["nta"]}

@@ -163,13 +163,32 @@ def loads_a_stencil(plan):
     return False
 
 
+def reads_rows_again(plan):
+    """Whether ``plan``'s loop reads rows of one array again: two loads of
+    it at offsets that differ before their last index (a 2-D Jacobi's
+    ``g[i - 1, j]`` and ``g[i + 1, j]``: each row it loads, the next rows
+    load again from the cache). A 1-D stencil's ``a[i - 1]`` and
+    ``a[i + 1]`` read the same lines in the same iterations instead: its
+    source is one stream, as a copy's (NPBench's jacobi_1d on the AMD EPYC
+    Zen 4 VM, family 25 model 17, bench/npbench.py, 244 MiB: 13.3-14.4x
+    njit with the copy's ``prefetchnta`` 2 KiB, 12.4-12.6x with the 2-D
+    sweeps' ``prefetcht1`` 4 KiB, two runs each)."""
+    rows = {}
+    for load, dims in plan.loads:
+        walk = (load.array_var, tuple(d.key() for d in dims))
+        if len(dims) > 1 and rows.setdefault(walk, tuple(d.const for d in dims[:-1])) != tuple(
+                d.const for d in dims[:-1]):
+            return True
+    return False
+
+
 def marker_of(scan, plan, access, options, result):
     """How a load of ``plan``'s loop, an aligned loop of streamed stores, is
     lowered (`markers.load_marker`), or None for a plain load: streamed
     loads take the profile's ``loads`` stage; sources that are neither
     streamed nor stored as streamed by their own loop take its
-    ``stencil_sources`` stage in a stencil's loop (`loads_a_stencil`), else
-    its ``sources``, where a prefetch pays for them as for a streamed load (`why_source_plain`: vadv's ``u_pos[:,
+    ``stencil_sources`` stage in a loop that reads rows again
+    (`reads_rows_again`), else its ``sources``, where a prefetch pays for them as for a streamed load (`why_source_plain`: vadv's ``u_pos[:,
     :, k]``, a row apart per element, was prefetched 4 KiB ahead). An array
     the kernel allocates is prefetched as a source: these loops run only
     above the threshold, where the nest's arrays have left the L2 a
@@ -179,7 +198,7 @@ def marker_of(scan, plan, access, options, result):
     if access.array in result.streamed_loads:
         stage = options.loads
         return None if why_plain(scan, access) else load_marker(stage, prefetched=stage.prefetches())
-    sources = options.stencil_sources if loads_a_stencil(plan) else options.sources
+    sources = options.stencil_sources if reads_rows_again(plan) else options.sources
     if sources.prefetches() and not _stored_as_streamed(scan, access, result) and not why_source_plain(scan, access):
         return load_marker(sources)
     return None
