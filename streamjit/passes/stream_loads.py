@@ -188,8 +188,9 @@ def marker_of(scan, plan, access, options, result):
     loads take the profile's ``loads`` stage; sources that are neither
     streamed nor stored as streamed by their own loop take its
     ``stencil_sources`` stage in a loop that reads rows again
-    (`reads_rows_again`), else its ``sources``, where a prefetch pays for them as for a streamed load (`why_source_plain`: vadv's ``u_pos[:,
-    :, k]``, a row apart per element, was prefetched 4 KiB ahead). An array
+    (`reads_rows_again`), else its ``sources``, where a prefetch pays for
+    them as for a streamed load (`why_source_plain`: vadv's ``u_pos[:, :,
+    k]``, a row apart per element, was prefetched 4 KiB ahead). An array
     the kernel allocates is prefetched as a source: these loops run only
     above the threshold, where the nest's arrays have left the L2 a
     ``prefetcht1`` fills (cavity_flow's ``pn = p.copy()``, 3000x3000
