@@ -42,7 +42,7 @@ def row_workloads(mib, rng):
     ``--rows`` (see the module doc), ``mib`` MiB of float64 per array."""
     cases = {}
     for items in (160, 320, 640, 1280, 2560, 4000):
-        grid = rng.random(mib * measure.MIB // 8 // items * items).reshape(-1, items)
+        grid = calibration_stencils.grid_of_rows(mib, rng, items)
         cases[f"5-point rows of {items}"] = (measure.jacobi5, (grid.copy(), grid), "out")
     for items in (160, 4000):
         cases[f"hdiff rows of {items}"] = calibration_stencils.hdiff_case(mib, rng, items)

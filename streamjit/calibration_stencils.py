@@ -50,6 +50,11 @@ def hdiff(in_field, out_field, coeff):
         flx_field[1:, :, :] - flx_field[:-1, :, :] + fly_field[:, 1:, :] - fly_field[:, :-1, :])
 
 
+def grid_of_rows(mib, rng, items):
+    """A random float64 grid of about ``mib`` MiB whose rows hold ``items`` items."""
+    return rng.random(mib * measure.MIB // 8 // items * items).reshape(-1, items)
+
+
 def hdiff_case(mib, rng, rows=160):
     """NPBench's hdiff as a workload ``(function, arguments, streamed
     output)``: float64 fields of about ``mib`` MiB whose rows (its K, 160
@@ -64,7 +69,7 @@ def stencil_workloads(mib, rng):
     module doc, ``mib`` MiB per array."""
     g32 = rng.random(mib * measure.MIB // 4 // 4096 * 4096, dtype=np.float32).reshape(-1, 4096)
     out32 = np.empty((g32.shape[0], 4097), np.float32)[:, 1:]
-    g64 = rng.random(mib * measure.MIB // 8 // 4000 * 4000).reshape(-1, 4000)
+    g64 = grid_of_rows(mib, rng, 4000)
     side = max(3, int((mib * measure.MIB / 8) ** (1 / 3)))
     cube = rng.random((side,) * 3)
     function, fields, output = hdiff_case(mib, rng)

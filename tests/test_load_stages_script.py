@@ -28,3 +28,11 @@ def test_the_script_times_every_candidate_on_every_workload(loads, stencils, cap
     workloads = load_stages.stencil_workloads if stencils else calibration.workloads
     assert [row.split(" (spread")[0].strip() for row in rows] == list(workloads(1, np.random.default_rng(0)))
     assert all("no software prefetch 1.00x, prefetchnta 512 bytes ahead " in row for row in rows)
+
+
+def test_the_row_workloads_hold_the_rows_they_name():
+    cases = load_stages.row_workloads(1, np.random.default_rng(0))
+    for name, (function, args, output) in cases.items():
+        items = int(name.rsplit(" ", 1)[1])
+        assert all(a.shape[-1] == items for a in args) and output in ("out", "out_field"), name
+    assert sum(name.startswith("hdiff") for name in cases) == 2 and len(cases) == 8

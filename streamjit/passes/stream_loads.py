@@ -150,17 +150,24 @@ def why_source_plain(scan, access):
     return None
 
 
+def _one_walk_loaded_apart(plan, offsets_of):
+    """Whether two loads of one array walking by the same indices differ in
+    ``offsets_of(their index parts)`` (None: the load is not compared)."""
+    seen = {}
+    for load, dims in plan.loads:
+        offsets = offsets_of(dims)
+        walk = (load.array_var, tuple(d.key() for d in dims))
+        if offsets is not None and seen.setdefault(walk, offsets) != offsets:
+            return True
+    return False
+
+
 def loads_a_stencil(plan):
     """Whether ``plan``'s loop is a stencil's: one array loaded at two
     elements or more per iteration (a Jacobi sweep's five loads per store,
     whose rows the next rows load again from the cache; a triad, one load
     per source, is not)."""
-    offsets = {}
-    for load, dims in plan.loads:
-        walk = (load.array_var, tuple(d.key() for d in dims))
-        if offsets.setdefault(walk, tuple(d.const for d in dims)) != tuple(d.const for d in dims):
-            return True
-    return False
+    return _one_walk_loaded_apart(plan, lambda dims: tuple(d.const for d in dims))
 
 
 def reads_rows_again(plan):
@@ -173,13 +180,7 @@ def reads_rows_again(plan):
     Zen 4 VM, family 25 model 17, bench/npbench.py, 244 MiB: 13.3-14.4x
     njit with the copy's ``prefetchnta`` 2 KiB, 12.4-12.6x with the 2-D
     sweeps' ``prefetcht1`` 4 KiB, two runs each)."""
-    rows = {}
-    for load, dims in plan.loads:
-        walk = (load.array_var, tuple(d.key() for d in dims))
-        if len(dims) > 1 and rows.setdefault(walk, tuple(d.const for d in dims[:-1])) != tuple(
-                d.const for d in dims[:-1]):
-            return True
-    return False
+    return _one_walk_loaded_apart(plan, lambda dims: tuple(d.const for d in dims[:-1]) if len(dims) > 1 else None)
 
 
 def marker_of(scan, plan, access, options, result):
