@@ -343,6 +343,11 @@ def npbench_jacobi_2d(TSTEPS, A, B):
         A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
 
 
+def copy_into(out, a):
+    for i in range(a.shape[0]):
+        out[i] = a[i]
+
+
 def triad_into(out, a, b):
     for i in range(a.shape[0]):
         out[i] = a[i] + 3.0 * b[i]
@@ -393,3 +398,17 @@ def test_a_stencils_loop_prefetches_its_sources_as_the_stencil_row_says(rng, mon
     assert _prefetch_localities(kernels[npbench_jacobi_2d]) == {_LOCALITY["t1"]}
     assert _prefetch_localities(kernels[triad_into]) == {_LOCALITY["nta"]}
     assert _prefetch_localities(kernels[smooth_1d]) == {_LOCALITY["nta"]}
+
+
+def test_boolean_sources_are_prefetched_as_the_profile_says(rng, monkeypatch, tmp_path):
+    """A copy of booleans compiles and streams where the profile prefetches
+    sources (the step of a boolean source was read from a bitwidth Numba's
+    boolean type does not have: AttributeError at compile)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    machine.update_profile_file({"profile": {"sources": machine.stage_record(LoadStage("nta", 2048))}})
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(copy_into)
+    a = rng.standard_normal(1001) > 0
+    out = np.empty_like(a)
+    kernel(out, a)
+    np.testing.assert_array_equal(out, a)
+    assert kernel.stream_report().arrays["a"].prefetches > 0

@@ -36,6 +36,7 @@ from .affine import AffineAnalyzer
 from .indices import index_atoms, is_int, without_ellipsis
 from .ir_build import Emitter
 from .loop_work import COMPUTE_BOUND_OPS, array_operation_line, float_operations, own_labels
+from .peel_checks import itemsize
 
 
 def why_not_prefetched(scan, access):
@@ -114,7 +115,7 @@ def _step_bytes(scan, access, dims, loop):
         return None
     if any(loop in d.coeffs for k, d in enumerate(dims) if k != inner):
         return None
-    return abs(dims[inner].coeffs.get(loop, 0)) * aryty.dtype.bitwidth // 8
+    return abs(dims[inner].coeffs.get(loop, 0)) * itemsize(scan, access.array_var)  # (booleans have no bitwidth)
 
 
 def why_plain(scan, access):
