@@ -396,7 +396,8 @@ def test_boundary_copies_stream_their_rows_and_warn_of_nothing():
         kernel(p, u)
     np.testing.assert_array_equal(p, want_p)
     np.testing.assert_array_equal(u, want_u)
-    assert kernel.stream_calls()["streamed"] == 1
+    calls = kernel.stream_calls()  # (staged: the heap placed u's rows a few bytes past p's modulo 4 KiB)
+    assert calls["streamed"] + calls["staged"] == 1 and calls["after_check"] == 0
     notes = {name: " ".join(array.notes) for name, array in kernel.stream_report().arrays.items()}
     assert notes["p"].count("a column (an integer index in the last dimension") == 1
     assert notes["u"].count("a column (an integer index in the last dimension") == 1
