@@ -23,6 +23,7 @@ def _reads(seen):
     return counts
 
 
+@pytest.mark.xdist_group("hdiff")  # (compiled_hdiff: the worker running test_temporaries.py's)
 def test_hdiffs_views_are_read_from_its_arrays():
     reads = _reads(compiled_hdiff()[1])
     # out_field's loop: lap_field at 8 views (5 reads of in_field each), the
