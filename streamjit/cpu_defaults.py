@@ -12,9 +12,11 @@ load stage is ``{"hint", "distance", "nt_loads"}``, the other rows numbers.
 """
 
 
-def stage(hint="none", distance=0):
-    """A load stage's record: a prefetch of ``hint`` ``distance`` bytes ahead, no non-temporal loads."""
-    return {"hint": hint, "distance": distance, "nt_loads": False}
+def stage(hint="none", distance=0, min_row_bytes=0):
+    """A load stage's record: a prefetch of ``hint`` ``distance`` bytes ahead (in rows of ``min_row_bytes`` or
+    more, where set), no non-temporal loads."""
+    return {"hint": hint, "distance": distance, "nt_loads": False,
+            **({"min_row_bytes": min_row_bytes} if min_row_bytes else {})}
 
 
 # The bytes of each destination a strip of the staged loop computes (`passes/staging.py`)
@@ -86,17 +88,17 @@ _ZEN4_SOURCES = (stage("nta", 2048),
 _AMD_ZEN4 = {
     "stream_loads": _ZEN4_SOURCES,
     "sources": _ZEN4_SOURCES,
-    "stencil_sources": (stage("t1", 4096), f"{_ZEN4_CPU}, bench/load_stages.py 128 7 --rows, float64, against "
-                                           "no software prefetch: 5-point sweeps over rows of 160, 320, 640, 1280, "
-                                           "2560, 4000 items prefetcht1 4 KiB 0.84x, 0.94x, 1.15x, 1.39x, 1.44x, "
-                                           "1.36x, the sources row's prefetchnta 2 KiB 0.65x, 0.73x, 0.92x, 0.95x, "
-                                           "1.08x, 1.12x; NPBench's hdiff, rows of 160 and 4000, prefetcht1 4 KiB "
-                                           "0.93x and 1.13x, prefetchnta 2 KiB 1.00x and 1.07x; geometric mean "
-                                           "1.12x against 0.92x. bench/npbench.py, stream / never streamed, "
-                                           "prefetcht1 4 KiB against prefetchnta 2 KiB: jacobi_2d 2.10x, 1.75x; "
-                                           "hdiff 1.73x, 1.92x. Short rows lose under either (a prefetch 4 KiB "
-                                           "ahead of a 1.25 KiB row lands rows ahead): a rule per row length "
-                                           "is not built"),
+    "stencil_sources": (stage("t1", 4096, 4096), f"{_ZEN4_CPU}, 128 MiB float64 against no software prefetch "
+                                                 "(bench/load_stages.py 128 7 --rows and a /tmp script on its "
+                                                 "workloads): prefetcht1 4 KiB ahead ran 5-point sweeps over rows "
+                                                 "of 640-4000 items 1.15-1.45x, over rows of 160 and 320 0.84-0.87x "
+                                                 "and 0.86-0.94x, NPBench's hdiff over rows of 160 0.90x (where a "
+                                                 "prefetch of a line already read costs it 20-25%), rows of 4000 "
+                                                 "1.13-1.16x; the sources row's prefetchnta 2 KiB 0.61-0.65x over "
+                                                 "rows of 160. So short rows run a copy of the loop without "
+                                                 "prefetches: 1.02x, 0.94x, hdiff 0.92x, long rows unchanged "
+                                                 "(1.17x, 1.43x; hdiff 1.15x), a 7-point 255^3 sweep 0.96x against "
+                                                 "1.00x; geometric mean over those seven 1.07x against 1.03x"),
     "page_alias_bytes": (0, f"{_ZEN4_CPU}, arrays allocated alike, check compiled out against in: triad 256 MiB "
                             "float32 1.34x vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 "
                             "17.7x vs 5.8x; bench/machine_profile.py 256 with prefetchnta sources: streamed with "

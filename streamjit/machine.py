@@ -173,7 +173,9 @@ def _is_bytes(value):
 def _is_stage(value):
     return (isinstance(value, dict) and isinstance(value.get("hint"), str) and value["hint"] in PREFETCH_HINTS
             and not isinstance(value.get("distance"), bool) and isinstance(value.get("distance"), int)
-            and 0 <= value["distance"] <= 1 << 20 and isinstance(value.get("nt_loads", False), bool))
+            and 0 <= value["distance"] <= 1 << 20 and isinstance(value.get("nt_loads", False), bool)
+            and not isinstance(value.get("min_row_bytes", 0), bool) and isinstance(value.get("min_row_bytes", 0), int)
+            and 0 <= value.get("min_row_bytes", 0) <= 1 << 20)
 
 
 def _item_sizes(allowed):
@@ -192,7 +194,7 @@ _FILE_KEYS = {
     "profile": (lambda v: isinstance(v, dict), "an object"),
 }
 _STAGE = (_is_stage, f"a load stage {{\"hint\": one of {', '.join(map(repr, PREFETCH_HINTS))}, \"distance\": 0 to "
-                     "1048576 bytes, \"nt_loads\": true or false}")
+                     "1048576 bytes, \"nt_loads\": true or false, \"min_row_bytes\": 0 to 1048576}")
 _PROFILE_KEYS = {
     "stream_loads": _STAGE,
     "sources": _STAGE,
@@ -302,16 +304,23 @@ class LoadStage:
     """How one kind of load is lowered: a software prefetch with ``hint``
     (a key of `PREFETCH_HINTS`; "none": plain loads, left to the hardware
     prefetcher) ``distance`` bytes ahead, and whether vector loads proven
-    aligned become non-temporal loads (``vmovntdqa``)."""
+    aligned become non-temporal loads (``vmovntdqa``). With
+    ``min_row_bytes`` (the stencil sources' row only), a loop that reads
+    rows again prefetches only in calls whose rows hold that many bytes:
+    its aligned loop has a copy without prefetches, chosen per call
+    (`passes/align_peel.py`)."""
     hint: str = "none"
     distance: int = 0
     nt_loads: bool = False
+    min_row_bytes: int = 0
 
     def prefetches(self):
         return self.hint != "none" and self.distance > 0
 
     def describe(self):
         what = f"prefetch{self.hint} {self.distance} bytes ahead" if self.prefetches() else "no software prefetch"
+        if self.prefetches() and self.min_row_bytes:
+            what += f" in rows of {self.min_row_bytes} bytes or more"
         return what + (", non-temporal loads where aligned" if self.nt_loads else "")
 
 
@@ -384,14 +393,16 @@ def default_profile(vendor, family, model=None):
 def _row(name, record):
     """A row's value from its record (the profile file's, or `cpu_defaults.py`'s, checked)."""
     if name in _STAGE_ROWS:
-        return LoadStage(record["hint"], record["distance"], record.get("nt_loads", False))
+        return LoadStage(record["hint"], record["distance"], record.get("nt_loads", False),
+                         record.get("min_row_bytes", 0))
     return tuple(record) if isinstance(record, list) else record
 
 
 def stage_record(stage):
-    """The profile file's record of a `LoadStage`: a dict of its ``hint``, ``distance`` and
-    ``nt_loads`` (the inverse of reading one back)."""
-    return {"hint": stage.hint, "distance": stage.distance, "nt_loads": stage.nt_loads}
+    """The profile file's record of a `LoadStage`: a dict of its ``hint``, ``distance``,
+    ``nt_loads`` and, where set, ``min_row_bytes`` (the inverse of reading one back)."""
+    return {"hint": stage.hint, "distance": stage.distance, "nt_loads": stage.nt_loads,
+            **({"min_row_bytes": stage.min_row_bytes} if stage.min_row_bytes else {})}
 
 
 _cached = {}

@@ -179,9 +179,9 @@ def test_calibrate_measures_the_stencil_sources(profile_dir, monkeypatch):
 
 def test_stencil_sources_row_per_cpu_kind():
     # measured apart on the Zen 4 VM: prefetcht1 4 KiB gained on 2-D sweeps where the sources row's prefetchnta
-    # lost, and both lost on short rows (hdiff's among them), which the reason says
+    # lost, and both lost on short rows (hdiff's among them), which run without prefetches, as the reason says
     zen4 = machine.default_profile("AuthenticAMD", 25, 17)
-    assert zen4.stencil_sources == LoadStage("t1", 4096) != zen4.sources
+    assert zen4.stencil_sources == LoadStage("t1", 4096, min_row_bytes=4096) != zen4.sources
     assert "--rows" in zen4.reasons["stencil_sources"] and "hdiff" in zen4.reasons["stencil_sources"]
     intel = machine.default_profile("GenuineIntel", 6)
     assert intel.stencil_sources == intel.sources and "the sources row" in intel.reasons["stencil_sources"]
@@ -462,6 +462,8 @@ DAMAGED = [
     ({"profile": {"sources": {**_STAGE, "hint": None}}}, ["profile.sources"]),
     ({"profile": {"sources": {}}}, ["profile.sources"]),
     ({"profile": {"stencil_sources": {**_STAGE, "hint": "t9"}}}, ["profile.stencil_sources"]),
+    ({"profile": {"stencil_sources": {**_STAGE, "min_row_bytes": -1}}}, ["profile.stencil_sources"]),
+    ({"profile": {"stencil_sources": {**_STAGE, "min_row_bytes": True}}}, ["profile.stencil_sources"]),
     ({"profile": {"reasons": "why"}}, ["profile.reasons"]), ({"profile": {"reasons": ["why"]}}, ["profile.reasons"]),
     ({"profile": {"reasons": {"sources": 3}}}, ["profile.reasons"]),
     ({"threshold_bytes": "16M"}, ["threshold_bytes"]), ({"threshold_bytes": [1]}, ["threshold_bytes"]),
@@ -543,7 +545,7 @@ def test_calibrate_that_cannot_save_prints_what_it_measured(profile_dir, monkeyp
     monkeypatch.setattr(calibration, "save_load_stages", fails)
     assert main(["calibrate"]) == 1
     out = capsys.readouterr().out
-    assert '"sources": "LoadStage(hint=\'t1\', distance=512, nt_loads=False)"' in out
+    assert '"sources": "LoadStage(hint=\'t1\', distance=512, nt_loads=False, min_row_bytes=0)"' in out
     assert out.rstrip().splitlines()[-1] == (f"calibrate: could not save the measurements above to "
                                              f"{machine.profile_file()}: Permission denied")
 

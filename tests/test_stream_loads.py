@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import calibration, machine, measure
+from streamjit import calibration, codegen, machine, measure
 from streamjit.machine import LoadStage
 from test_codegen import needs_x86_avx
 
@@ -343,6 +343,14 @@ def npbench_jacobi_2d(TSTEPS, A, B):
         A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
 
 
+def _jacobi_equals_njit(kernel, A, steps):
+    """``kernel`` (npbench_jacobi_2d) computes njit's result on the grid ``A``, ``B`` a copy of it."""
+    B, expected = A.copy(), A.copy()
+    numba.njit(npbench_jacobi_2d)(steps, expected, expected.copy())
+    kernel(steps, A, B)
+    np.testing.assert_array_equal(A, expected)
+
+
 def copy_into(out, a):
     for i in range(a.shape[0]):
         out[i] = a[i]
@@ -380,11 +388,7 @@ def test_a_stencils_loop_prefetches_its_sources_as_the_stencil_row_says(rng, mon
                                              "stencil_sources": machine.stage_record(stencil)}})
     kernels = {f: sj.stream_kernel(stream_stores=True, threshold=None)(f)
                for f in (npbench_jacobi_2d, triad_into, smooth_1d)}
-    A = rng.standard_normal((37, 45))
-    B, expected = A.copy(), A.copy()
-    numba.njit(npbench_jacobi_2d)(4, expected, expected.copy())
-    kernels[npbench_jacobi_2d](4, A, B)
-    np.testing.assert_array_equal(A, expected)
+    _jacobi_equals_njit(kernels[npbench_jacobi_2d], rng.standard_normal((37, 45)), 4)
     a = rng.standard_normal(1001)
     out = np.empty_like(a)
     kernels[triad_into](out, a, a[::-1].copy())
@@ -412,3 +416,46 @@ def test_boolean_sources_are_prefetched_as_the_profile_says(rng, monkeypatch, tm
     kernel(out, a)
     np.testing.assert_array_equal(out, a)
     assert kernel.stream_report().arrays["a"].prefetches > 0
+
+
+@numba.njit
+def _rows_hold(a, nbytes):
+    return codegen.rows_hold(a, nbytes)
+
+
+def test_rows_hold_compares_a_rows_bytes():
+    grid = np.empty((3, 700))
+    assert _rows_hold(grid, 5600) and not _rows_hold(grid, 5601)
+    assert _rows_hold(grid[:, ::2], 2800) and not _rows_hold(grid[:, :511], 4096)  # (views: their own rows)
+    assert _rows_hold(np.empty((2, 3, 512), np.float32), 2048) and not _rows_hold(np.empty((9, 45)), 4096)
+
+
+def _nt_stores_and_prefetches(kernel):
+    llvm_ir = kernel.inspect_llvm(kernel.signatures[0])
+    return llvm_ir.count("!nontemporal"), len(re.findall(r"call void @llvm\.prefetch\.p0", llvm_ir))
+
+
+def test_a_stencil_stage_for_long_rows_copies_the_aligned_loop_without_prefetches(rng, monkeypatch, tmp_path):
+    """A stencil sources' stage with ``min_row_bytes`` gives a loop that reads
+    rows again a second set of aligned copies with no prefetch, which the
+    calls whose rows are shorter run (picked by `codegen.rows_hold`): the
+    same non-temporal stores twice over, the prefetches once. Both row
+    lengths compute what njit computes; the report says the rule. A loop
+    that reads no row again keeps one set (its sources' stage)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    counts = {}
+    for min_row in (0, 4096):
+        machine.update_profile_file({"profile": {
+            "stencil_sources": machine.stage_record(LoadStage("t1", 4096, min_row_bytes=min_row))}})
+        kernels = {f: sj.stream_kernel(stream_stores=True, threshold=None)(f) for f in (npbench_jacobi_2d, smooth_1d)}
+        for cols in (45, 700):                   # rows of 360 and 5600 bytes
+            _jacobi_equals_njit(kernels[npbench_jacobi_2d], rng.standard_normal((9, cols)), 3)
+        a = rng.standard_normal(1001)
+        out = np.empty_like(a)
+        kernels[smooth_1d](out, a)
+        counts[min_row] = {f: _nt_stores_and_prefetches(k) for f, k in kernels.items()}
+        rule = "prefetcht1 4096 bytes ahead in rows of 4096 bytes or more"
+        assert (rule in str(kernels[npbench_jacobi_2d].stream_report())) == bool(min_row)
+    (stores, prefetches), (versioned_stores, versioned_prefetches) = (counts[m][npbench_jacobi_2d] for m in (0, 4096))
+    assert stores > 0 and prefetches > 0 and versioned_stores == 2 * stores and versioned_prefetches == prefetches
+    assert counts[0][smooth_1d] == counts[4096][smooth_1d]

@@ -61,7 +61,7 @@ guessed alignment.
 from .access import (aligned_pointer, buffer_store, direct_load, direct_stream_load, load_at, not_a_load, stream_load,
                      stream_store, unwrapped_load, unwrapped_store)
 from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
-                     no_trailing_alias, same_alignment)
+                     no_trailing_alias, rows_hold, same_alignment)
 from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, record_call, store_fence
 from .fusion import copies_elementwise, leads, same_shape, where_element, with_numpy_errors
 from .placement import placed_apart
@@ -69,7 +69,7 @@ from .staging import disjoint, staging_region, staging_slot
 
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
-           "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "same_alignment", "CALL_PATHS",
+           "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "rows_hold", "same_alignment", "CALL_PATHS",
            "FALLBACK_CHECKS", "keep_scalar", "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape",
            "leads", "where_element", "with_numpy_errors", "placed_apart",
            "buffer_store", "disjoint", "staging_region", "staging_slot"]

@@ -26,11 +26,12 @@ costs no third copy to compile. In ``BODY'``
 stores to streamed arrays are ``stream_store`` (addressed as ``p[j - sv]``,
 so every vector store derives from the aligned pointer) and affine loads are
 ``direct_load``: both skip negative-index wraparound, which the bounds check
-made exact, so LLVM sees consecutive addresses and vectorizes. When streamed
-loads (``stream_loads``) read unit-stride streams of their own, a second
-copy, taken when those sources are aligned at ``sv`` too, reads them
-through aligned pointers (non-temporal vector loads), where the machine
-profile lowers streamed loads as non-temporal loads. LLVM's vectorizer ends
+made exact, so LLVM sees consecutive addresses and vectorizes. Where the
+profile lowers streamed loads (``stream_loads``) of unit-stride streams as
+non-temporal loads, a second copy, taken when those sources are aligned at
+``sv`` too, reads them through aligned pointers; where its stencil sources'
+row prefetches only in long rows, the copies come twice, one without
+prefetches, chosen per call by the rows' length. LLVM's vectorizer ends
 each aligned loop with its own remainder loop. When a check fails (an
 index out of range, a non-contiguous or unaligned array, a short loop:
 `peel_checks.py`), the head loop runs the whole range exactly as Numba
@@ -60,9 +61,10 @@ from .ir_build import Emitter, new_block, retarget, drop_definition
 from .peel_checks import itemsize, run_time_checks
 from .loop_copies import clone_loop, rewrite_copy, scalar_bytes
 from .staging import disjoint_checks, staged_loop, why_not_staged
-from .stream_loads import why_plain
+from .stream_loads import unprefetched_options, why_plain
 
 SIZE_GATE = "$streamjit_large"
+_TERMINAL = (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)
 
 
 @dataclass(eq=False)
@@ -86,10 +88,6 @@ class PeelPlan:
     staged: str = None  # the variable that is False where the staged loop runs instead (`staging.py`)
 
 
-def _terminal(block):
-    return isinstance(block.body[-1], (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise))
-
-
 def _why_not_peelable(scan, loop):
     if loop.kind == "prange":
         return "its loop is a prange loop that was not split into blocks"
@@ -106,7 +104,7 @@ def _why_not_peelable(scan, loop):
     if len(scan.defs.get(loop.iterator, [])) != 1:
         return "its loop iterator is shared"
     for label in loop.exits:
-        if label != header.falsebr and not _terminal(blocks[label]):
+        if label != header.falsebr and not isinstance(blocks[label].body[-1], _TERMINAL):
             return "its loop contains 'break' (or an 'else' clause)"
     return None
 
@@ -268,40 +266,51 @@ def _iterations(pre, loop, reverse):
 
 def _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options, result):
     """The entry label of the aligned loop: a copy of the loop's blocks
-    from ``start`` to ``end`` (a whole number of lines), its planned
-    accesses rewritten, going on to ``then`` when done; with sources to
-    read through aligned pointers, a test of their alignment at ``start``
-    that picks one of two such copies, one reading them aligned."""
+    from ``start`` to ``end`` (whole lines), its planned accesses rewritten,
+    going on to ``then``; with sources to read through aligned pointers, a
+    test of their alignment at ``start`` picks one of two such copies, one
+    reading them aligned; where short rows go unprefetched
+    (`stream_loads.unprefetched_options`), a test of the rows picks those
+    copies or the same without prefetches."""
     blocks, loop, loc = scan.func_ir.blocks, plan.loop, plan.loop.loc
     exit_label = blocks[loop.for_block].body[-1].falsebr
-    scalar = scalar_bytes(scan, plan, options, result)  # (once for both copies)
+    scalar = scalar_bytes(scan, plan, options, result)  # (once for every copy)
 
     def offset_of(emit):
         return emit.sub(ir.Var(scope, loop.induction, loc), start)
 
-    def aligned_copy(emit, source_pointers):
+    def aligned_copy(emit, source_pointers, options):
         pointers = [emit.call(codegen.aligned_pointer, ir.Var(scope, a.array_var, loc),
                               emit_index(scan, d, loop, start, emit)) for a, d in plan.stores]
         for access, dims in plan.sources if source_pointers else ():
             source_pointers[access] = emit.call(codegen.aligned_pointer, ir.Var(scope, access.array_var, loc),
                                                 emit_index(scan, dims, loop, start, emit))
         iterator = emit.temp("aligned_iter").name
-        emit.range_iterator(range, [emit.sub(start, 1), emit.sub(end, 1), -1] if reverse else [start, end],
-                            target=iterator)
+        emit.range_iterator(range, [emit.sub(start, 1), emit.sub(end, 1), -1] if reverse else [start, end], target=iterator)
         head, mapping = clone_loop(state, loop, iterator)
         retarget(blocks[mapping[loop.for_block]], {exit_label: then})
         rewrite_copy(scan, blocks, mapping, plan, pointers, offset_of, source_pointers, options, result, scalar)
         emit.stmts.append(ir.Jump(head, loc))
         return new_block(blocks, scope, loc, emit.stmts)
 
-    if not plan.sources:
-        return aligned_copy(Emitter(scope, loc), {})
-    unaligned = aligned_copy(Emitter(scope, loc), {})
+    def aligned_copies(options):
+        if not plan.sources:
+            return aligned_copy(Emitter(scope, loc), {}, options)
+        unaligned = aligned_copy(Emitter(scope, loc), {}, options)
+        test = Emitter(scope, loc)
+        both = _all(test, [test.call(codegen.is_stream_aligned, ir.Var(scope, a.array_var, loc),
+                                     emit_index(scan, d, loop, start, test)) for a, d in plan.sources])
+        sourced = aligned_copy(Emitter(scope, loc), dict.fromkeys(a for a, _ in plan.sources), options)
+        test.stmts.append(ir.Branch(both, sourced, unaligned, loc))
+        return new_block(blocks, scope, loc, test.stmts)
+
+    unprefetched, rows_of = unprefetched_options(scan, plan, options, result)
+    if unprefetched is None:
+        return aligned_copies(options)
     test = Emitter(scope, loc)
-    both = _all(test, [test.call(codegen.is_stream_aligned, ir.Var(scope, a.array_var, loc),
-                                 emit_index(scan, d, loop, start, test)) for a, d in plan.sources])
-    sourced = aligned_copy(Emitter(scope, loc), dict.fromkeys(a for a, _ in plan.sources))
-    test.stmts.append(ir.Branch(both, sourced, unaligned, loc))
+    long_rows = _all(test, [test.call(codegen.rows_hold, ir.Var(scope, name, loc),
+                                      test.const(options.stencil_sources.min_row_bytes)) for name in rows_of])
+    test.stmts.append(ir.Branch(long_rows, aligned_copies(options), aligned_copies(unprefetched), loc))
     return new_block(blocks, scope, loc, test.stmts)
 
 

@@ -24,13 +24,19 @@ loop each of whose iterations runs inner loops, or one that does many
 floating-point operations per element it loads (compute-bound: the loads
 wait for nothing). An array none of whose loads got a prefetch or a
 non-temporal load leaves ``streamed_loads``, with a note saying why.
+
+Where the stencil sources' stage asks for rows of ``min_row_bytes`` or more
+(`unprefetched_options`), `align_peel.py` adds copies of the aligned loop
+without prefetches, which calls with shorter rows run.
 """
+
+import dataclasses
 
 from numba.core import ir, types
 
 from .. import codegen
 from ..protocol.markers import load_marker
-from ..machine import line_bytes
+from ..machine import LoadStage, line_bytes
 from ..plan import METADATA_KEY
 from .affine import AffineAnalyzer
 from .indices import index_atoms, is_int, without_ellipsis
@@ -205,6 +211,28 @@ def marker_of(scan, plan, access, options, result):
     if sources.prefetches() and not _stored_as_streamed(scan, access, result) and not why_source_plain(scan, access):
         return load_marker(sources)
     return None
+
+
+def unprefetched_options(scan, plan, options, result):
+    """``(options, arrays)``: where ``plan``'s loop reads rows again and
+    prefetches sources as the stencil sources' stage says, a stage that
+    prefetches only in rows of ``min_row_bytes`` or more, ``options``
+    without that prefetch and the array variables whose rows the call
+    tests; else ``(None, ())``. A prefetch a fixed distance ahead lands
+    rows ahead of a short row: on the AMD EPYC Zen 4 VM (family 25 model
+    17, bench/load_stages.py 128 5 --rows) prefetcht1 4 KiB ahead ran
+    5-point float64 sweeps over rows of 640-4000 items 1.24-1.45x no
+    prefetch, over rows of 160 0.87x, and NPBench's hdiff over rows of
+    160 0.90x, where even a prefetch of a line already read cost it 20-25%:
+    short rows run a loop with no prefetch at all."""
+    stage = options.stencil_sources
+    if not (stage.prefetches() and stage.min_row_bytes and reads_rows_again(plan)):
+        return None, ()
+    prefetched = {access.array_var for access, _ in plan.loads if access.array not in result.streamed_loads
+                  and scan.typemap[access.array_var].ndim > 1 and marker_of(scan, plan, access, options, result)}
+    if not prefetched:
+        return None, ()
+    return dataclasses.replace(options, stencil_sources=LoadStage(nt_loads=stage.nt_loads)), sorted(prefetched)
 
 
 def run_pass(state):
