@@ -9,7 +9,10 @@ on the ping-pong sweeps of bench/ping_pong.py instead (a 2-D Jacobi and a
 stencil's rows are loaded again from the cache as the next rows' neighbours;
 with ``--rows``, on 5-point float64 sweeps over rows of 160 to 4000 items
 and NPBench's hdiff with rows (its K) of 160 and 4000 items, where a
-prefetch a fixed distance ahead lands rows ahead of a short row. Speed relative to no
+prefetch a fixed distance ahead lands rows ahead of a short row (with the
+candidates prefetching 4 KiB ahead into L2 once more, in rows of 4 KiB or
+more only: shorter rows run a copy of the loop without prefetches, as
+Zen 4's ``stencil_sources`` row does). Speed relative to no
 software prefetch, medians of interleaved rounds, with the largest
 `measure.spread` of a build's rounds per workload; the machine profile's
 ``sources``, ``stream_loads`` and (``--stencils``) ``stencil_sources`` rows in `cpu_defaults.py` cite these
@@ -18,6 +21,7 @@ tables. `calibrate` runs the same at 64 MiB and stops where rounds disagree.
 Run: python bench/load_stages.py [MiB] [rounds] [--loads] [--stencils | --rows]   (default 256 9)
 """
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -52,8 +56,10 @@ def row_workloads(mib, rng):
 def main(mib=256, rounds=9, loads=False, stencils=False, rows=False):
     print(measure.host_description())
     none = LoadStage()
+    long_rows = tuple(dataclasses.replace(stage, min_row_bytes=stage.distance) for stage in calibration.SOURCE_CANDIDATES
+                      if rows and stage.hint in ("t1", "t2") and stage.distance >= 4096)
     stages = {stage: (loads, stage if loads else none, none if loads else stage)
-              for stage in calibration.SOURCE_CANDIDATES}
+              for stage in calibration.SOURCE_CANDIDATES + long_rows}
     workloads = row_workloads if rows else stencil_workloads if stencils else calibration.workloads
     cases = workloads(mib, np.random.default_rng(0))
     print(f"{'streamed loads' if loads else 'sources of streamed stores'}, {mib} MiB "

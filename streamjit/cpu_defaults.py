@@ -88,17 +88,18 @@ _ZEN4_SOURCES = (stage("nta", 2048),
 _AMD_ZEN4 = {
     "stream_loads": _ZEN4_SOURCES,
     "sources": _ZEN4_SOURCES,
-    "stencil_sources": (stage("t1", 4096, 4096), f"{_ZEN4_CPU}, 128 MiB float64 against no software prefetch "
-                                                 "(bench/load_stages.py 128 7 --rows and a /tmp script on its "
-                                                 "workloads): prefetcht1 4 KiB ahead ran 5-point sweeps over rows "
-                                                 "of 640-4000 items 1.15-1.45x, over rows of 160 and 320 0.84-0.87x "
-                                                 "and 0.86-0.94x, NPBench's hdiff over rows of 160 0.90x (where a "
-                                                 "prefetch of a line already read costs it 20-25%), rows of 4000 "
-                                                 "1.13-1.16x; the sources row's prefetchnta 2 KiB 0.61-0.65x over "
-                                                 "rows of 160. So short rows run a copy of the loop without "
-                                                 "prefetches: 1.02x, 0.94x, hdiff 0.92x, long rows unchanged "
-                                                 "(1.17x, 1.43x; hdiff 1.15x), a 7-point 255^3 sweep 0.96x against "
-                                                 "1.00x; geometric mean over those seven 1.07x against 1.03x"),
+    "stencil_sources": (stage("t1", 4096, 4096), f"{_ZEN4_CPU}, bench/load_stages.py 128 5 --rows, float64, "
+                                                 "against no software prefetch, 5-point sweeps over rows of 160, "
+                                                 "320, 640, 1280, 2560, 4000 items and NPBench's hdiff over rows of "
+                                                 "160 and 4000: prefetcht1 4 KiB ahead in rows of 4 KiB or more "
+                                                 "(shorter rows run a copy of the loop without prefetches) 1.04x, "
+                                                 "1.07x, 1.24x, 1.50x, 1.51x, 1.41x, hdiff 0.90x, 1.10x (geometric "
+                                                 "mean 1.20x); prefetcht1 4 KiB everywhere 0.91x, 0.89x, 1.24x, "
+                                                 "1.47x, 1.53x, 1.42x, 0.91x, 1.12x (1.16x); the sources row's "
+                                                 "prefetchnta 2 KiB 0.65x, 0.64x, 0.94x, 1.04x, 1.12x, 1.11x, "
+                                                 "0.99x, 1.08x. hdiff's short rows lose under any prefetcht1 (512 "
+                                                 "bytes ahead 0.75x) and even without one in their loop (the copy "
+                                                 "without prefetches 0.92x, a /tmp script)"),
     "page_alias_bytes": (0, f"{_ZEN4_CPU}, arrays allocated alike, check compiled out against in: triad 256 MiB "
                             "float32 1.34x vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 "
                             "17.7x vs 5.8x; bench/machine_profile.py 256 with prefetchnta sources: streamed with "

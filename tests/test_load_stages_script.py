@@ -36,3 +36,13 @@ def test_the_row_workloads_hold_the_rows_they_name():
         items = int(name.rsplit(" ", 1)[1])
         assert all(a.shape[-1] == items for a in args) and output in ("out", "out_field"), name
     assert sum(name.startswith("hdiff") for name in cases) == 2 and len(cases) == 8
+
+
+def test_rows_time_the_long_row_candidates_too(capsys, monkeypatch):
+    """``--rows`` times prefetcht1 4 KiB once more, in rows of 4 KiB or more only."""
+    monkeypatch.setattr(calibration, "SOURCE_CANDIDATES", (LoadStage(), LoadStage("t1", 4096)))
+    every = load_stages.row_workloads
+    monkeypatch.setattr(load_stages, "row_workloads", lambda mib, rng: dict(list(every(mib, rng).items())[:1]))
+    load_stages.main(mib=1, rounds=1, rows=True)
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  5-point rows of 160"))
+    assert "prefetcht1 4096 bytes ahead " in row and "prefetcht1 4096 bytes ahead in rows of 4096 bytes or more " in row

@@ -343,10 +343,13 @@ def npbench_jacobi_2d(TSTEPS, A, B):
         A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
 
 
+JACOBI_NJIT = numba.njit(npbench_jacobi_2d)
+
+
 def _jacobi_equals_njit(kernel, A, steps):
     """``kernel`` (npbench_jacobi_2d) computes njit's result on the grid ``A``, ``B`` a copy of it."""
     B, expected = A.copy(), A.copy()
-    numba.njit(npbench_jacobi_2d)(steps, expected, expected.copy())
+    JACOBI_NJIT(steps, expected, expected.copy())
     kernel(steps, A, B)
     np.testing.assert_array_equal(A, expected)
 

@@ -221,10 +221,11 @@ def unprefetched_options(scan, plan, options, result):
     tests; else ``(None, ())``. A prefetch a fixed distance ahead lands
     rows ahead of a short row: on the AMD EPYC Zen 4 VM (family 25 model
     17, bench/load_stages.py 128 5 --rows) prefetcht1 4 KiB ahead ran
-    5-point float64 sweeps over rows of 640-4000 items 1.24-1.45x no
-    prefetch, over rows of 160 0.87x, and NPBench's hdiff over rows of
-    160 0.90x, where even a prefetch of a line already read cost it 20-25%:
-    short rows run a loop with no prefetch at all."""
+    5-point float64 sweeps over rows of 640-4000 items 1.24-1.53x no
+    prefetch, over rows of 160 and 320 0.91x and 0.89x, and NPBench's hdiff
+    over rows of 160 0.91x (512 bytes ahead 0.75x: a prefetch of a line
+    about to be read costs it too): short rows run a loop with no prefetch
+    at all (1.04x and 1.07x)."""
     stage = options.stencil_sources
     if not (stage.prefetches() and stage.min_row_bytes and reads_rows_again(plan)):
         return None, ()
