@@ -56,10 +56,11 @@ def row_workloads(mib, rng):
 def main(mib=256, rounds=9, loads=False, stencils=False, rows=False):
     print(measure.host_description())
     none = LoadStage()
-    long_rows = tuple(dataclasses.replace(stage, min_row_bytes=stage.distance) for stage in calibration.SOURCE_CANDIDATES
-                      if rows and stage.hint in ("t1", "t2") and stage.distance >= 4096)
-    stages = {stage: (loads, stage if loads else none, none if loads else stage)
-              for stage in calibration.SOURCE_CANDIDATES + long_rows}
+    candidates = calibration.SOURCE_CANDIDATES
+    if rows:  # (prefetching 4 KiB ahead into L2 once more, in rows at least that long only)
+        candidates += tuple(dataclasses.replace(stage, min_row_bytes=stage.distance) for stage in candidates
+                            if stage.hint in ("t1", "t2") and stage.distance >= 4096)
+    stages = {stage: (loads, stage if loads else none, none if loads else stage) for stage in candidates}
     workloads = row_workloads if rows else stencil_workloads if stencils else calibration.workloads
     cases = workloads(mib, np.random.default_rng(0))
     print(f"{'streamed loads' if loads else 'sources of streamed stores'}, {mib} MiB "

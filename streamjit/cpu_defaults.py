@@ -98,8 +98,8 @@ _AMD_ZEN4 = {
                                                  "1.47x, 1.53x, 1.42x, 0.91x, 1.12x (1.16x); the sources row's "
                                                  "prefetchnta 2 KiB 0.65x, 0.64x, 0.94x, 1.04x, 1.12x, 1.11x, "
                                                  "0.99x, 1.08x. hdiff's short rows lose under any prefetcht1 (512 "
-                                                 "bytes ahead 0.75x) and even without one in their loop (the copy "
-                                                 "without prefetches 0.92x, a /tmp script)"),
+                                                 "bytes ahead 0.75x) and still 0.90x in the copy without "
+                                                 "prefetches: a loss not found"),
     "page_alias_bytes": (0, f"{_ZEN4_CPU}, arrays allocated alike, check compiled out against in: triad 256 MiB "
                             "float32 1.34x vs 1.02x njit, NPBench jacobi_2d N=4000 9.9x vs 4.7x, heat_3d N=256 "
                             "17.7x vs 5.8x; bench/machine_profile.py 256 with prefetchnta sources: streamed with "

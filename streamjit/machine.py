@@ -170,12 +170,14 @@ def _is_bytes(value):
     return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= MAX_BYTES
 
 
+def _is_stage_bytes(value):
+    return not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= 1 << 20
+
+
 def _is_stage(value):
     return (isinstance(value, dict) and isinstance(value.get("hint"), str) and value["hint"] in PREFETCH_HINTS
-            and not isinstance(value.get("distance"), bool) and isinstance(value.get("distance"), int)
-            and 0 <= value["distance"] <= 1 << 20 and isinstance(value.get("nt_loads", False), bool)
-            and not isinstance(value.get("min_row_bytes", 0), bool) and isinstance(value.get("min_row_bytes", 0), int)
-            and 0 <= value.get("min_row_bytes", 0) <= 1 << 20)
+            and _is_stage_bytes(value.get("distance")) and isinstance(value.get("nt_loads", False), bool)
+            and _is_stage_bytes(value.get("min_row_bytes", 0)))
 
 
 def _item_sizes(allowed):

@@ -173,11 +173,9 @@ def is_stream_aligned(typingctx, arr, index):
 
 @intrinsic
 def rows_hold(typingctx, arr, nbytes):
-    """True when a row of ``arr`` (its last dimension) holds ``nbytes``
-    bytes or more (or it is not an array)."""
+    """True when a row of the array ``arr`` (its last dimension) holds
+    ``nbytes`` bytes or more."""
     def codegen(context, builder, sig, args):
-        if not isinstance(arr, types.Array):
-            return cgutils.true_bit
         row = array_shape(context, builder, arr, args[0])[-1]
         row_bytes = builder.mul(row, row.type(as_dtype(arr.dtype).itemsize))
         return builder.icmp_signed(">=", row_bytes, context.cast(builder, args[1], sig.args[1], types.intp))
