@@ -39,17 +39,21 @@ def unfenced_returns(function):
     blocks = {block.label: block for block in function.blocks}
     successors = {label: block.successors() for label, block in blocks.items()}
     ends = {label: _ends(block, 0) for label, block in blocks.items()}
-    # the returns reachable unfenced from each block's start: a fixed point over the CFG
+    # the returns reachable unfenced from each block's start: a fixed point over the CFG, each
+    # block's returns handed back to the predecessors that pass through without a fence or
+    # return (a worklist: sweeping every block until nothing changed was quadratic in the blocks)
     escapes = {label: {(label, k)} if kind == "ret" else set() for label, (kind, k) in ends.items()}
-    changed = True
-    while changed:
-        changed = False
-        for label, (kind, _) in ends.items():
-            if kind is None:
-                reached = set().union(*(escapes.get(s, set()) for s in successors[label]))
-                if not reached <= escapes[label]:
-                    escapes[label] |= reached
-                    changed = True
+    passing = {label: [] for label in blocks}
+    for label, (kind, _) in ends.items():
+        for successor in successors[label] if kind is None else ():
+            passing[successor].append(label)
+    work = [label for label, reached in escapes.items() if reached]
+    while work:
+        label = work.pop()
+        for predecessor in passing[label]:
+            if not escapes[label] <= escapes[predecessor]:
+                escapes[predecessor] |= escapes[label]
+                work.append(predecessor)
     stores, returns = 0, set()
     for label, block in blocks.items():
         for k, inst in enumerate(block.insts):

@@ -145,18 +145,19 @@ class Inst:
     address: a load's or store's, a ``getelementptr``'s base, a call's first
     pointer argument; ``align`` the ``align N`` of a load or store;
     ``metadata`` the attachments ``{kind: "!N"}``; ``tail`` their text as
-    printed. Stores also have ``value``, calls ``callee`` (the name without
+    printed; ``is_instruction`` whether the line is one (not blank, a
+    comment or a debug record). Stores also have ``value``, calls ``callee`` (the name without
     ``@``), ``asm`` (the inline assembly, or None), ``arguments`` and
     ``call_attributes`` (what follows them: `` #3``)."""
 
     __slots__ = ("text", "result", "opcode", "type", "pointer", "align", "metadata", "tail", "value", "callee",
-                 "asm", "arguments", "call_attributes", "_operands", "_rest")
+                 "asm", "arguments", "call_attributes", "is_instruction", "_operands", "_rest")
 
     def __init__(self, text):
         self.text = text
         self.result = self.opcode = self.type = self.pointer = self.align = self.value = None
         self.callee = self.asm = None
-        self.call_attributes = ""
+        self.call_attributes, self.is_instruction = "", False
         self.metadata, self.tail, self.arguments, self._operands, self._rest = {}, "", [], [], None
         line = _strip_comment(text.strip())
         if not line:
@@ -164,6 +165,7 @@ class Inst:
         if line.startswith("#dbg_"):
             self.opcode = line[:line.index("(")]
             return
+        self.is_instruction = True  # (a line that is neither blank, a comment nor a debug record)
         result = _RESULT.match(line)
         body = line[result.end():] if result else line
         self.result = result.group(1) if result else None
@@ -220,10 +222,6 @@ class Inst:
             self._operands, self._rest = split_operands(self._rest), None
         return self._operands
 
-    @property
-    def is_instruction(self):
-        return self.opcode is not None and not self.opcode.startswith("#")
-
     def scope(self):
         """The id of this instruction's ``!alias.scope`` list, or None."""
         ref = self.metadata.get("alias.scope", "")
@@ -273,7 +271,7 @@ class Function:
     def __init__(self, lines):
         self.header, self._body, self._blocks = lines[0], lines[1:-1], None
         self.name = unquoted(_GLOBAL_CALLEE.search(self.header).group(1))
-        self._serial = 0
+        self._serial, self._taken = 0, None
 
     @property
     def blocks(self):
@@ -313,12 +311,18 @@ class Function:
         return {inst.result: inst for _, _, inst in self.instructions() if inst.result}
 
     def new_name(self, stem):
-        """A fresh local name ``%streamjit.<stem>.N`` for an instruction a stage adds."""
-        taken = self.definitions()
+        """A fresh local name ``%streamjit.<stem>.N`` for an instruction a stage adds.
+
+        The names the function defines are read once and kept with those
+        given out since (reading them per name made a stage that adds a
+        prefetch per line quadratic in the function's size)."""
+        if self._taken is None:
+            self._taken = set(self.definitions())
         while True:
             self._serial += 1
             name = f"%streamjit.{stem}.{self._serial}"
-            if name not in taken:
+            if name not in self._taken:
+                self._taken.add(name)
                 return name
 
     def constant_offsets(self):
