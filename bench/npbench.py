@@ -213,15 +213,16 @@ def run_kernel(name, preset=None, scale=1.0, rounds=7, variants=tuple(VARIANTS))
 
 
 def calls_cell(row):
-    """``streamed/all`` calls of the stream variant, with the staged ones and
-    each fallback's check."""
+    """``streamed/all`` calls of the stream variant, with the staged and
+    unprefetched ones and each fallback's check."""
     calls = row.get("calls")
     if not calls:
         return "-"
-    staged = calls.get("staged", 0)  # (not in rows from before the staged loop)
-    why = ", ".join([f"{staged} staged"] * bool(staged) + [f"{n} {k}" for k, n in (row.get("fallbacks") or {}).items()
-                                                           if n])
-    return f"{calls['streamed'] + staged}/{sum(calls.values())}" + (f" ({why})" if why else "")
+    # (not in rows from before the staged loop and the copies without prefetches)
+    copies = {path: calls.get(path, 0) for path in ("staged", "unprefetched")}
+    why = ", ".join([f"{n} {path}" for path, n in copies.items() if n]
+                    + [f"{n} {k}" for k, n in (row.get("fallbacks") or {}).items() if n])
+    return f"{calls['streamed'] + sum(copies.values())}/{sum(calls.values())}" + (f" ({why})" if why else "")
 
 
 def ratio(row, variant, over="njit"):

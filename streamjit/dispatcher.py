@@ -127,20 +127,23 @@ class StreamDispatcher(Reducible, CPUDispatcher):
         -------
         dict
             ``{"streamed": n, "below_threshold": n, "after_check": n,
-            "plain": n, "staged": n}``: an aligned loop ran; the streamed
-            arrays were below ``threshold``; a run-time check (alignment,
-            bounds, overlapping operands, a non-contiguous view) sent every
-            loop to its plain version (`stream_fallbacks` says which); no
-            aligned loop was reached (empty or short loops, or none could be
-            aligned: ``stream_report`` says why); an aligned loop ran staged
-            (a source a few bytes behind a streamed store modulo 4 KiB, on
-            CPUs where that stalls the store: the strip is computed into a
-            buffer in cache and streamed out of it). All zero before the first
-            call, and for code that neither streams a store nor fused a
-            loop (its calls run numba.njit's code). Code that fused loops but
-            streams no store counts ``plain`` (its fused loops ran) and
-            ``after_check`` (a fused loop's check sent the call to Numba's own
-            code for the expression).
+            "plain": n, "staged": n, "unprefetched": n}``: an aligned loop
+            ran; the streamed arrays were below ``threshold``; a run-time
+            check (alignment, bounds, overlapping operands, a non-contiguous
+            view) sent every loop to its plain version (`stream_fallbacks`
+            says which); no aligned loop was reached (empty or short loops,
+            or none could be aligned: ``stream_report`` says why); an
+            aligned loop ran staged (a source a few bytes behind a streamed
+            store modulo 4 KiB, on CPUs where that stalls the store: the
+            strip is computed into a buffer in cache and streamed out of
+            it); an aligned loop ran its copy without software prefetches
+            (rows shorter than the machine profile's stencil-sources stage
+            prefetches in). All zero before the first call, and for code
+            that neither streams a store nor fused a loop (its calls run
+            numba.njit's code). Code that fused loops but streams no store
+            counts ``plain`` (its fused loops ran) and ``after_check`` (a
+            fused loop's check sent the call to Numba's own code for the
+            expression).
         """
         return dict(zip(CALL_PATHS, summed_counters(self, signature)))
 

@@ -196,13 +196,15 @@ def calls_line(calls, fallbacks=None, streams=True, plain_stores=False):
         return "calls: not counted" + ("" if streams else " (no store streams: every call runs the plain loops)")
     words = {"streamed": "streamed", "staged": "streamed through a staging buffer (a source a few bytes behind a "
                                                "streamed store modulo 4 KiB)",
+             "unprefetched": "streamed without prefetches (rows too short for them: see loads)",
              "below_threshold": "plain below the threshold",
              "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"} if streams \
         else {"plain": "ran the fused loops (no store streams)", "after_check": "Numba's code after a run-time check"}
     if streams and plain_stores:
         words["streamed"] = "ran the aligned loop, whose stores stayed plain (see the notes)"
-    # (staged calls only where there were some: on most CPUs no loop stages)
-    parts = {path: f"{calls[path]} {words[path]}" for path in words if path != "staged" or calls.get(path)}
+    # (staged and unprefetched calls only where there were some: on most CPUs no loop has those copies)
+    parts = {path: f"{calls[path]} {words[path]}" for path in words
+             if path not in ("staged", "unprefetched") or calls.get(path)}
     failed = [f"{n}: {FALLBACK_WORDS[check]}" + ("; allocate the output with streamjit.empty_like"
                                                  if check == "page_alias" else "")
               for check, n in (fallbacks or {}).items() if n]

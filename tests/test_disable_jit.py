@@ -55,7 +55,7 @@ def test_kernels_run_as_python_and_say_so():
     assert on["kernel"] == [True, True, True, "NUMBA_DISABLE_JIT=1: copy runs as Python; nothing is compiled, "
                                               "so nothing streams", False, [], [], [],
                                               {"streamed": 0, "below_threshold": 0, "after_check": 0, "plain": 0,
-                                               "staged": 0, "jit_disabled": True},
+                                               "staged": 0, "unprefetched": 0, "jit_disabled": True},
                                               {"bounds": 0, "alignment": 0, "contiguous": 0, "page_alias": 0,
                                                "operands": 0, "jit_disabled": True}]
     assert off["kernel"][:3] == [False, False, True]  # the control: compiled, the same result

@@ -13,6 +13,7 @@ import pytest
 import stencil_kernels as S
 import streamjit as sj
 from asm_paths import fence_paths, nt_stores_and_unfenced
+from streamjit.codegen import CALL_PATHS
 from streamjit.passes.parallel_blocks import BLOCK
 from streamjit.post_o3 import exit_fences, stages
 from streamjit.post_o3.counts import is_store_fence
@@ -215,11 +216,11 @@ def test_parallel_calls_are_counted_once_per_call():
         dst = np.empty_like(src)
         kernel(dst, src)
         np.testing.assert_array_equal(dst, src)
-    assert kernel.stream_calls() == {"streamed": 1, "below_threshold": 2, "after_check": 0, "plain": 0, "staged": 0}
+    assert kernel.stream_calls() == dict.fromkeys(CALL_PATHS, 0) | {"streamed": 1, "below_threshold": 2}
     strided = np.random.rand(3 * BLOCK + 5, 2)[:, 0]  # (a non-contiguous source: every block's check fails)
     kernel(np.empty_like(strided), strided)
     assert kernel.stream_calls(kernel.signatures[-1]) == \
-        {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0, "staged": 0}
+        dict.fromkeys(CALL_PATHS, 0) | {"after_check": 1}
     assert kernel.stream_fallbacks(kernel.signatures[-1]) == \
         {"bounds": 0, "alignment": 0, "contiguous": 1, "page_alias": 0, "operands": 0}
     assert "1 plain after a run-time check (1: a row that is not contiguous)" in \

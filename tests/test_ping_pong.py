@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
+from streamjit.codegen import CALL_PATHS
 from streamjit.report import COLUMNS
 
 # the benchmark's kernels (bench/ping_pong.py): one definition, timed there, checked here
@@ -196,11 +197,11 @@ def test_stream_calls_count_each_path():
     kernel(np.empty_like(large), large)
     kernel(np.empty_like(small), small)
     kernel(np.empty_like(small), small)
-    assert kernel.stream_calls() == {"streamed": 1, "below_threshold": 2, "after_check": 0, "plain": 0, "staged": 0}
+    assert kernel.stream_calls() == dict.fromkeys(CALL_PATHS, 0) | {"streamed": 1, "below_threshold": 2}
     strided = np.random.rand(10_000, 2)[:, 0]     # a non-contiguous source: the run-time check fails
     kernel(np.empty_like(strided), strided)
     assert kernel.stream_calls(kernel.signatures[-1]) == \
-        {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0, "staged": 0}
+        dict.fromkeys(CALL_PATHS, 0) | {"after_check": 1}
     assert kernel.stream_result(kernel.signatures[-1]).calls["after_check"] == 1
     assert kernel.stream_fallbacks(kernel.signatures[-1]) == \
         {"bounds": 0, "alignment": 0, "contiguous": 1, "page_alias": 0, "operands": 0}
@@ -223,7 +224,7 @@ def test_stream_fallbacks_say_an_index_wrapped():
     dst = np.empty_like(src)
     kernel(dst, src, 0)
     np.testing.assert_array_equal(dst, np.roll(src, 1))
-    assert kernel.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0, "staged": 0}
+    assert kernel.stream_calls() == dict.fromkeys(CALL_PATHS, 0) | {"after_check": 1}
     assert kernel.stream_fallbacks() == {"bounds": 1, "alignment": 0, "contiguous": 0, "page_alias": 0, "operands": 0}
     assert "(1: an index outside its array)" in str(kernel.stream_report())
     kernel(dst, src, 1)
@@ -237,7 +238,7 @@ def test_stream_calls_count_overlapping_operands_and_short_loops():
     kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(shift)
     x = np.random.rand(1000)
     kernel(x, x)                                 # out and x are one array: Numba's own store
-    assert kernel.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 1, "plain": 0, "staged": 0}
+    assert kernel.stream_calls() == dict.fromkeys(CALL_PATHS, 0) | {"after_check": 1}
     assert kernel.stream_fallbacks()["operands"] == 1
     assert "(1: an operand overlapping its destination, or of another shape)" in str(kernel.stream_report())
     kernel(np.empty(1000), x)
@@ -262,7 +263,7 @@ def test_in_place_heat_says_its_operands_overlap():
     report = kernel.stream_report()
     assert report.arrays["u"].nt_vector_stores == 0
     assert any("operands overlap" in n for n in report.arrays["u"].notes), str(report)
-    assert kernel.stream_calls() == {"streamed": 0, "below_threshold": 0, "after_check": 0, "plain": 1, "staged": 0}
+    assert kernel.stream_calls() == dict.fromkeys(CALL_PATHS, 0) | {"plain": 1}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         kernel(u, 0.1, 3)                          # warned once, at compile time

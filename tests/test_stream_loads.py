@@ -443,16 +443,21 @@ def test_a_stencil_stage_for_long_rows_copies_the_aligned_loop_without_prefetche
     rows again a second set of aligned copies with no prefetch, which the
     calls whose rows are shorter run (picked by `codegen.rows_hold`): the
     same non-temporal stores twice over, the prefetches once. Both row
-    lengths compute what njit computes; the report says the rule. A loop
-    that reads no row again keeps one set (its sources' stage)."""
+    lengths compute what njit computes, and each call is counted by the
+    copy it ran; the report says the rule. A loop that reads no row again
+    keeps one set (its sources' stage)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     counts = {}
     for min_row in (0, 4096):
-        machine.update_profile_file({"profile": {
-            "stencil_sources": machine.stage_record(LoadStage("t1", 4096, min_row_bytes=min_row))}})
+        machine.update_profile_file({"profile": {   # (no staged copy, whose calls would count as staged)
+            "stencil_sources": machine.stage_record(LoadStage("t1", 4096, min_row_bytes=min_row)),
+            "page_alias_bytes": 0}})
         kernels = {f: sj.stream_kernel(stream_stores=True, threshold=None)(f) for f in (npbench_jacobi_2d, smooth_1d)}
         for cols in (45, 700):                   # rows of 360 and 5600 bytes
             _jacobi_equals_njit(kernels[npbench_jacobi_2d], rng.standard_normal((9, cols)), 3)
+        calls = kernels[npbench_jacobi_2d].stream_calls()   # (the rows of 360 bytes run the copy without prefetches)
+        assert (calls["streamed"], calls["unprefetched"]) == ((1, 1) if min_row else (2, 0)), calls
+        assert ("1 streamed without prefetches" in str(kernels[npbench_jacobi_2d].stream_report())) == bool(min_row)
         a = rng.standard_normal(1001)
         out = np.empty_like(a)
         kernels[smooth_1d](out, a)

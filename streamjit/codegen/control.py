@@ -61,7 +61,7 @@ def opaque(typingctx, flag):
 
 
 # The paths `record_call` counts, in the order of its counters.
-CALL_PATHS = ("streamed", "below_threshold", "after_check", "plain", "staged")
+CALL_PATHS = ("streamed", "below_threshold", "after_check", "plain", "staged", "unprefetched")
 # The run-time checks that can send a loop to its plain version, one bit
 # each in the call record's ``fell`` mask; counted after CALL_PATHS, for
 # the calls counted ``after_check`` (`passes/call_record.py`).
@@ -147,11 +147,13 @@ def _notify_first_fallbacks(builder, counters, name, failed):
 
 
 @intrinsic(prefer_literal=True)
-def record_call(typingctx, name, streamed, staged, large, fell):
+def record_call(typingctx, name, streamed, copies, large, fell):
     """Add one to counter ``CALL_PATHS.index(path)`` of the module global
     ``name`` (an ``[n x i64]``, zero at load, read by the dispatcher):
-    ``staged`` (a count of aligned loops that ran staged, `passes/staging.py`)
-    is not zero, else ``streamed`` (a count of aligned loops that ran) is not zero, else
+    ``staged`` or else ``unprefetched`` where that count of ``copies`` (of
+    aligned loops that ran staged, `passes/staging.py`, and that ran
+    without prefetches, `passes/stream_loads.py`) is not zero, else
+    ``streamed`` (a count of aligned loops that ran) is not zero, else
     ``below_threshold`` (not ``large``), else ``after_check`` (``fell``,
     how often each of FALLBACK_CHECKS failed, is not all zero: a run-time
     check sent a loop to its plain version), else ``plain``. An
@@ -159,9 +161,9 @@ def record_call(typingctx, name, streamed, staged, large, fell):
     failed, after the paths' counters; the first failure of each check
     is told to Python (`on_first_fallback`), marked in a slot after those."""
     if not (isinstance(name, types.StringLiteral) and isinstance(streamed, types.Integer)
-            and isinstance(staged, types.Integer)
+            and isinstance(copies, types.BaseTuple) and len(copies) == 2
             and isinstance(fell, types.BaseTuple) and len(fell) == len(FALLBACK_CHECKS)
-            and all(isinstance(t, types.Integer) for t in fell)):
+            and all(isinstance(t, types.Integer) for t in (*copies, *fell))):
         return None
 
     def codegen(context, builder, sig, args):
@@ -172,14 +174,15 @@ def record_call(typingctx, name, streamed, staged, large, fell):
             counters = llir.GlobalVariable(builder.module, ty, name.literal_value)
             counters.initializer = ty(None)
             counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
-        _, ran, staged_value, large_value, fell_value = args
+        _, ran, copies_value, large_value, fell_value = args
         failed = [builder.zext(builder.icmp_unsigned("!=", count, count.type(0)), i64)
                   for count in cgutils.unpack_tuple(builder, fell_value, len(FALLBACK_CHECKS))]
         fell_any = builder.icmp_unsigned("!=", functools.reduce(builder.or_, failed), i64(0))
         path = builder.select(builder.icmp_unsigned("!=", ran, ran.type(0)), i64(0),
                               builder.select(large_value, builder.select(fell_any, i64(2), i64(3)), i64(1)))
-        path = builder.select(builder.icmp_unsigned("!=", staged_value, staged_value.type(0)),
-                              i64(CALL_PATHS.index("staged")), path)
+        staged, unprefetched = cgutils.unpack_tuple(builder, copies_value)
+        for copy, count in (("unprefetched", unprefetched), ("staged", staged)):  # (staged, where both ran)
+            path = builder.select(builder.icmp_unsigned("!=", count, count.type(0)), i64(CALL_PATHS.index(copy)), path)
 
         def add(index, amount):
             # (atomic: calls from several threads, nogil kernels and copyto's
@@ -195,4 +198,4 @@ def record_call(typingctx, name, streamed, staged, large, fell):
         _notify_first_fallbacks(builder, counters, name.literal_value, fallbacks)
         return context.get_dummy_value()
 
-    return signature(types.none, name, streamed, staged, types.boolean, fell), codegen
+    return signature(types.none, name, streamed, copies, types.boolean, fell), codegen

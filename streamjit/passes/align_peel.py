@@ -69,11 +69,10 @@ _TERMINAL = (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)
 
 @dataclass(eq=False)
 class PeelPlan:
-    """The plan for versioning one innermost streamed loop: its loop and the root of its nest, the
-    streamed stores and affine loads to rewrite (each with its affine index per dimension), the
-    sources read through aligned pointers, and, filled in as the peel is applied, the blocks it
-    added, the variables holding its run-time checks, the iteration span and where the aligned
-    loops start."""
+    """The plan for versioning one innermost streamed loop: its loop and nest, the streamed stores
+    and affine loads to rewrite (each with its affine index per dimension), the sources read through
+    aligned pointers, and, filled in as the peel is applied, the blocks it added, the variables
+    holding its run-time checks and choices of copy, the iteration span and where the aligned loops start."""
     loop: object
     root: object  # the nest's outermost loop
     stores: list  # [(Access, dims)]
@@ -86,6 +85,7 @@ class PeelPlan:
     start: str = None  # the variable holding where the aligned loop(s) start (or end, running down)
     runs: tuple = None  # (a, b): the aligned loop(s) run where a > b
     staged: str = None  # the variable that is False where the staged loop runs instead (`staging.py`)
+    long_rows: str = None  # the variable that is False where the copies without prefetches run
 
 
 def _why_not_peelable(scan, loop):
@@ -251,8 +251,7 @@ def _unwrap_head(scan, blocks, plan, streamed_loads):
 
 
 def _all(emitter, variables):
-    """The ``&`` of boolean variables: not ``and``, no short-circuit
-    branches to lower and optimize."""
+    """The ``&`` of boolean variables: not ``and``, no short-circuit branches to lower and optimize."""
     return functools.reduce(lambda a, b: emitter.binop(operator.and_, a, b), variables)
 
 
@@ -311,6 +310,7 @@ def _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options,
     long_rows = _all(test, [test.call(codegen.rows_hold, ir.Var(scope, name, loc),
                                       test.const(options.stencil_sources.min_row_bytes)) for name in rows_of])
     test.stmts.append(ir.Branch(long_rows, aligned_copies(options), aligned_copies(unprefetched), loc))
+    plan.long_rows = long_rows.name
     return new_block(blocks, scope, loc, test.stmts)
 
 

@@ -1,6 +1,8 @@
 """Count, per call, which path a kernel took: streamed (or staged:
-`staging.py`), plain below the size threshold, or plain after a run-time
-check sent its loops to their plain versions (and which checks failed).
+`staging.py`; or without prefetches, in rows too short for them:
+`stream_loads.unprefetched_options`), plain below the size threshold, or
+plain after a run-time check sent its loops to their plain versions (and
+which checks failed).
 
 The report says what was compiled; what ran depends on each call's data
 (its size, its alignment, whether operands overlap). Numba keeps its own
@@ -14,8 +16,9 @@ counters' increments before each return:
     fell_bounds = fell_bounds + (not (ok | end <= first))  # after each of an aligned loop's run-time checks
     ran = ran + opaque(end > start)                   # where the aligned loop's start is computed
     staged = staged + opaque(end > start & not alias_ok)  # there too, where the loop can run staged
+    unprefetched = unprefetched + opaque(not long_rows)  # where the rows pick the aligned loop's copy
     fell_operands = fell_operands + (not ok)          # after a fused loop's check (`array_stores.py`)
-    record_call(name, ran, staged, large, (fell_bounds, ...))  # before each return and raise
+    record_call(name, ran, (staged, unprefetched), large, (fell_bounds, ...))  # before each return and raise
 
 One count per kind of check (``codegen.FALLBACK_CHECKS``: bounds,
 alignment of several streamed stores, contiguous rows, a source a few bytes
@@ -45,6 +48,7 @@ from .ir_build import Emitter
 
 RAN = "$streamjit_ran"
 STAGED = "$streamjit_staged"
+UNPREFETCHED = "$streamjit_unprefetched"
 FELL = {check: f"$streamjit_fell_{check}" for check in codegen.FALLBACK_CHECKS}
 
 
@@ -82,7 +86,7 @@ def run_pass(state):
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     start = Emitter(entry.scope, entry.loc)
     # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
-    for counter in (RAN, STAGED, *FELL.values()):
+    for counter in (RAN, STAGED, UNPREFETCHED, *FELL.values()):
         start.call(codegen.opaque, start.const(0), target=counter)
     entry.body[at:at] = start.stmts
     # (values added in where they are computed, not constants set in the
@@ -95,6 +99,9 @@ def run_pass(state):
             _after(blocks, plan.start, lambda emit, _, plan=plan: _count(emit, STAGED, emit.call(
                 codegen.opaque, emit.binop(operator.and_, emit.binop(operator.gt, *plan.runs),
                                            _failed(emit, ir.Var(emit.scope, plan.staged, emit.loc))))))
+        if plan.long_rows:  # (the aligned loop ran its copy without prefetches; its test runs only before it)
+            _after(blocks, plan.long_rows, lambda emit, long_rows: _count(
+                emit, UNPREFETCHED, emit.call(codegen.opaque, _failed(emit, long_rows))))
         for check, variable in plan.checks.items():
             # (an empty loop's checks fail too: not a fallback)
             _after(blocks, variable, lambda emit, passed, plan=plan, check=check: _count(emit, FELL[check], _failed(
@@ -120,7 +127,8 @@ def run_pass(state):
             large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and facts.peels \
                 else emit.const(True)
             fell = emit.tuple_([ir.Var(block.scope, counter, emit.loc) for counter in FELL.values()])
+            copies = emit.tuple_([ir.Var(block.scope, counter, emit.loc) for counter in (STAGED, UNPREFETCHED)])
             emit.call(codegen.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),
-                      ir.Var(block.scope, STAGED, emit.loc), large, fell)
+                      copies, large, fell)
             block.body[-1:-1] = emit.stmts
     return True
