@@ -8,7 +8,10 @@ replaced, same options:
 - ``stream``: ``stream_kernel(stream_stores=True)``;
 - ``never``: the same with a threshold no call reaches: the rewritten
   (fused) code, never streamed, so ``stream / never`` is streaming's own share;
-- ``loads``: ``stream_kernel(stream_stores=True, stream_loads=True)``.
+- ``loads``: ``stream_kernel(stream_stores=True, stream_loads=True)``;
+- ``again``: ``numba.jit`` once more, a second dispatcher of the same code:
+  ``njit / again`` is what this machine's noise makes of identical code,
+  the yardstick for the other ratios.
 
 Every variant's first call (it compiles) is checked against njit's as
 NPBench validates (``np.allclose``, else a relative error under the
@@ -48,6 +51,7 @@ VARIANTS = {
     "stream": lambda **options: sj.stream_kernel(stream_stores=True, **options),
     "never": lambda **options: sj.stream_kernel(stream_stores=True, threshold=NEVER, **options),
     "loads": lambda **options: sj.stream_kernel(stream_stores=True, stream_loads=True, **options),
+    "again": lambda **options: numba.jit(**options),
 }
 DECORATOR = "@nb.jit("  # how every NPBench Numba kernel is decorated
 
@@ -239,14 +243,15 @@ def format_row(row):
         return f"| {row['kernel']} | {row.get('size', '')} | failed: {row['error']} |"
     bad = [v for v, ok in row["valid"].items() if not ok]
     streams = "yes" if row["streamed"] and row["above_threshold"] else "no"
+    again = f"{ratio(row, 'again'):.2f}x" if "again" in row["seconds"] else "-"   # (not in older rows)
     cells = [row["kernel"], row["size"], f"{row['mib']:.0f}", f"{row['seconds']['njit'] * 1e3:.1f}",
              *(f"{ratio(row, v):.2f}x" for v in ("stream", "never", "loads")),
-             f"{ratio(row, 'stream', 'never'):.2f}x", streams, calls_cell(row), ", ".join(bad) or "yes"]
+             f"{ratio(row, 'stream', 'never'):.2f}x", again, streams, calls_cell(row), ", ".join(bad) or "yes"]
     return "| " + " | ".join(cells) + " |"
 
 
-TABLE_HEAD = ("| kernel | size | MiB | njit ms | stream | never streamed | stream+loads | stream / never | streams "
-              "| calls streamed | results equal |\n|---|---|---|---|---|---|---|---|---|---|---|")
+TABLE_HEAD = ("| kernel | size | MiB | njit ms | stream | never streamed | stream+loads | stream / never "
+              "| njit again | streams | calls streamed | results equal |\n" + "|---" * 12 + "|")
 
 
 def summary(rows):
@@ -257,7 +262,13 @@ def summary(rows):
              f"{geomean(ratio(r, 'never') for r in ok):.3f}x, stream+loads {geomean(ratio(r, 'loads') for r in ok):.3f}x",
              f"over the {len(streaming)} that streamed: stream {geomean(ratio(r, 'stream') for r in streaming):.3f}x, "
              f"stream / never {geomean(ratio(r, 'stream', 'never') for r in streaming):.3f}x"]
+    again = [r for r in ok if "again" in r["seconds"]]
+    if again:   # (identical code: how far this machine's noise moves a ratio)
+        spread = sorted(ratio(r, "again") for r in again)
+        lines.append(f"njit again (the same code) over {len(again)}: {spread[0]:.2f}x-{spread[-1]:.2f}x, "
+                     f"geomean {geomean(spread):.3f}x")
     for what, pool, pair, bar in (("stream under 0.97x njit", ok, ("stream",), 0.97),
+                                  ("njit again under 0.97x njit", again, ("again",), 0.97),
                                   ("stream+loads under 0.97x njit", ok, ("loads",), 0.97),
                                   ("streamed, under 0.98x never streamed", streaming, ("stream", "never"), 0.98)):
         low = [f"{r['kernel']} {ratio(r, *pair):.2f}x" for r in pool if ratio(r, *pair) < bar]
