@@ -218,14 +218,16 @@ def run_kernel(name, preset=None, scale=1.0, rounds=7, variants=tuple(VARIANTS))
 
 def calls_cell(row):
     """``streamed/all`` calls of the stream variant, with the staged and
-    unprefetched ones and each fallback's check."""
+    unprefetched ones, each fallback's check, and the calls that reached no
+    aligned loop or stayed below the threshold."""
     calls = row.get("calls")
     if not calls:
         return "-"
     # (not in rows from before the staged loop and the copies without prefetches)
     copies = {path: calls.get(path, 0) for path in ("staged", "unprefetched")}
     why = ", ".join([f"{n} {path}" for path, n in copies.items() if n]
-                    + [f"{n} {k}" for k, n in (row.get("fallbacks") or {}).items() if n])
+                    + [f"{n} {k}" for k, n in (row.get("fallbacks") or {}).items() if n]
+                    + [f"{calls[path]} {path.replace('_', ' ')}" for path in ("plain", "below_threshold") if calls[path]])
     return f"{calls['streamed'] + sum(copies.values())}/{sum(calls.values())}" + (f" ({why})" if why else "")
 
 
