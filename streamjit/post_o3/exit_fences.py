@@ -46,7 +46,7 @@ def unfenced_returns(function):
     passing = {label: [] for label in blocks}
     for label, (kind, _) in ends.items():
         for successor in successors[label] if kind is None else ():
-            passing[successor].append(label)
+            passing.setdefault(successor, []).append(label)
     work = [label for label, reached in escapes.items() if reached]
     while work:
         label = work.pop()

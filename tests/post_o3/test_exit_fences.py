@@ -41,3 +41,36 @@ def test_streamjits_own_fills_are_not_fenced():
     assert fills and all("nontemporal" in "\n".join(f.lines()) for f in fills)
     assert not any(EXIT_FENCE_MARK in "\n".join(f.lines()) for f in fills)
     assert text.count(EXIT_FENCE_MARK) == sum(EXIT_FENCE_MARK in "\n".join(f.lines()) for f in module.functions)
+
+
+def test_unfenced_returns_follow_loops_and_chains_of_blocks():
+    """The returns an NT store reaches without a fence are found through a
+    loop back to itself and a chain of blocks; a path through a fence, and
+    a return before the store, are not counted."""
+    from streamjit.post_o3.module import Module
+
+    module = Module("""define void @f(ptr %p, i1 %c) {
+entry:
+  br i1 %c, label %early, label %loop
+early:
+  ret void
+loop:
+  store <8 x float> zeroinitializer, ptr %p, align 32, !nontemporal !0
+  br i1 %c, label %loop, label %split
+split:
+  br i1 %c, label %fenced, label %one
+fenced:
+  call void @llvm.x86.sse.sfence()
+  ret void
+one:
+  br label %two
+two:
+  br i1 %c, label %one, label %error
+error:
+  ret void
+}
+!0 = !{i32 1}""")
+    function = module.functions[0]
+    stores, returns = unfenced_returns(function)
+    assert (stores, returns) == (1, {("error", 0)})
+    assert exit_fences.run(module, None) and unfenced_returns(function) == (0, set())
