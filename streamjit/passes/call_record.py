@@ -86,7 +86,10 @@ def run_pass(state):
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     start = Emitter(entry.scope, entry.loc)
     # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
-    for counter in (RAN, STAGED, UNPREFETCHED, *FELL.values()):
+    # (the copies' counters only where a loop has that copy: elsewhere a constant 0 that LLVM folds away)
+    copies = {STAGED: any(plan.staged for plan in facts.peels),
+              UNPREFETCHED: any(plan.long_rows for plan in facts.peels)}
+    for counter in (RAN, *(c for c, kept in copies.items() if kept), *FELL.values()):
         start.call(codegen.opaque, start.const(0), target=counter)
     entry.body[at:at] = start.stmts
     # (values added in where they are computed, not constants set in the
@@ -127,8 +130,9 @@ def run_pass(state):
             large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and facts.peels \
                 else emit.const(True)
             fell = emit.tuple_([ir.Var(block.scope, counter, emit.loc) for counter in FELL.values()])
-            copies = emit.tuple_([ir.Var(block.scope, counter, emit.loc) for counter in (STAGED, UNPREFETCHED)])
+            counts = emit.tuple_([ir.Var(block.scope, counter, emit.loc) if kept else emit.const(0)
+                                  for counter, kept in copies.items()])
             emit.call(codegen.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),
-                      copies, large, fell)
+                      counts, large, fell)
             block.body[-1:-1] = emit.stmts
     return True

@@ -15,6 +15,8 @@ and get none, nor do streamjit's own fills (`stream_memset.py`): each is
 called inside a streamed nest, whose fence follows the call.
 """
 
+import collections
+
 from .counts import is_nt_store, is_store_fence
 from .module import Inst
 from .stream_memset import FILL
@@ -43,10 +45,10 @@ def unfenced_returns(function):
     # block's returns handed back to the predecessors that pass through without a fence or
     # return (a worklist: sweeping every block until nothing changed was quadratic in the blocks)
     escapes = {label: {(label, k)} if kind == "ret" else set() for label, (kind, k) in ends.items()}
-    passing = {label: [] for label in blocks}
+    passing = collections.defaultdict(list)
     for label, (kind, _) in ends.items():
         for successor in successors[label] if kind is None else ():
-            passing.setdefault(successor, []).append(label)
+            passing[successor].append(label)
     work = [label for label, reached in escapes.items() if reached]
     while work:
         label = work.pop()
