@@ -123,14 +123,31 @@ def test_comments_cite_scripts_and_cpus_not_issues_or_sessions():
     assert cited == []
 
 
-MAX_LINES = 450
+REVIEW_LINES = 400
+HARD_LINES = 600
+# Modules past REVIEW_LINES, each with its one job: a long module is a review
+# trigger, not a failure. A docstring is never re-wrapped to fit a number.
+LONG_MODULES = {
+    "calibration.py": "measures the machine profile's rows on this CPU and writes them",
+    "passes/align_peel.py": "plans and applies the peel of each streamed loop to its vector alignment",
+    "passes/scan.py": "reads a function's stores, loads and loops into the facts every pass shares",
+    "passes/array_stores.py": "rewrites slice stores of array expressions into element loops",
+    "passes/array_expressions.py": "decides which temporaries fuse into their consumers' loops",
+    "dispatcher.py": "the StreamDispatcher: options, compile with the stream pipeline, report, inspect",
+    "dropins.py": "copyto and memcpy, streamed, threaded above glibc's threshold",
+    "machine.py": "the machine profile: its rows, their records and the profile file",
+    "post_o3/module.py": "the one reader and writer of LLVM IR text",
+    "post_o3/array_pool.py": "the per-process pool of freed array blocks, as generated LLVM IR",
+}
 
 
 def test_no_module_is_longer_than_a_reader_takes_in():
-    """Every module of streamjit has at most `MAX_LINES` lines: a longer
-    one holds more than one job, and is split along them."""
+    """A module past `REVIEW_LINES` lines is listed in `LONG_MODULES` with its
+    one job; none passes `HARD_LINES`, and none listed has shrunk back."""
     lengths = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
-    assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}
+    assert {name: n for name, n in lengths.items() if n > REVIEW_LINES and name not in LONG_MODULES} == {}
+    assert {name: n for name, n in lengths.items() if n > HARD_LINES} == {}
+    assert {name for name in LONG_MODULES if lengths.get(name, 0) <= REVIEW_LINES} == set()
 
 
 # Imports each module named on the command line into a fresh interpreter's
