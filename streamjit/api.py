@@ -4,6 +4,7 @@ the CPU, a GPU kernel (`cuda/`) for ``target="cuda"``, or, under
 
 from .disabled import jit_disabled, python_function
 from .dispatcher import make_dispatcher
+from .options import validate_options
 
 
 def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="auto", prefetch_distance=None,
@@ -117,6 +118,9 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
 
     def decorate(func):
         if jit_disabled():  # as numba.njit: the function itself, for pdb, prints and coverage
+            # (its options checked as with JIT on: code passing its tests this way decorates the same with JIT on)
+            validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, prefetch_hint,
+                             numba_options, target=target)
             return python_function(func)
         if target != "cpu":  # a GPU kernel: only now is numba.cuda imported
             from .cuda.dispatcher import make_kernel

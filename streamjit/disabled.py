@@ -2,7 +2,8 @@
 
 Numba's switch for debugging: ``numba.njit`` then returns the function
 itself, so pdb, prints and coverage see its lines. `stream_kernel` does the
-same, and a `stencil` becomes a Python function that calls the kernel at
+same, after checking its options as with JIT on (a bad option raises the
+same `StreamConfigError` either way), and a `stencil` becomes a Python function that calls the kernel at
 each point (``numba.stencil`` itself fails to run then); `copyto` and
 `memcpy` are NumPy's copies. The dispatcher's inspection methods exist on
 them and say that JIT is disabled (nothing is compiled, so nothing

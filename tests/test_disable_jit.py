@@ -1,5 +1,6 @@
-"""Issue 25: under NUMBA_DISABLE_JIT=1 kernels run as Python, as
-numba.njit's do (pdb, prints and coverage see their lines), and say so."""
+"""Under NUMBA_DISABLE_JIT=1 kernels run as Python, as numba.njit's do
+(pdb, prints and coverage see their lines), say so, and have their options
+checked as with JIT on."""
 
 import json
 import subprocess
@@ -66,3 +67,32 @@ def test_kernels_run_as_python_and_say_so():
     assert on["stencil"][1] == "NUMBA_DISABLE_JIT=1: stencil average runs as Python; nothing is compiled, so " \
                                "nothing streams"
     assert on["dropins"] == off["dropins"] == [True, [0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c]]
+
+
+CHECKS = r'''
+import json, warnings, streamjit as sj
+def f(out, a):
+    out[0] = a[0]
+found = []
+for options in (dict(stream_stores=["nope"]), dict(stream_loads=["a", "b"]), dict(threshold=-1), dict(foo=1),
+                dict(prefetch_hint="t9"), dict(nopython=False), dict(pipeline_stages=2), dict(stream_stores=["out"])):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            sj.stream_kernel(**options)(f)
+        found.append("accepted")
+    except Exception as exc:
+        found.append(f"{type(exc).__name__}: {exc}")
+print(json.dumps(found))
+'''
+
+
+def test_options_are_checked_as_with_jit_on():
+    found = {}
+    for disable in ("0", "1"):
+        done = subprocess.run([sys.executable, "-c", CHECKS], capture_output=True, text=True,
+                              env=checkout_env(NUMBA_DISABLE_JIT=disable))
+        assert done.returncode == 0, done.stderr[-3000:]
+        found[disable] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["1"] == found["0"]
+    assert found["1"][-1] == "accepted" and all(f.startswith("StreamConfigError") for f in found["1"][:-1])
