@@ -352,12 +352,12 @@ def _line_end(pre, start, bound, reverse, lanes):
     return pre.sub(start, whole) if reverse else pre.add(start, whole)
 
 
-def _stage(scan, plan, pre, result):
+def _stage(state, scan, plan, pre, result):
     """Where sources may trail the streamed store modulo a page, a call
     whose sources do runs the staged loop (`staging.py`) where it can: the
     page-alias check then fails (a fallback to the plain loop) only where
     the arrays also share memory. Else note why such calls run plain."""
-    reason = why_not_staged(scan, plan)
+    reason = why_not_staged(scan, plan, state.targetctx)
     if reason:
         for access, _ in plan.stores:
             result.note(access.array, access.line, f"{NOT_STAGED} {reason}")
@@ -382,7 +382,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     checks = run_time_checks(scan, pre, plan, first, pre.sub(hi, 1), options.page_alias_bytes)
     plan.checks = {name: _all(pre, group).name for name, group in checks.items() if group}
     if checks["page_alias"]:
-        _stage(scan, plan, pre, result)
+        _stage(state, scan, plan, pre, result)
     ok = _all(pre, [ir.Var(scope, name, loc) for name in plan.checks.values()])
     plan.span = (first, hi)  # (with plan.checks, what `call_record.py` counts a fallback by)
     if gate:

@@ -39,8 +39,15 @@ moved within noise).
 
 Staging moves each strip's streamed stores after its other accesses, so it
 is compiled only where that cannot change a result: a forward loop that
-uses its arrays only in element accesses and never loads a streamed
-destination; and
+uses its arrays only in element accesses, never loads a streamed
+destination, and cannot leave before its end. A strip is held in the
+buffer until the next one is computed: a ``return`` or ``raise`` inside the
+loop, or an exception Numba's own code raises (a division under the
+``python`` error model, an integer power, an index under ``boundscheck``,
+a call of another kernel), would leave it unwritten, and Numba lowers its
+own exceptions as returns from the middle of a block, where no IR edge
+could copy the strip out first. Such loops run their aligned copy or, where
+sources trail the stores, the plain loop, with a note saying why. And
 it runs only where the destinations share no memory with each other or
 with the arrays the loop reads or writes (``disjoint``, per call). A call whose
 trailing sources overlap the destination runs the plain loop, counted as a
@@ -84,11 +91,63 @@ def _other_stores(scan, plan):
     return [a for a in scan.stores() if a.label in plan.loop.body and a.is_element and a.array_var not in stored]
 
 
-def why_not_staged(scan, plan):
-    """None where ``plan``'s loop can be staged, else why not."""
+# The operators Numba's own code may raise in (ZeroDivisionError): a
+# division by zero (or 0 to a negative power) under the ``python`` error
+# model, and under either where an operand is not a float (an integer
+# power, a complex division).
+_RAISING_OPERATORS = frozenset({operator.truediv, operator.floordiv, operator.mod, operator.pow,
+                                operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow})
+
+
+def _may_raise(scan, expr, targetctx):
+    """Why Numba's own code for ``expr`` (in the loop) may raise, or None."""
+    if expr.op in ("binop", "inplace_binop") and expr.fn in _RAISING_OPERATORS:
+        operands = [scan.typemap.get(v.name) for v in (expr.lhs, expr.rhs)]
+        divisor = scan.definition(expr.rhs.name)
+        divisor = divisor.value if isinstance(divisor, ir.Const) else None
+        # (a constant divisor other than 0, a constant exponent >= 0: nothing to raise)
+        safe = isinstance(divisor, (int, float)) and (divisor >= 0 if expr.fn in (operator.pow, operator.ipow)
+                                                      else divisor != 0)
+        if not safe and (targetctx.error_model.raise_on_fp_zero_division
+                         or not all(isinstance(t, types.Float) for t in operands)):
+            return f"its loop computes '{getattr(expr.fn, '__name__', expr.fn)}', which may raise ZeroDivisionError"
+    if expr.op == "call":
+        callee = scan.typemap.get(expr.func.name)
+        if isinstance(callee, types.Dispatcher):
+            return "its loop calls another kernel, which may raise"
+        if isinstance(callee, types.Function) and callee.typing_key is divmod:
+            return "its loop computes 'divmod', which may raise ZeroDivisionError"
+    if expr.op in ("getitem", "static_getitem") and targetctx.enable_boundscheck:
+        return "its loop indexes under boundscheck, which may raise IndexError"
+    return None
+
+
+def why_not_early_exits(scan, loop, targetctx):
+    """None where ``loop`` always runs to its end, else what may leave it
+    early (a staged strip would be left unwritten: see the module doc)."""
+    blocks = scan.func_ir.blocks
+    if loop.exits - {blocks[loop.for_block].body[-1].falsebr}:
+        return "its loop can leave early (a return or raise inside it)"
+    for label in sorted(loop.body):
+        for stmt in blocks[label].body:
+            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)) and targetctx.enable_boundscheck:
+                return "its loop indexes under boundscheck, which may raise IndexError"
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr):
+                reason = _may_raise(scan, stmt.value, targetctx)
+                if reason:
+                    return reason
+    return None
+
+
+def why_not_staged(scan, plan, targetctx):
+    """None where ``plan``'s loop can be staged, else why not
+    (``targetctx``: the compile's error model and boundscheck)."""
     loop = plan.loop
     if int_constant(scan, loop.step) != 1:  # (-1: split loops count by one)
         return "its loop runs backwards"
+    reason = why_not_early_exits(scan, loop, targetctx)
+    if reason:
+        return reason
     by_array = {}
     for access, dims in plan.stores:
         by_array.setdefault(access.array_var, []).append((access, dims))
