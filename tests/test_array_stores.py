@@ -454,3 +454,60 @@ def test_a_store_reading_its_own_elements_is_an_update_in_place():
         np.testing.assert_allclose(got[0], expected[0], rtol=1e-13)
         assert name not in kernel.stream_result().streamed_stores, function.__name__
         assert any(n.startswith("only updated in place") for n in kernel.stream_report().arrays[name].notes)
+
+
+def _square(out, a):
+    out[:] = a * a
+
+
+def _add(out, a, b):
+    out[:] = a + b
+
+
+def _scaled(out, a, s):
+    out[:] = a * s
+
+
+def _where_of_a_temporary(out, a, c):
+    t = a * a
+    out[:] = np.where(c, t, 0)
+
+
+def _update(out, a):
+    out[1:] += a[1:] * a[:-1]
+
+
+_WIDENING = [  # (kernel, destination dtype, operands): the expression's dtype is narrower than the destination's
+    (_square, np.int64, (np.int32,)), (_square, np.float64, (np.int32,)), (_square, np.uint64, (np.uint16,)),
+    (_add, np.int64, (np.uint8, np.uint8)), (_add, np.int32, (np.int8, np.int8)),
+    (_scaled, np.int64, (np.int32, np.int32)), (_scaled, np.float64, (np.float32, np.float32)),
+    (_where_of_a_temporary, np.int64, (np.int32, np.bool_)), (_update, np.int64, (np.int32,)),
+]
+
+
+@pytest.mark.parametrize("kernel, destination, operands", _WIDENING, ids=lambda x: getattr(x, "__name__", str(x)))
+def test_fused_stores_compute_in_the_expression_dtype_then_convert(kernel, destination, operands):
+    """``out[:] = a * a`` with int32 ``a`` wraps in int32 as NumPy and
+    numba.njit do, then converts to ``out``'s int64 (uint8 + uint8 wraps at
+    256, an int32 scalar times an int32 array stays int32)."""
+    rng = np.random.default_rng(11)
+    n = 67
+
+    def draw(dtype):
+        if np.dtype(dtype).kind == "b":
+            return rng.integers(0, 2, n).astype(np.bool_)
+        info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+        if info is None:
+            return rng.uniform(-3e38 ** 0.5, 3e38 ** 0.5, n).astype(dtype)
+        return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+    args = [draw(destination)] + [draw(d) for d in operands]
+    if kernel is _scaled:
+        args[2] = args[2][5]                                     # a scalar of the array's dtype
+    streamed = sj.stream_kernel(stream_stores=True, threshold=None)(kernel)
+    mine, theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args], list(args)
+    theirs[0] = args[0].copy()
+    streamed(*mine)
+    numba.njit(kernel)(*theirs)
+    np.testing.assert_array_equal(mine[0], theirs[0])
+    assert "element loop" in " ".join(streamed.stream_report().arrays["out"].notes)

@@ -228,3 +228,34 @@ def test_an_update_of_a_plain_array_reading_itself_through_a_call_stays_numbas()
     r = np.random.default_rng(10).uniform(0.0, 0.1, 40)
     np.testing.assert_array_equal(kernel(r), numba.njit(durbin)(r))
     assert str(kernel.stream_report()).startswith("durbin: no slice or array expression fused")
+
+
+def _chain_of_two(out, a):
+    t = a + 1.0
+    u = t[1:] * t[:-1]
+    out[1:] = u
+
+
+def _chain_of_three(out, a):
+    t = a * 0.5 - 1.0
+    u = t[1:] - t[:-1]
+    v = u[1:] + 2.0 * u[:-1]
+    out[2:] = v
+
+
+def _chain_read_twice(out, a, b):
+    t = a + b
+    u = t[2:] * t[:-2]
+    out[1:-1] = u + t[1:-1]
+
+
+@pytest.mark.parametrize("kernel", [_chain_of_two, _chain_of_three, _chain_read_twice], ids=lambda f: f.__name__)
+def test_named_temporaries_read_through_views_of_temporaries_compile(kernel):
+    """A named temporary of views of another temporary, stored whole: each
+    view made before the loop has a name of its own in the function."""
+    rng = np.random.default_rng(12)
+    args = [rng.standard_normal(45)] + [rng.standard_normal(45) for _ in range(kernel.__code__.co_argcount - 1)]
+    mine, want = [a.copy() for a in args], [a.copy() for a in args]
+    sj.stream_kernel(stream_stores=True, threshold=None)(kernel)(*mine)
+    numba.njit(kernel)(*want)
+    np.testing.assert_array_equal(mine[0], want[0])

@@ -47,10 +47,13 @@ view of ``T`` is computed from views of ``T``'s operands, sliced by the
 same index (``A[s]``, chained for temporaries of temporaries), made before
 the loop and checked like any operand; ``T`` is *recomputed* at each view
 that reads it, and a temporary read twice at the same element (``res`` in
-``np.where(res * g > 0, 0, res)``) is computed once. The value read is the
-temporary's element type (cast to its dtype where the expression computes
-another). Results equal Numba's: the same scalar operations on the same
-values. With a failed run-time check the call runs Numba's own statements,
+``np.where(res * g > 0, 0, res)``) is computed once. Types follow
+Numba's array expressions: an unnamed operation read by another operation
+is computed in scalar types inside it (int32 * int32 is int64), any other
+result (a named temporary, ``np.where``'s, the stored value itself) is
+cast to its array's dtype, as Numba stores it (int32 wraps, uint8 wraps at
+256), before the store converts it to the destination's. Results equal
+Numba's: the same scalar operations on the same values. With a failed run-time check the call runs Numba's own statements,
 the temporaries included. Operands that are slices of one array are read
 from that array at shifted indices (`view_shifts.py`), so that LLVM sees
 the views of one element as one load.
@@ -74,6 +77,7 @@ from numba.core import ir, types
 from numba.np.numpy_support import as_dtype
 
 from .. import codegen
+from .ir_build import Emitter
 from .scan import views_array
 from .view_shifts import shift
 
@@ -120,11 +124,6 @@ class Expression:
     # | ("alias", key, dtype or None) | ("op" or "where", expr, [keys], dtype or None)
     graph: dict = field(default_factory=dict)
     types: dict = field(default_factory=dict)
-
-    @property
-    def computed(self):
-        """Whether the value is an operation's result (not an operand read as it is)."""
-        return self.graph[(self.value.name, ())][0] in ("op", "where", "alias")
 
 
 class _NotFused(Exception):
@@ -197,7 +196,7 @@ def _cast_to(typemap, ty, var_name):
     return None if types.unliteral(ty) == dtype else dtype
 
 
-def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination, consumers):
+def _walk(typingctx, scan, block, end, value, ndim, top, kept, destination, consumers):
     """The `Expression` of ``value``, fusing temporaries not in ``kept``;
     raises `_NotFused`."""
     typemap = scan.typemap
@@ -227,7 +226,7 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
                                                                        typemap[index.name]), {})
             if found is None or not isinstance(found.return_type, types.Array):
                 raise _NotFused(inside[-1][0])
-            target = ir.Var(block.scope, f"$streamjit_operand.{len(expression.views)}.{name}", block.loc)
+            target = Emitter(block.scope, block.loc).temp(f"operand.{name}")  # (unique in the function)
             expression.views.append(ir.Assign(ir.Expr.getitem(ir.Var(block.scope, base, block.loc), index,
                                                               block.loc), target, block.loc))
             expression.view_of[(name, chain)] = target.name
@@ -240,7 +239,7 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
     def fail():
         raise _NotFused(inside[-1][0] if inside else None)
 
-    def visit(var, chain, top=False):
+    def visit(var, chain, top=False, in_operation=False):
         ty = typemap[var.name]
         if not isinstance(ty, types.Array):
             if not isinstance(ty, (types.Number, types.Boolean)):
@@ -275,7 +274,8 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
             return key
         if stmt is not None and (isinstance(stmt.value, ir.Var) or fusable(typemap, stmt.value)):
             nodes[id(stmt)] = stmt
-            children = [visit(v, chain) for v in operands(stmt.value)]
+            operation = not isinstance(stmt.value, ir.Var) and not _is_where(typemap, stmt.value)
+            children = [visit(v, chain, in_operation=operation) for v in operands(stmt.value)]
             if isinstance(stmt.value, ir.Var):
                 node, found = ("alias", children[0], None), expression.types[children[0]]
             elif _is_where(typemap, stmt.value):
@@ -289,9 +289,10 @@ def _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination
                 node = ("op", stmt.value, children, None)
             if not isinstance(found, (types.Number, types.Boolean)):
                 fail()
-            # a temporary Numba stores in an array (read twice, or a where's
-            # result) is read back as its dtype
-            if not top and (uses.get(var.name, 0) > 2 or _is_where(typemap, stmt.value)):
+            # Numba computes an unnamed operation inside the array expression
+            # of the operation reading it, in scalar types (int32 * int32 is
+            # int64); anything else it stores in an array of its dtype first
+            if not (in_operation and var.name.startswith("$") and node[0] == "op"):
                 dtype = _cast_to(typemap, found, var.name)
                 node, found = node[:-1] + (dtype,), dtype or found
             expression.graph[key], expression.types[key] = node, found
@@ -357,7 +358,7 @@ def _escaped(func_ir, expression, consumers, top):
             for v in s.list_vars() if v.name in defined}
 
 
-def expression(typingctx, scan, func_ir, block, end, value, ndim, uses, consumers, top=False, destination=None):
+def expression(typingctx, scan, func_ir, block, end, value, ndim, consumers, top=False, destination=None):
     """The `Expression` computing ``value`` per element from statements of
     ``block`` before position ``end``, over arrays of at most ``ndim``
     dimensions (broadcast along the leading ones) and scalars, or None.
@@ -368,7 +369,7 @@ def expression(typingctx, scan, func_ir, block, end, value, ndim, uses, consumer
     kept = set()  # temporaries and results computed into arrays as Numba computes them
     while True:
         try:
-            found = _walk(typingctx, scan, block, end, value, ndim, uses, top, kept, destination, consumers)
+            found = _walk(typingctx, scan, block, end, value, ndim, top, kept, destination, consumers)
         except _NotFused as failed:
             if failed.args[0] is None:
                 return None

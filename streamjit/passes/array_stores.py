@@ -293,16 +293,15 @@ def _rewrite_store(state, scan, access, uses, streamed):
         if inplace.value.fn not in _INPLACE:
             return False
         ndim = typemap[view.name].ndim
-        found = expression(state.typingctx, scan, state.func_ir, block, at, inplace.value.rhs, ndim, uses,
+        found = expression(state.typingctx, scan, state.func_ir, block, at, inplace.value.rhs, ndim,
                            [inplace, stmt], destination=scan.canonical(access.array_var))
-        rhs = inplace.value.rhs
     else:
         # the view keeps a dimension per slice and per dimension not indexed
         # (of the store's own index: a chained store's starts after its prefix, `A[2][1:]`)
         target_ndim = typemap[stmt.target.name].ndim
         own = access.index if access.kind == "view" else access.index[typemap[access.array_var].ndim - target_ndim:]
         ndim = target_ndim - sum(not is_slice(typemap, x) for x in own)
-        found = expression(state.typingctx, scan, state.func_ir, block, at, stmt.value, ndim, uses, [stmt],
+        found = expression(state.typingctx, scan, state.func_ir, block, at, stmt.value, ndim, [stmt],
                            destination=scan.canonical(access.array_var))
     if found is None:
         return False
@@ -311,16 +310,12 @@ def _rewrite_store(state, scan, access, uses, streamed):
     if not streamed and _views_itself_through_a_call(scan, access, found.arrays):
         return False
     how = "update" if how not in ("inplace", "update") and reads_what_it_writes(scan, stmt, found.arrays) else how
-    computed = found.computed
     if inplace is not None:
         found = replace(found, nodes=found.nodes + ([inplace] if inplace is not stmt else []),
                         arrays={**found.arrays, view.name: ndim})
 
         def element_of(body, index_for):
-            value = element(body, found, index_for)
-            if computed:  # Numba computes the right-hand side into an array of its dtype first
-                dtype = typemap[rhs.name].dtype
-                value = body.call(as_dtype(dtype).type, value, name=str(dtype))
+            value = element(body, found, index_for)  # (in the right-hand side's dtype, as Numba computes it)
             current = body.assign(ir.Expr.getitem(view, index_for(ndim), stmt.loc), hint="element")
             return apply(body, _INPLACE[inplace.value.fn], [current, value])
 
@@ -345,7 +340,7 @@ def _rewrite_store(state, scan, access, uses, streamed):
     return True
 
 
-def _rewrite_result(state, scan, name, uses, streamed, moved):
+def _rewrite_result(state, scan, name, streamed, moved):
     """``r = <array expression>`` (or its return) as a new array filled by a
     fused element loop (``streamed``: its stores stream), unless an earlier
     rewrite ``moved`` its statement into another's fallback (it is computed
@@ -356,7 +351,7 @@ def _rewrite_result(state, scan, name, uses, streamed, moved):
         return False
     block, at = _place(state, stmt)
     ndim = state.typemap[var].ndim
-    found = expression(state.typingctx, scan, state.func_ir, block, at + 1, stmt.target, ndim, uses, [], top=True)
+    found = expression(state.typingctx, scan, state.func_ir, block, at + 1, stmt.target, ndim, [], top=True)
     full = [a for a, k in found.arrays.items() if k == ndim] if found and any(n is stmt for n in found.nodes) else []
     if not full:
         if streamed:
@@ -437,7 +432,7 @@ def run_pass(state):
     # (the last first: a result an earlier one reads is computed in the later one's loop)
     results = sorted(scan.results, key=lambda name: _position(state, scan.defs[scan.arrays[name]][0][1]), reverse=True)
     moved = set()
-    rewritten += sum(_rewrite_result(state, scan, name, uses, name in named or name in streamed, moved)
+    rewritten += sum(_rewrite_result(state, scan, name, name in named or name in streamed, moved)
                      for name in results)
     if rewritten:
         retype(state)
