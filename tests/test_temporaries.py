@@ -3,7 +3,9 @@ kernel computes and reads through shifted views are computed inside the
 loop of the store that reads them, with Numba's results, and stay arrays
 wherever that would change what the kernel computes."""
 
+import ctypes
 import functools
+import math
 import re
 
 import numba
@@ -259,3 +261,37 @@ def test_named_temporaries_read_through_views_of_temporaries_compile(kernel):
     sj.stream_kernel(stream_stores=True, threshold=None)(kernel)(*mine)
     numba.njit(kernel)(*want)
     np.testing.assert_array_equal(mine[0], want[0])
+
+
+def test_a_foreign_function_writing_through_an_address_keeps_the_temporary():
+    """A ctypes function handed ``a.ctypes.data`` (an integer) writes ``a``
+    between the temporary and its reader: the temporary keeps ``a``'s old
+    values, as under numba.njit."""
+    memset = ctypes.CDLL(None).memset
+    memset.argtypes, memset.restype = (ctypes.c_size_t, ctypes.c_int, ctypes.c_size_t), ctypes.c_size_t
+
+    def cleared_between(out, a):
+        t = a * 2.0
+        memset(a.ctypes.data, 0, a.nbytes)
+        out[:] = t[1:] + t[:-1]
+
+    a = np.random.default_rng(13).standard_normal(4097)
+    want, got = np.empty(4096), np.empty(4096)
+    numba.njit(cleared_between)(want, a.copy())
+    sj.stream_kernel(stream_stores=["out"], threshold=None)(cleared_between)(got, a.copy())
+    np.testing.assert_array_equal(got, want)
+
+
+def test_pure_calls_between_a_temporary_and_its_reader_keep_it_fused():
+    def scaled(out, a, n):
+        t = a * 2.0
+        c = math.sqrt(abs(float(n))) + np.float64(min(n, 3))
+        out[:] = t[1:] + c * t[:-1]
+
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(scaled)
+    a = np.random.default_rng(14).standard_normal(65)
+    want, got = np.empty(64), np.empty(64)
+    numba.njit(scaled)(want, a, -7)
+    kernel(got, a, -7)
+    np.testing.assert_array_equal(got, want)
+    assert "fused 1 temporary (t)" in str(kernel.stream_report()).splitlines()[0]

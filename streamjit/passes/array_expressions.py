@@ -90,10 +90,13 @@ NUMPY_ERRORS = {operator.truediv, operator.floordiv, operator.mod, operator.pow}
 LEAVES = ("array", "lead", "scalar")
 MAX_OPERATIONS = 256
 MAX_OPERANDS = 64
-# Calls that write no memory the fused loop reads: ufuncs without an output
-# argument (checked by arity) and NumPy's constructors.
-_PURE_CALLS = {slice, range, len, np.where, np.outer, np.empty, np.zeros, np.ones, np.full, np.empty_like, np.zeros_like,
-               np.ones_like, np.full_like, np.arange}
+# Calls that write no memory (besides ufuncs without an output argument,
+# `math`'s functions and scalar constructors such as ``np.float64(x)``):
+# Python's scalar built-ins, the operations fused here and NumPy's
+# constructors. Any other call may write, through an array or an integer
+# address (``a.ctypes.data`` handed to a ctypes or cffi function).
+_PURE_CALLS = {slice, range, len, abs, min, max, int, float, bool, complex, round, np.where, np.outer, np.empty,
+               np.zeros, np.ones, np.full, np.empty_like, np.zeros_like, np.ones_like, np.full_like, np.arange}
 
 
 @dataclass
@@ -175,18 +178,19 @@ def _may_write(typemap, stmt):
         return False
     if value.op == "inplace_binop":
         return not isinstance(typemap.get(value.lhs.name), (types.Number, types.Boolean))
-    if value.op != "call":
+    return value.op == "call" and not _pure_call(typemap.get(value.func.name), value)
+
+
+def _pure_call(func, call):
+    """Whether calling ``func`` (its Numba type) as ``call`` writes no memory (`_PURE_CALLS`)."""
+    if isinstance(func, types.NumberClass):
+        return True
+    if not isinstance(func, types.Function):  # (a dispatcher, a ctypes or cffi function, a method)
         return False
-    func = typemap.get(value.func.name)
-    if isinstance(func, types.Function):
-        key = func.typing_key
-        if isinstance(key, np.ufunc):
-            return len(value.args) > key.nin or bool(value.kws)
-        if key in _PURE_CALLS:
-            return False
-    scalar = (types.Number, types.Boolean, types.SliceType, types.NoneType, types.StringLiteral, types.UnicodeType)
-    args = list(value.args) + [v for _, v in value.kws]
-    return isinstance(func, types.BoundFunction) or not all(isinstance(typemap.get(a.name), scalar) for a in args)
+    key = func.typing_key
+    if isinstance(key, np.ufunc):
+        return len(call.args) <= key.nin and not call.kws and call.vararg is None
+    return getattr(key, "__module__", None) == "math" or key in _PURE_CALLS
 
 
 def _cast_to(typemap, ty, var_name):
