@@ -262,10 +262,20 @@ def test_unnamed_arrays_are_not_checked():
     assert (dst == 1).all() and (other == 2).all()
 
 
-def test_stream_stores_true_checks_every_stored_array():
+def test_stream_stores_true_leaves_an_array_that_cannot_stream_plain_and_says_why():
+    # True names no array: the scatter compiles as numba.njit's, and the report says why it is plain
     k = sj.stream_kernel(stream_stores=True)(scatter)
-    with pytest.raises(sj.StreamLegalityError, match="'out'"):
-        k(np.zeros(4), np.zeros(4, np.intp), np.zeros(4))
+    rng = np.random.default_rng(3)
+    idx, a = rng.permutation(64), rng.random(64)
+    out = rng.random(64)
+    expected = out.copy()
+    numba.njit(scatter)(expected, idx, a)
+    k(out, idx, a)
+    assert out.tobytes() == expected.tobytes()
+    assert "out" not in k.stream_result().streamed_stores
+    report = str(k.stream_report())
+    assert "left out plain (its stores cannot stream)" in report
+    assert f"line {line_of(scatter, 'out[idx[i]]')}: its stores cannot stream: the index is not an affine" in report
 
 
 # ---- warnings and stream_loads validation ----

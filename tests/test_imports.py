@@ -130,6 +130,7 @@ HARD_LINES = 600
 LONG_MODULES = {
     "calibration.py": "measures the machine profile's rows on this CPU and writes them",
     "passes/align_peel.py": "plans and applies the peel of each streamed loop to its vector alignment",
+    "passes/legality.py": "Halide's per-nest rule for streamed stores, and what refusing one does",
     "passes/scan.py": "reads a function's stores, loads and loops into the facts every pass shares",
     "passes/array_stores.py": "rewrites slice stores of array expressions into element loops",
     "passes/array_expressions.py": "decides which temporaries fuse into their consumers' loops",

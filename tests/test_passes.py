@@ -124,7 +124,7 @@ def test_legality_roots_a_nest_inside_its_time_loop(monkeypatch):
 
 def test_legality_rejects_an_inner_loop_that_does_not_select_the_element():
     with pytest.raises(sj.StreamLegalityError, match="does not depend on the loop variable 't'"):
-        sj.stream_kernel(stream_stores=True)(repeated)(V.copy(), V)
+        sj.stream_kernel(stream_stores=["out"])(repeated)(V.copy(), V)
 
 
 def test_array_stores_makes_a_fused_loop_over_a_registered_view(monkeypatch):
@@ -204,7 +204,7 @@ def test_a_for_loop_entered_through_a_jump_block_is_still_a_range_loop():
               "                    out2[i - 1] = b[j - 1, y - 1, i]\n")
     namespace = {}
     exec(compile(source, "<generated kernel>", "exec"), namespace)
-    kernel = sj.stream_kernel(stream_stores=True)(namespace["kernel"])
+    kernel = sj.stream_kernel(stream_stores=["out", "out2"])(namespace["kernel"])
     a = np.ones((1, 6, 3))
     with pytest.raises(sj.StreamLegalityError, match=r"<generated kernel>:6: .*loop variable 'y' \(line 3\)"):
         kernel(np.zeros((3, 5)), np.zeros(5), a, a, a, 1.0, 3)

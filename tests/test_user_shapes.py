@@ -227,7 +227,7 @@ def last_wins(out, a):
 """
 _illegal_namespace = {}
 exec(ILLEGAL_EXEC_SOURCE, _illegal_namespace)
-exec_last_wins = stream_kernel(stream_stores=True)(_illegal_namespace["last_wins"])
+exec_last_wins = stream_kernel(stream_stores=["out"])(_illegal_namespace["last_wins"])
 
 
 def test_exec_kernel_matches_njit():
@@ -306,7 +306,7 @@ def smooth_until(u, v, tol, max_iter):
     return it
 
 
-@stream_kernel(stream_stores=True)
+@stream_kernel(stream_stores=["out"])
 def repeated_write(out, a, steps):
     for i in range(a.shape[0]):
         for t in range(steps):          # <- inner loop not selecting the element
@@ -361,6 +361,11 @@ def test_inner_loop_not_selecting_the_element_is_rejected():
     a, out = random_array(np.random.default_rng(SEED), 9), np.ones(9)
     reference(repeated_write)(out, a, 3)
     np.testing.assert_array_equal(out, a + 2)
+    # stream_stores=True names no array: it compiles, plain, as numba.njit does
+    unnamed = sj.stream_kernel(stream_stores=True)(repeated_write.py_func)
+    assert_same_over(unnamed, reference(repeated_write), cases(SIZES_1D, KINDS),
+                     lambda rng, n, kind: (random_array(rng, n, kind), random_array(rng, n, kind), 3))
+    assert "out" not in unnamed.stream_result().streamed_stores
 
 
 # ============================================================ sibling loops reusing a name

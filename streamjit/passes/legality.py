@@ -32,24 +32,48 @@ element, a read of the row this iteration writes before it writes it
 must not see an element streamed earlier in the execution unfenced), the
 fused loop's own check and fallback, or an element store (checked below).
 
-Rejected, with `StreamLegalityError` at the store's line: scatter
-(``out[idx[i]]``), a loop inside the nest whose variable does not select
-the element (``for i: for t: out[i] = ...``), a store repeated by every
-iteration of its loops (``out[0]`` in a loop), a ``while`` loop inside the
-nest, and two stores that may write one element.
+Refused: scatter (``out[idx[i]]``) and computed indices (``out[i * m +
+j]``), a loop inside the nest whose variable does not select the element
+(``for i: for t: out[i] = ...``, a row-sum ``out[i] += m[i, j]``), a store
+repeated by every iteration of its loops (``out[0]`` in a prange loop), a
+``while`` loop inside the nest, and two stores that may write one element.
+Each reason says how to write the loop so that it streams. Halide's
+directive semantics decide what a refusal does: an array the user named
+in ``stream_stores`` raises `StreamLegalityError` at the store's line;
+under ``stream_stores=True`` the user named none, so an array whose
+stores cannot stream (with every array that may hold the same elements)
+stays plain, and the report notes why.
 """
 
 from numba.core import ir, types
 
 from ..errors import StreamLegalityError
-from ..plan import METADATA_KEY
+from ..plan import LOOP_NOTE, METADATA_KEY
 from .indices import index_atoms, is_slice
 from .affine import Affine, AffineAnalyzer
 from .parallel_blocks import is_block_loop
 
 
+class _Refused(Exception):
+    """A store that may not stream, and why."""
+
+    def __init__(self, store, reason):
+        super().__init__(reason)
+        self.store, self.reason = store, reason
+
+    def error(self):
+        store = self.store
+        return StreamLegalityError(f"{store.loc.filename}:{store.line}: cannot stream stores to '{store.array}': "
+                                   f"{self.reason}")
+
+
 def _fail(store, reason):
-    raise StreamLegalityError(f"{store.loc.filename}:{store.line}: cannot stream stores to '{store.array}': {reason}")
+    raise _Refused(store, reason)
+
+
+# How to write a store that every iteration of an inner loop repeats (a
+# reduction) so that it streams.
+_ACCUMULATE = ("; to stream it, accumulate in a scalar (`s += ...` in that loop) and store `s` once after the loop")
 
 
 def _rewrite(loop):
@@ -69,7 +93,8 @@ def _not_affine(store):
         _fail(store, f"the store is inside a {kind} loop (line {loop.line}) and its index is not an affine "
               "function of range() loop variables, so its iterations may write the same element" + _rewrite(loop))
     _fail(store, "the index is not an affine function of range() loop variables (a scatter or computed "
-          "index may write one element twice)")
+          "index may write one element twice); a flattened index such as `out[i * m + j]`, `m` not a constant, "
+          "streams written `out[i, j]` on a 2-D array (pass `out.reshape(n, m)`)")
 
 
 def store_dims(scan, store, analyzer):
@@ -132,7 +157,7 @@ def analyze_store(scan, store):
             continue
         if not any(loop in d.coeffs for d in dims):
             _fail(store, f"the index does not depend on the loop variable '{loop.var}' (line {loop.line}), "
-                  "so every iteration of that loop writes the same element")
+                  "so every iteration of that loop writes the same element" + _ACCUMULATE)
         _fail(store, f"the loop variable '{loop.var}' only appears mixed with other loop variables, "
               "so distinct iterations may write the same element")
     if any(l not in store.loops for d in dims for l in d.coeffs):
@@ -297,42 +322,63 @@ def numba_whole_store(scan, store, origin):
         or (not store.is_element and id(store.stmt) in origin)
 
 
-def check_stream_stores(scan, arrays, origin):
-    """Raise `StreamLegalityError` unless streaming stores to ``arrays`` is
-    safe; return {store: (nest root, dims)}. ``origin``: the stores
-    `array_stores.py` made or kept as the fallback of its loops."""
-    analyzed = {}
+def _check_one_array(scan, names, origin):
+    """{store: (nest root, dims)} of the stores to ``names`` (one array:
+    `_conflict_sets`), or `_Refused` at the first that may not stream."""
+    # stores Numba makes itself (`numba_whole_store`) run once, as a
+    # stage of their own, with plain stores
+    indexed = []
+    for s in (s for array in names for s in scan.stores(array) if not numba_whole_store(scan, s, origin)):
+        root, dims = analyze_store(scan, s)
+        root, whole = _view_nest(scan, s, root, origin)
+        indexed.append((s, root, dims, whole or dims))  # (compared in the array's own index space)
+    stage = {a: root_a for a, root_a, _, _ in indexed}
+    conflicts = []
+    for n, (a, root_a, _, dims_a) in enumerate(indexed):
+        for b, root_b, _, dims_b in indexed[n + 1:]:
+            if root_a is None or root_a is not root_b:
+                continue
+            if _provably_disjoint(dims_a, dims_b):
+                continue
+            if _same_index(dims_a, dims_b) and _exclusive(scan, a.label, b.label):
+                continue
+            separate = _separate_stages(a, b)
+            if separate is None:
+                conflicts.append((a, b))
+                continue
+            # two nests run one after the other (Halide's stages), each fenced after it runs
+            for store, child in zip((a, b), separate):
+                stage[store] = child or stage[store]
+    for a, b in conflicts:
+        if stage[a] is stage[b]:
+            first, second = sorted((a, b), key=lambda s: s.line)
+            _fail(second, f"this store and the one at line {first.line} may write the same element; to "
+                  "stream it, compute the element's value in a scalar and store it once")
+    return {a: (stage[a], dims_a) for a, _, dims_a, _ in indexed}
+
+
+def check_stream_stores(scan, arrays, origin, named):
+    """``({store: (nest root, dims)}, {array: _Refused})``: the stores to
+    ``arrays`` that may stream, and the arrays whose stores may not (with
+    every name that may hold the same array). ``named``: the user named
+    the arrays (a list in ``stream_stores``), so a refusal raises
+    `StreamLegalityError` instead. ``origin``: the stores `array_stores.py`
+    made or kept as the fallback of its loops."""
+    analyzed, refused = {}, {}
     for names in _conflict_sets(scan, arrays):
-        # stores Numba makes itself (`numba_whole_store`) run once, as a
-        # stage of their own, with plain stores
-        indexed = []
-        for s in (s for array in names for s in scan.stores(array) if not numba_whole_store(scan, s, origin)):
-            root, dims = analyze_store(scan, s)
-            root, whole = _view_nest(scan, s, root, origin)
-            indexed.append((s, root, dims, whole or dims))  # (compared in the array's own index space)
-        stage = {a: root_a for a, root_a, _, _ in indexed}
-        conflicts = []
-        for n, (a, root_a, _, dims_a) in enumerate(indexed):
-            for b, root_b, _, dims_b in indexed[n + 1:]:
-                if root_a is None or root_a is not root_b:
-                    continue
-                if _provably_disjoint(dims_a, dims_b):
-                    continue
-                if _same_index(dims_a, dims_b) and _exclusive(scan, a.label, b.label):
-                    continue
-                separate = _separate_stages(a, b)
-                if separate is None:
-                    conflicts.append((a, b))
-                    continue
-                # two nests run one after the other (Halide's stages), each fenced after it runs
-                for store, child in zip((a, b), separate):
-                    stage[store] = child or stage[store]
-        for a, b in conflicts:
-            if stage[a] is stage[b]:
-                first, second = sorted((a, b), key=lambda s: s.line)
-                _fail(second, f"this store and the one at line {first.line} may write the same element")
-        analyzed.update({a: (stage[a], dims_a) for a, _, dims_a, _ in indexed})
-    return analyzed
+        try:
+            analyzed.update(_check_one_array(scan, names, origin))
+        except _Refused as refusal:
+            if named:
+                raise refusal.error() from None
+            refused.update(dict.fromkeys(names, refusal))
+    return analyzed, refused
+
+
+# The note on an array whose stores cannot stream under stream_stores=True
+# (the report's summary shows the words before the first colon).
+REFUSED_NOTE = ("its stores cannot stream: {} (stream_stores=True leaves it plain; naming it in stream_stores "
+                "raises StreamLegalityError)")
 
 
 def _conflict_sets(scan, arrays):
@@ -369,16 +415,23 @@ def _separate_stages(a, b):
 
 def run_pass(state):
     """Check Halide's rule for every streamed store (and for the stores of arrays named but left
-    plain by ``threshold="auto"``), raising `StreamLegalityError` with the array, the cause and
-    the line where it fails; note the streamed arrays' stores that stay plain (index-array
-    stores, row or slice assignments Numba makes itself, a single element no loop selects).
-    Changes nothing in the IR."""
+    plain by ``threshold="auto"``): an array named in ``stream_stores`` that fails it raises
+    `StreamLegalityError` with the array, the cause and the line; under ``stream_stores=True`` it
+    leaves the streamed arrays, with a note saying why. Note the streamed arrays' stores that stay
+    plain (index-array stores, row or slice assignments Numba makes itself, a single element no
+    loop selects). Changes nothing in the IR."""
     facts, result = state.stream_facts, state.metadata[METADATA_KEY]
     scan, options = facts.scan, facts.options
     # legality is the program's, not the call size's: arrays named but left
     # plain by threshold="auto" (`accesses.AUTO_NOTE`) are checked too
     named = set(options.stream_stores) & {a.array for a in scan.stores()} if options.measured else set()
-    facts.legal = check_stream_stores(scan, sorted(result.streamed_stores | named), facts.store_origin)
+    facts.legal, refused = check_stream_stores(scan, sorted(result.streamed_stores | named), facts.store_origin,
+                                               options.stream_stores is not True)
+    result.streamed_stores -= refused.keys()
+    for name, refusal in sorted(refused.items()):
+        result.notes[name] = [n for n in result.notes.get(name, []) if not n.endswith(LOOP_NOTE)]
+        held = "" if name == refusal.store.array else f" (a store to '{refusal.store.array}', which it may hold)"
+        result.note(name, refusal.store.line, REFUSED_NOTE.format(refusal.reason) + held)
     for store in scan.stores():
         if store.array not in result.streamed_stores:
             continue
