@@ -49,8 +49,8 @@ near plain ``numba.njit``).
   the drop-ins ``empty_like`` and ``stencil`` run the same rule in NumPy).
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
-- ``record_call``: counts, at a return, which path the call took
-  (``passes/call_record.py``); ``opaque``: a value LLVM cannot fold.
+- ``count_call``: counts which path the call took, where its counters
+  change and at each return (``passes/call_record.py``); ``opaque``: a value LLVM cannot fold.
 
 Anything they cannot handle with certainty (non-array targets, partial
 indices, a last dimension that is not contiguous at run time, unaligned
@@ -62,7 +62,7 @@ from .access import (aligned_pointer, buffer_store, direct_load, direct_stream_l
                      stream_store, unwrapped_load, unwrapped_store)
 from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
                      no_trailing_alias, rows_hold, same_alignment)
-from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, record_call, store_fence
+from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, count_call, store_fence
 from .fusion import copies_elementwise, leads, same_shape, where_element, with_numpy_errors
 from .placement import placed_apart
 from .staging import disjoint, staging_region, staging_slot
@@ -70,6 +70,6 @@ from .staging import disjoint, staging_region, staging_slot
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
            "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "rows_hold", "same_alignment", "CALL_PATHS",
-           "FALLBACK_CHECKS", "keep_scalar", "opaque", "record_call", "store_fence", "copies_elementwise", "same_shape",
+           "FALLBACK_CHECKS", "keep_scalar", "opaque", "count_call", "store_fence", "copies_elementwise", "same_shape",
            "leads", "where_element", "with_numpy_errors", "placed_apart",
            "buffer_store", "disjoint", "staging_region", "staging_slot"]

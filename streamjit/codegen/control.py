@@ -60,7 +60,7 @@ def opaque(typingctx, flag):
     return flag(flag), codegen
 
 
-# The paths `record_call` counts, in the order of its counters.
+# The paths `count_call` counts, in the order of its counters.
 CALL_PATHS = ("streamed", "below_threshold", "after_check", "plain", "staged", "unprefetched")
 # The run-time checks that can send a loop to its plain version, one bit
 # each in the call record's ``fell`` mask; counted after CALL_PATHS, for
@@ -146,35 +146,84 @@ def _notify_first_fallbacks(builder, counters, name, failed):
                  [counters, builder.bitcast(constant, llir.IntType(8).as_pointer()), *failed])
 
 
+# A call's count, as `count_call` keeps it: the path's index in its low
+# bits, and, on the after_check path, one bit per failed check above them
+# (-1: not counted yet).
+_PATH_BITS = 3
+_MOVE_COUNT = "streamjit.move_call_count"
+
+
+def _move_count_function(module, counters_type):
+    """``void move(counters, old, new)``, defined once per module: where
+    a call's count changes from ``old`` to ``new`` (see `_PATH_BITS`),
+    take one from the old path and its checks' counters (none for -1) and
+    add one to the new ones. Out of line and never inlined, as
+    `_note_fallbacks_function` is."""
+    function = module.globals.get(_MOVE_COUNT)
+    if function is not None:
+        return function
+    i64, i32 = llir.IntType(64), llir.IntType(32)
+    function = llir.Function(module, llir.FunctionType(llir.VoidType(), [counters_type, i64, i64]), _MOVE_COUNT)
+    function.linkage = "linkonce_odr"
+    function.attributes.add("noinline")
+    counters, old, new = function.args
+    builder = llir.IRBuilder(function.append_basic_block("entry"))
+
+    def add(count, amount):
+        # (atomic: calls from several threads, nogil kernels and copyto's
+        # threads, each count; a lock'ed add per change, no measurable cost)
+        builder.atomic_rmw("add", builder.gep(counters, [i32(0), count]), amount, "monotonic")
+
+    def move(count, amount):
+        add(builder.and_(count, i64((1 << _PATH_BITS) - 1)), amount)
+        for k in range(len(FALLBACK_CHECKS)):
+            bit = builder.and_(builder.lshr(count, i64(_PATH_BITS + k)), i64(1))
+            add(i64(len(CALL_PATHS) + k), builder.mul(bit, amount))
+
+    with builder.if_then(builder.icmp_signed("!=", old, new)):
+        with builder.if_then(builder.icmp_signed(">=", old, i64(0))):
+            move(old, i64(-1))
+        move(new, i64(1))
+    builder.ret_void()
+    return function
+
+
 @intrinsic(prefer_literal=True)
-def record_call(typingctx, name, streamed, copies, large, fell):
-    """Add one to counter ``CALL_PATHS.index(path)`` of the module global
-    ``name`` (an ``[n x i64]``, zero at load, read by the dispatcher):
-    ``staged`` or else ``unprefetched`` where that count of ``copies`` (of
-    aligned loops that ran staged, `passes/staging.py`, and that ran
-    without prefetches, `passes/stream_loads.py`) is not zero, else
-    ``streamed`` (a count of aligned loops that ran) is not zero, else
-    ``below_threshold`` (not ``large``), else ``after_check`` (``fell``,
-    how often each of FALLBACK_CHECKS failed, is not all zero: a run-time
-    check sent a loop to its plain version), else ``plain``. An
-    ``after_check`` call also adds one to the counter of each check that
-    failed, after the paths' counters; the first failure of each check
-    is told to Python (`on_first_fallback`), marked in a slot after those."""
+def count_call(typingctx, name, counted, streamed, copies, large, fell, final):
+    """Count the call under the path its counters give so far, in the
+    module global ``name`` (an ``[n x i64]``, zero at load, read by the
+    dispatcher), moving it from ``counted`` (what an earlier `count_call`
+    returned, -1 at entry) where that changed; returns the new count.
+    Counted where the counters change, not only at the returns, a call
+    ended by an exception Numba's own code raises (a division by zero, an
+    index out of bounds) is counted too. The path: ``staged`` or else
+    ``unprefetched`` where that count of ``copies`` (of aligned loops that
+    ran staged, `passes/staging.py`, and that ran without prefetches,
+    `passes/stream_loads.py`) is not zero, else ``streamed`` (a count of
+    aligned loops that ran) is not zero, else ``below_threshold`` (not
+    ``large``), else ``after_check`` (``fell``, how often each of
+    FALLBACK_CHECKS failed, is not all zero: a run-time check sent a loop
+    to its plain version), else ``plain``. An ``after_check`` call is also
+    counted under each check that failed, after the paths' counters;
+    ``final`` (a return or raise statement), the first failure of each
+    check is told to Python (`on_first_fallback`), marked in a slot after
+    those (not before: a later loop may still stream)."""
     if not (isinstance(name, types.StringLiteral) and isinstance(streamed, types.Integer)
+            and isinstance(counted, types.Integer) and isinstance(final, types.BooleanLiteral)
             and isinstance(copies, types.BaseTuple) and len(copies) == 2
             and isinstance(fell, types.BaseTuple) and len(fell) == len(FALLBACK_CHECKS)
             and all(isinstance(t, types.Integer) for t in (*copies, *fell))):
         return None
 
     def codegen(context, builder, sig, args):
-        i64, i32 = llir.IntType(64), llir.IntType(32)
+        i64 = llir.IntType(64)
         counters = builder.module.globals.get(name.literal_value)
         if counters is None:
             ty = llir.ArrayType(i64, len(CALL_PATHS) + 2 * len(FALLBACK_CHECKS))
             counters = llir.GlobalVariable(builder.module, ty, name.literal_value)
             counters.initializer = ty(None)
             counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
-        _, ran, copies_value, large_value, fell_value = args
+        _, counted_value, ran, copies_value, large_value, fell_value, _ = args
         failed = [builder.zext(builder.icmp_unsigned("!=", count, count.type(0)), i64)
                   for count in cgutils.unpack_tuple(builder, fell_value, len(FALLBACK_CHECKS))]
         fell_any = builder.icmp_unsigned("!=", functools.reduce(builder.or_, failed), i64(0))
@@ -183,19 +232,14 @@ def record_call(typingctx, name, streamed, copies, large, fell):
         staged, unprefetched = cgutils.unpack_tuple(builder, copies_value)
         for copy, count in (("unprefetched", unprefetched), ("staged", staged)):  # (staged, where both ran)
             path = builder.select(builder.icmp_unsigned("!=", count, count.type(0)), i64(CALL_PATHS.index(copy)), path)
+        # (no branches here: which checks failed, kept only on the after_check path)
+        after_check = builder.icmp_unsigned("==", path, i64(2))
+        fallbacks = [builder.select(after_check, check_failed, i64(0)) for check_failed in failed]
+        new = functools.reduce(builder.or_, [builder.shl(f, i64(_PATH_BITS + k)) for k, f in enumerate(fallbacks)],
+                               path)
+        builder.call(_move_count_function(builder.module, counters.type), [counters, counted_value, new])
+        if final.literal_value:
+            _notify_first_fallbacks(builder, counters, name.literal_value, fallbacks)
+        return new
 
-        def add(index, amount):
-            # (atomic: calls from several threads, nogil kernels and copyto's
-            # threads, each count; a lock'ed add per call, no measurable cost)
-            builder.atomic_rmw("add", builder.gep(counters, [i32(0), index]), amount, "monotonic")
-
-        add(path, i64(1))
-        # (no branches: which checks failed, added only on the after_check path)
-        counted = builder.icmp_unsigned("==", path, i64(2))
-        fallbacks = [builder.select(counted, check_failed, i64(0)) for check_failed in failed]
-        for k, fallback in enumerate(fallbacks):
-            add(i64(len(CALL_PATHS) + k), fallback)
-        _notify_first_fallbacks(builder, counters, name.literal_value, fallbacks)
-        return context.get_dummy_value()
-
-    return signature(types.none, name, streamed, copies, types.boolean, fell), codegen
+    return signature(types.int64, name, types.int64, streamed, copies, types.boolean, fell, final), codegen

@@ -13,12 +13,22 @@ is loaded, read by ``StreamDispatcher.stream_calls`` and
 counters' increments before each return:
 
     ran = opaque(0); fell_bounds = opaque(0); ...     # at entry
+    counted = count_call(name, -1, ran, (staged, unprefetched), large, (fell_bounds, ...))  # (after the size test)
     fell_bounds = fell_bounds + (not (ok | end <= first))  # after each of an aligned loop's run-time checks
     ran = ran + opaque(end > start)                   # where the aligned loop's start is computed
     staged = staged + opaque(end > start & not alias_ok)  # there too, where the loop can run staged
     unprefetched = unprefetched + opaque(not long_rows)  # where the rows pick the aligned loop's copy
     fell_operands = fell_operands + (not ok)          # after a fused loop's check (`array_stores.py`)
-    record_call(name, ran, (staged, unprefetched), large, (fell_bounds, ...))  # before each return and raise
+    counted = count_call(name, counted, ran, ...)     # after each of those: moved where the path changed
+    count_call(name, counted, ran, ..., final=True)   # before each return and raise
+
+The call is counted at entry and moved from path to path as its counters
+change, not only at its returns: a call ended by an exception that Numba's
+own code raises (a division by zero, an index out of bounds under
+``boundscheck``, a shape mismatch), a return from the middle of a block
+that no IR statement precedes, is counted under the path it took until
+then. With ``parallel=True`` the counters change inside `prange` workers
+(below): such a call is counted where it starts and at its returns only.
 
 One count per kind of check (``codegen.FALLBACK_CHECKS``: bounds,
 alignment of several streamed stores, contiguous rows, a source a few bytes
@@ -47,6 +57,7 @@ from .align_peel import SIZE_GATE
 from .ir_build import Emitter
 
 RAN = "$streamjit_ran"
+COUNTED = "$streamjit_counted"
 STAGED = "$streamjit_staged"
 UNPREFETCHED = "$streamjit_unprefetched"
 FELL = {check: f"$streamjit_fell_{check}" for check in codegen.FALLBACK_CHECKS}
@@ -72,67 +83,89 @@ def _failed(emit, passed):
     return emit.assign(ir.Expr.unary("not", passed, emit.loc), hint="failed")
 
 
-def run_pass(state):
-    """Where any store streams or a loop was fused: zero the path counters at entry, record which
-    path the call took (an aligned loop ran, below the threshold, a failed run-time check, none
-    reached) and add it to the kernel's counters before each return or raise. True when the IR
-    changed."""
-    facts, result = state.stream_facts, state.metadata[METADATA_KEY]
-    options = facts.options
-    if not (result.streamed_stores or facts.fallbacks):
-        return False
-    blocks = state.func_ir.blocks
-    entry = blocks[min(blocks)]
-    at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
-    start = Emitter(entry.scope, entry.loc)
-    # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
-    # (the copies' counters only where a loop has that copy: elsewhere a constant 0 that LLVM folds away)
-    copies = {STAGED: any(plan.staged for plan in facts.peels),
-              UNPREFETCHED: any(plan.long_rows for plan in facts.peels)}
-    for counter in (RAN, *(c for c, kept in copies.items() if kept), *FELL.values()):
-        start.call(codegen.opaque, start.const(0), target=counter)
-    entry.body[at:at] = start.stmts
-    # (values added in where they are computed, not constants set in the
-    # blocks a test leads to, and the loop's test hidden (`codegen.opaque`):
-    # else LLVM duplicates the blocks after the test, the fence among them)
-    for plan in facts.peels:
-        _after(blocks, plan.start, lambda emit, _, plan=plan: _count(
-            emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs))))
-        if plan.staged:  # (the aligned loop ran staged: `staging.py`)
-            _after(blocks, plan.start, lambda emit, _, plan=plan: _count(emit, STAGED, emit.call(
-                codegen.opaque, emit.binop(operator.and_, emit.binop(operator.gt, *plan.runs),
-                                           _failed(emit, ir.Var(emit.scope, plan.staged, emit.loc))))))
-        if plan.long_rows:  # (the aligned loop ran its copy without prefetches; its test runs only before it)
-            _after(blocks, plan.long_rows, lambda emit, long_rows: _count(
-                emit, UNPREFETCHED, emit.call(codegen.opaque, _failed(emit, long_rows))))
-        for check, variable in plan.checks.items():
-            # (an empty loop's checks fail too: not a fallback)
-            _after(blocks, variable, lambda emit, passed, plan=plan, check=check: _count(emit, FELL[check], _failed(
-                emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0])))))
-    for ok in facts.fallbacks:
-        _after(blocks, ok, lambda emit, ok: _count(emit, FELL["operands"], _failed(emit, ok)))
-    # one name per compile, the same in every process that compiles the
-    # kernel in the same order (Numba's unique name counts functions), and
-    # distinct for kernels of the same name from other modules, files, code
-    # or options: entries loaded from the cache into one process would
-    # otherwise share one counter (linkonce_odr globals of one name merge)
+def _counter_name(state, options):
+    """The counters' global: one name per compile, the same in every
+    process that compiles the kernel in the same order (Numba's unique name
+    counts functions), and distinct for kernels of the same name from other
+    modules, files, code or options: entries loaded from the cache into one
+    process would otherwise share one counter (linkonce_odr globals of one
+    name merge)."""
     func_id = state.func_id
     code = func_id.func.__code__
     key = repr((func_id.modname, code.co_filename, func_id.unique_name, state.args,
                 hashlib.sha1(code.co_code + repr(code.co_consts).encode()).hexdigest(),
                 options.cache_key())).encode()
-    result.call_counter = f"_streamjit_calls_{hashlib.sha1(key).hexdigest()[:20]}"
+    return f"_streamjit_calls_{hashlib.sha1(key).hexdigest()[:20]}"
+
+
+def run_pass(state):
+    """Where any store streams or a loop was fused: zero the path counters at entry, update them
+    where the call's path is chosen (an aligned loop ran, below the threshold, a failed run-time
+    check, none reached), and count the call in the kernel's counters at entry, after each update
+    and before each return or raise. True when the IR changed."""
+    facts, result = state.stream_facts, state.metadata[METADATA_KEY]
+    options = facts.options
+    if not (result.streamed_stores or facts.fallbacks):
+        return False
+    blocks = state.func_ir.blocks
+    result.call_counter = _counter_name(state, options)
+    gated = options.threshold is not None and facts.peels  # (`size_check.py` tests the size only then)
+    # (the copies' counters only where a loop has that copy: elsewhere a constant 0 that LLVM folds away)
+    copies = {STAGED: any(plan.staged for plan in facts.peels),
+              UNPREFETCHED: any(plan.long_rows for plan in facts.peels)}
+
+    def count(emit, counted, final=False):
+        """``count_call`` of the counters as they stand, moving the call from ``counted``."""
+        def var(name):
+            return ir.Var(emit.scope, name, emit.loc)
+        large = var(SIZE_GATE) if gated else emit.const(True)
+        fell = emit.tuple_([var(counter) for counter in FELL.values()])
+        counts = emit.tuple_([var(counter) if kept else emit.const(0) for counter, kept in copies.items()])
+        return emit.call(codegen.count_call, emit.const(result.call_counter), counted, var(RAN), counts, large, fell,
+                         emit.const(final), target=None if final else COUNTED)
+
+    def after(name, update):
+        """``update(emit, var)`` right after ``name`` is set, then the call counted anew."""
+        def updated(emit, var):
+            update(emit, var)
+            if not options.parallel:  # (in a prange worker the counters are partial sums: counted at the returns)
+                count(emit, ir.Var(emit.scope, COUNTED, emit.loc))
+        _after(blocks, name, updated)
+
+    entry = blocks[min(blocks)]
+    at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
+    start = Emitter(entry.scope, entry.loc)
+    # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
+    for counter in (RAN, *(c for c, kept in copies.items() if kept), *FELL.values()):
+        start.call(codegen.opaque, start.const(0), target=counter)
+    if not gated:
+        count(start, start.const(-1))
+    entry.body[at:at] = start.stmts
+    if gated:  # (counted once the size is known)
+        _after(blocks, SIZE_GATE, lambda emit, _: count(emit, emit.const(-1)))
+    # (values added in where they are computed, not constants set in the
+    # blocks a test leads to, and the loop's test hidden (`codegen.opaque`):
+    # else LLVM duplicates the blocks after the test, the fence among them)
+    for plan in facts.peels:
+        def started(emit, _, plan=plan):
+            _count(emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs)))
+            if plan.staged:  # (the aligned loop ran staged: `staging.py`)
+                _count(emit, STAGED, emit.call(codegen.opaque, emit.binop(
+                    operator.and_, emit.binop(operator.gt, *plan.runs),
+                    _failed(emit, ir.Var(emit.scope, plan.staged, emit.loc)))))
+        after(plan.start, started)
+        if plan.long_rows:  # (the aligned loop ran its copy without prefetches; its test runs only before it)
+            after(plan.long_rows, lambda emit, long_rows: _count(
+                emit, UNPREFETCHED, emit.call(codegen.opaque, _failed(emit, long_rows))))
+        for check, variable in plan.checks.items():
+            # (an empty loop's checks fail too: not a fallback)
+            after(variable, lambda emit, passed, plan=plan, check=check: _count(emit, FELL[check], _failed(
+                emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0])))))
+    for ok in facts.fallbacks:
+        after(ok, lambda emit, ok: _count(emit, FELL["operands"], _failed(emit, ok)))
     for block in blocks.values():
-        # (a call that raises is counted too: it may have streamed before it did)
         if isinstance(block.body[-1], (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)):
             emit = Emitter(block.scope, block.body[-1].loc)
-            # (`size_check.py` tests the size only where a loop was aligned)
-            large = ir.Var(block.scope, SIZE_GATE, emit.loc) if options.threshold is not None and facts.peels \
-                else emit.const(True)
-            fell = emit.tuple_([ir.Var(block.scope, counter, emit.loc) for counter in FELL.values()])
-            counts = emit.tuple_([ir.Var(block.scope, counter, emit.loc) if kept else emit.const(0)
-                                  for counter, kept in copies.items()])
-            emit.call(codegen.record_call, emit.const(result.call_counter), ir.Var(block.scope, RAN, emit.loc),
-                      counts, large, fell)
+            count(emit, ir.Var(block.scope, COUNTED, emit.loc), final=True)
             block.body[-1:-1] = emit.stmts
     return True
