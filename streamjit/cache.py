@@ -3,9 +3,13 @@
 Numba's function cache keys an entry by signature, CPU and the function's
 bytecode. A streamed kernel's machine code also depends on what the stream
 pass did with it, so the key here adds the kernel's stream plan (streamed
-arrays, the machine profile's rows) and a digest of streamjit's sources
-and the Numba and llvmlite versions (`compiler_digest`): changing an
-option, editing or upgrading never reuses an old entry.
+arrays, the machine profile's rows), the Numba options it compiles with
+(`numba_options_key`: Numba's key holds none, so a ``fastmath=True`` or
+``parallel=True`` entry would be another kernel's), the runtime libraries
+its code may call (`runtime_libraries`) and a digest of streamjit's
+sources and the Numba and llvmlite versions (`compiler_digest`): changing
+an option, editing, upgrading or moving the cache to another C library
+never reuses an old entry.
 
 Numba's entry keeps only object code, and no compile metadata. Each entry
 here also keeps what introspection reads: the `StreamResult` (for
@@ -16,7 +20,8 @@ fresh compile does.
 
 An entry loads without Numba's refresh of its CPU target (every registry
 of implementations imported, and SciPy) where every symbol its code
-declares resolves already (`declared_symbols_resolve`), after it otherwise.
+declares resolves already (`declared_symbols_resolve`), after it otherwise;
+one whose symbols do not resolve even then is a miss, recompiled, never run.
 
 A cache file that cannot be trusted is never loaded: every data file carries
 a SHA-256 of its contents, checked before unpickling, and an entry or index
@@ -32,6 +37,7 @@ import hashlib
 import itertools
 import os
 import pickle
+import platform
 import warnings
 
 import llvmlite
@@ -40,11 +46,11 @@ import numba
 from numba.core.caching import CompileResultCacheImpl
 
 from .errors import StreamWarning
-from .numba_internals.caching import CacheFile, FunctionCache
+from .numba_internals.caching import CacheFile, FunctionCache, reload_hooks
 from .numba_internals.codegen import cached_bitcode, symbol_defined
 from .numba_internals.runtime import install_runtime_symbols
 from .plan import METADATA_KEY
-from .post_o3 import array_pool
+from .post_o3 import array_pool, vector_math
 
 _DIGEST_BYTES = hashlib.sha256().digest_size
 
@@ -70,6 +76,41 @@ def compiler_digest():
     an edited or upgraded streamjit never runs an entry another one wrote
     (nor reads its call counters past their end)."""
     return (numba.__version__, llvmlite.__version__, sources_digest(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _same_in_every_process(value):
+    """``repr(value)``, with sets and dicts in sorted order (their order
+    follows string hashing, which differs from process to process)."""
+    if isinstance(value, (set, frozenset)):
+        return repr(sorted(map(_same_in_every_process, value)))
+    if isinstance(value, dict):
+        return repr(sorted((_same_in_every_process(k), _same_in_every_process(v)) for k, v in value.items()))
+    return repr(value)
+
+
+def numba_options_key(targetoptions, locals_):
+    """The Numba options a kernel compiles with (its dispatcher's target
+    options, and the types of ``locals``), as the same text in every
+    process. Numba's own key holds none of them, though ``fastmath``,
+    ``error_model``, ``boundscheck``, ``parallel``, ``debug`` and ``nogil``
+    (the wrapper releasing the GIL) change the code; every option enters,
+    as keying one that leaves the code alone costs only a second entry."""
+    return tuple((name, _same_in_every_process(value)) for name, value in
+                 sorted({**targetoptions, "locals": locals_}.items()))
+
+
+@functools.lru_cache(maxsize=1)
+def runtime_libraries():
+    """What the code calls outside Numba and streamjit, where the process
+    runs: whether libmvec loads (fastmath kernels call its vector functions,
+    `post_o3/vector_math.py`) and the C library's name and version. An
+    entry from a host with another glibc (a cache shared over NFS, an older
+    image) is a miss, not code calling symbols this one lacks."""
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError, AttributeError):  # (not glibc)
+        libc = " ".join(platform.libc_ver())
+    return vector_math.available(), libc
 
 
 class _ChecksummedCacheFile(CacheFile):
@@ -158,6 +199,10 @@ class _InspectableCompileResults(CompileResultCacheImpl):
         install_runtime_symbols()
         if not declared_symbols_resolve(target_context, payload[0]):
             target_context.refresh()
+            for hook in reload_hooks(payload):  # (run again by Numba's rebuild: each starts what it starts once)
+                hook()
+            if not declared_symbols_resolve(target_context, payload[0]):
+                return None  # a miss: the code would call what is not here, and LLVM would abort
         cres = super().rebuild(target_context, payload)
         # (read by StreamDispatcher.inspect_llvm / inspect_asm)
         cres.library.streamed_llvm_ir = inspection["llvm_ir"]
@@ -166,29 +211,34 @@ class _InspectableCompileResults(CompileResultCacheImpl):
 
 
 class StreamFunctionCache(FunctionCache):
-    """Numba's function cache, keyed also by the stream plan, and checked."""
+    """Numba's function cache, keyed also by the stream plan, the Numba
+    options (``numba_options``, `numba_options_key`) and the runtime
+    libraries, and checked."""
 
     results_class = _InspectableCompileResults
 
-    def __init__(self, py_func, stream_key):
+    def __init__(self, py_func, stream_key, numba_options):
         super().__init__(py_func)
         self._stream_key = stream_key
+        self._numba_options = numba_options
         self.use_cache_file(_ChecksummedCacheFile)
 
     def index_key(self, sig, codegen):
-        return super().index_key(sig, codegen) + (self._stream_key, compiler_digest())
+        return super().index_key(sig, codegen) + (self._stream_key, self._numba_options, runtime_libraries(),
+                                                  compiler_digest())
 
     def load_overload(self, sig, target_context):
         try:
             # Numba's own load_overload without its refresh up front, which
             # `rebuild` makes where the entry needs it (see above)
             loaded = self.load_without_refresh(sig, target_context)
-            if loaded is not None:
-                array_pool.switch_on()  # (its code may allocate through the pool)
-            return loaded
         except Exception as exc:  # anything unreadable: recompile instead
             warnings.warn(f"ignoring an unreadable cache entry of {self.function_repr} ({exc}); recompiling", StreamWarning)
             return None
+        if loaded is not None:
+            # (its code may allocate through the pool; a bad STREAMJIT_POOL_BYTES raises here, naming itself)
+            array_pool.switch_on()
+        return loaded
 
     def save_overload(self, sig, data):
         try:

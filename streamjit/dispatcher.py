@@ -21,7 +21,7 @@ from numba.core import sigutils
 from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
-from .cache import StreamFunctionCache
+from .cache import StreamFunctionCache, numba_options_key
 from .errors import StreamError, warnings_once
 from .backend.cross_target import compile_for_target
 from .backend.library import stream_code_libraries
@@ -63,7 +63,8 @@ class StreamDispatcher(Reducible, CPUDispatcher):
 
     def enable_caching(self):
         key = self.stream_options.cache_key() if self.stream_options else None
-        set_dispatcher_cache(self, StreamFunctionCache(self.py_func, key))
+        set_dispatcher_cache(self, StreamFunctionCache(self.py_func, key,
+                                                       numba_options_key(self.targetoptions, self.locals)))
 
     def pickled_states(self):
         """Pickled as the function (by value, as Numba pickles its own

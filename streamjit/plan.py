@@ -8,7 +8,7 @@ split, why a store stayed plain); it travels in the compile result's
 metadata, where `stream_report` reads it.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ._version import __version__
 from .machine import SCALAR_NT_ITEM_BYTES, LoadStage
@@ -79,11 +79,10 @@ class StreamOptions:
     profile: str = field(default="", compare=False)
 
     def cache_key(self):
-        """What, besides the source, decides the compiled code."""
-        return (__version__, self.stream_stores, self.stream_loads, self.loads, self.sources, self.stencil_sources,
-                self.threshold,
-                self.measured, self.page_alias_bytes, self.strip_bytes, self.scalar_nt_bytes,
-                self.scalar_nt_ops, self.scalar_nt_prefetched, self.wide_stencil_bytes)
+        """What, besides the source, decides the compiled code: streamjit's
+        version and every field compared (all but where the profile came
+        from), so a field added later enters the key by being declared."""
+        return (__version__,) + tuple(getattr(self, f.name) for f in fields(self) if f.compare)
 
 
 @dataclass

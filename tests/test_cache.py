@@ -1,5 +1,6 @@
 """cache=True: the rewritten kernel is cached; a change of stream options
-never reuses an entry; a corrupted file is ignored with a warning and
+or Numba options never reuses an entry; an entry whose code calls what the
+process lacks is a miss; a corrupted file is ignored with a warning and
 recompiled; processes compiling at once all succeed; a kernel loaded from
 the cache answers introspection as a fresh compile does."""
 
@@ -155,26 +156,107 @@ def test_a_cached_kernel_loads_without_numbas_registries(tmp_path):
     assert runs[1].stdout.split() == ["1", "False", "1"]  # loaded, the first without the registries
 
 
+def library_declaring(name):
+    """A cached code library's form (Numba's ``serialize_using_object_code``)
+    whose code calls the function ``name``."""
+    import llvmlite.binding as llvm
+    import llvmlite.ir as ir
+
+    module = ir.Module()
+    double = ir.DoubleType()
+    callee = ir.Function(module, ir.FunctionType(double, [double]), name)
+    caller = ir.Function(module, ir.FunctionType(double, [double]), "caller")
+    builder = ir.IRBuilder(caller.append_basic_block())
+    builder.ret(builder.call(callee, caller.args))
+    return "test", "object", (b"", llvm.parse_assembly(str(module)).as_bitcode())
+
+
 def test_an_unresolved_declaration_is_seen():
     """An entry declaring a symbol nothing has installed loads only after
     the refresh: LLVM would stop the process on the call."""
-    import llvmlite.binding as llvm
-    import llvmlite.ir as ir
     from numba.core.registry import cpu_target
     from streamjit.cache import declared_symbols_resolve
-
-    def library_declaring(name):
-        module = ir.Module()
-        double = ir.DoubleType()
-        callee = ir.Function(module, ir.FunctionType(double, [double]), name)
-        caller = ir.Function(module, ir.FunctionType(double, [double]), "caller")
-        builder = ir.IRBuilder(caller.append_basic_block())
-        builder.ret(builder.call(callee, caller.args))
-        return "test", "object", (b"", llvm.parse_assembly(str(module)).as_bitcode())
 
     context = cpu_target.target_context
     assert declared_symbols_resolve(context, library_declaring("sqrt"))
     assert not declared_symbols_resolve(context, library_declaring("streamjit_no_such_symbol"))
+
+
+def cached_function(x):
+    return x
+
+
+def test_an_entry_calling_what_is_not_here_is_a_miss():
+    """An entry whose code calls a function this process lacks even after
+    Numba's refresh and the entry's reload hooks (a libmvec or glibc symbol
+    of the host that wrote it) is a miss, recompiled: loaded, LLVM would
+    abort the process on the first call."""
+    import inspect
+
+    from numba.core.compiler import CompileResult
+    from numba.core.registry import cpu_target
+    from streamjit.cache import _InspectableCompileResults
+
+    hooks_ran = []
+    fields = dict.fromkeys(list(inspect.signature(CompileResult._rebuild).parameters)[1:])
+    fields.update(libdata=library_declaring("streamjit_no_such_symbol"), reload_init=[lambda: hooks_ran.append(1)])
+    payload = (tuple(fields.values()), {"result": None, "llvm_ir": "", "asm": ""})
+    assert _InspectableCompileResults(cached_function).rebuild(cpu_target.target_context, payload) is None
+    assert hooks_ran == [1]
+
+
+def test_every_compared_option_is_in_the_cache_key():
+    import dataclasses
+
+    from streamjit.plan import StreamOptions
+
+    keyed = [f.name for f in dataclasses.fields(StreamOptions) if f.compare]
+    assert "parallel" in keyed
+    same = [name for name in keyed
+            if dataclasses.replace(StreamOptions(), **{name: object()}).cache_key() == StreamOptions().cache_key()]
+    assert same == []
+
+
+OPTIONS_MODULE = textwrap.dedent("""
+    import os
+    import numba
+    import numpy as np
+    import streamjit as sj
+
+    parallel, fastmath = os.environ["PARALLEL"] == "1", os.environ["FASTMATH"] == "1"
+
+    @sj.stream_kernel(stream_stores=["out"], threshold=None, cache=True, parallel=parallel, fastmath=fastmath)
+    def sines(out, x):
+        for i in numba.prange(x.shape[0]):
+            out[i] = np.sin(x[i])
+
+    x = np.linspace(-10.0, 10.0, 4099)
+    out = np.empty_like(x)
+    sines(out, x)
+    asm = sines.inspect_asm(sines.signatures[0])
+    print(sum(sines.stats.cache_hits.values()), "numba_parallel_for" in asm)
+""")
+
+
+def test_numba_options_never_share_an_entry(tmp_path):
+    """Numba's own key holds no option: a parallel=False kernel of a
+    function would load the parallel=True kernel's entry (and run on
+    Numba's threads), a fastmath=False kernel the fastmath=True one's."""
+    (tmp_path / "options_kernel.py").write_text(OPTIONS_MODULE)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+
+    def run(parallel, fastmath):
+        done = subprocess.run([sys.executable, "options_kernel.py"], cwd=tmp_path, capture_output=True, text=True,
+                              env=dict(env, PARALLEL=parallel, FASTMATH=fastmath), timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert run("1", "0") == ["0", "True"]
+    assert run("0", "0") == ["0", "False"]      # not the parallel entry
+    assert run("0", "1") == ["0", "False"]      # not the exact entry
+    assert run("1", "0") == ["1", "True"]       # (each loads its own)
+    assert run("0", "0") == ["1", "False"]
 
 
 def test_an_entry_is_tied_to_its_key(tmp_path):

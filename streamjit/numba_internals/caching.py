@@ -7,10 +7,14 @@ reading of one data file as hooks (`save_data`, `load_data`) that Numba's
 the class of its compile results (`results_class`), its index key
 (`index_key`) and its cache file (`use_cache_file`) to set, and
 `load_without_refresh`: Numba's ``load_overload`` without the refresh of the
-target context it starts with.
+target context it starts with. `reload_hooks` are what Numba runs before it
+loads a cached compile result.
 """
 
+import inspect
+
 from numba.core import caching
+from numba.core.compiler import CompileResult
 from numba.core.caching import IndexDataCacheFile
 
 
@@ -95,3 +99,15 @@ class FunctionCache(caching.FunctionCache):
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
         return None  # (what the guard swallowed)
+
+
+# (the position of ``reload_init`` in a reduced compile result, as
+# ``CompileResult._rebuild`` takes its fields after the target context)
+_RELOAD_INIT = list(inspect.signature(CompileResult._rebuild).parameters).index("reload_init") - 1
+
+
+def reload_hooks(payload):
+    """The functions Numba runs before it loads the reduced compile result
+    ``payload`` (its ``reload_init``: a parallel kernel's starts the
+    threading layer, whose functions its code calls)."""
+    return payload[_RELOAD_INIT]
