@@ -25,14 +25,16 @@ calls (``NRT_dealloc``), hands the block back to the pool. Below that size,
 Numba's allocation as before.
 
 The pool (`STATE`, shared by every module through one symbol) holds up to
-`SLOTS` blocks and at most the cap in bytes (`cap_bytes`); a block that
+`SLOTS` blocks and at most the cap in bytes (`cap_bytes`: a quarter of
+the memory the process may use, its cgroup's limit in a container); a block that
 does not fit is freed. Taking and giving back are lock-free (``cmpxchg`` on
 the slots), as arrays are freed from any thread. A block's contents are
 whatever its last array left: ``np.empty`` promises nothing more, and
 ``np.zeros`` writes its zeros itself. A fresh block gets NumPy's huge-page
 advice (``madvise(MADV_HUGEPAGE)``, all blocks being from NumPy's 4 MiB
 threshold on) wherever NumPy gives its own arrays that advice, and not
-where ``NUMPY_MADVISE_HUGEPAGE=0`` turns it off. The pool is off (every block freed)
+where ``NUMPY_MADVISE_HUGEPAGE=0`` turns it off (none where NumPy has no
+``_get_madvise_hugepage`` to ask). The pool is off (every block freed)
 until a kernel that allocates is compiled or loaded in the process, and
 off where ``STREAMJIT_POOL_BYTES=0``. `release_memory` frees what it holds.
 """
@@ -45,8 +47,9 @@ import re
 import llvmlite.binding as llvm
 import numpy as np
 
-from ..numba_internals.runtime import nrt_function_address
+from ..errors import StreamConfigError
 from ..machine import environment_bytes
+from ..numba_internals.runtime import nrt_function_address
 from ..protocol.targets import PAGE_BYTES
 from .module import Inst, Module, top_level_name
 
@@ -74,6 +77,9 @@ DATA_ALIGN_BYTES = 64
 SLACK_BYTES = 128
 MADVISE = "madvise"
 MADV_HUGEPAGE = 14
+# The memory limit of the process's cgroup, as a container sees it: cgroup
+# v2's, then v1's (where the machine's memory is the host's, not the container's)
+CGROUP_MEMORY_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
 # [0] bytes held, [1] cap in bytes, [2] 1 where fresh blocks get NumPy's
 # huge-page advice, [3, 3 + SLOTS) block addresses (0: free slot), [3 +
@@ -266,25 +272,46 @@ def _missing_definitions(module):
                      for part in _pool_module().parts if top_level_name(part) not in present)
 
 
+def memory_bytes():
+    """The memory this process may use: the machine's, or its cgroup's
+    limit where that is lower (``max`` or v1's page-counter maximum: no
+    limit)."""
+    try:
+        limits = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")]
+    except (ValueError, OSError, AttributeError):
+        limits = []
+    for path in CGROUP_MEMORY_LIMITS:
+        try:
+            with open(path) as f:
+                limit = f.read().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            limits.append(int(limit))
+    return min(limits, default=0)
+
+
 def cap_bytes():
     """The most bytes the pool holds: ``STREAMJIT_POOL_BYTES``, else a
-    quarter of the machine's memory, at most 8 GiB."""
-    value = environment_bytes(ENV_VAR)
+    quarter of the memory this process may use (`memory_bytes`), at most
+    8 GiB."""
+    try:
+        value = environment_bytes(ENV_VAR)
+    except ValueError as exc:
+        raise StreamConfigError(str(exc)) from None
     if value is not None:
         return value
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        memory = 0
-    return min(memory // 4, 8 << 30)
+    return min(memory_bytes() // 4, 8 << 30)
 
 
 def numpy_advises_huge_pages():
     """Whether NumPy gives its large arrays huge-page advice now (Linux,
     unless ``NUMPY_MADVISE_HUGEPAGE=0`` or
-    ``np._core.multiarray._set_madvise_hugepage(False)``)."""
-    getter = getattr(getattr(np, "_core", None) or np.core, "multiarray")._get_madvise_hugepage
-    return bool(getter())
+    ``np._core.multiarray._set_madvise_hugepage(False)``); False where
+    NumPy has no such (private) getter to ask: no advice."""
+    multiarray = getattr(getattr(np, "_core", None) or np.core, "multiarray", None)
+    getter = getattr(multiarray, "_get_madvise_hugepage", None)
+    return bool(getter and getter())
 
 
 def switch_on():

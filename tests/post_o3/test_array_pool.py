@@ -176,6 +176,62 @@ def test_cached_code_allocates_through_the_pool_in_a_new_process(tmp_path):
     assert second.stdout.split()[0] == "1" and "Counter()" not in second.stdout
 
 
+def test_a_bad_pool_size_names_the_variable_not_the_cache(tmp_path):
+    """A cached entry loaded where STREAMJIT_POOL_BYTES is not a number of
+    bytes raises the variable's error, not a warning that the entry is
+    unreadable followed by a recompile."""
+    (tmp_path / "kernels.py").write_text(textwrap.dedent("""
+        import streamjit as sj
+
+        @sj.stream_kernel(stream_stores=True, cache=True)
+        def plus_one(a):
+            return a + 1.0
+    """))
+    run = """
+        import sys, warnings; sys.path.insert(0, %r)
+        import numpy as np, streamjit as sj
+        from kernels import plus_one
+        warnings.simplefilter("error", sj.StreamWarning)
+        try:
+            print(plus_one(np.ones((8 << 20) // 8))[0])
+        except sj.StreamConfigError as exc:
+            print(exc)
+    """ % str(tmp_path)
+    cache = str(tmp_path / "cache")
+    filled = _run(run, NUMBA_CACHE_DIR=cache)
+    assert filled.returncode == 0 and filled.stdout.split() == ["2.0"], filled.stderr
+    bad = _run(run, NUMBA_CACHE_DIR=cache, STREAMJIT_POOL_BYTES="abc")
+    assert bad.returncode == 0, bad.stderr
+    assert bad.stdout.startswith("environment variable STREAMJIT_POOL_BYTES must be a number of bytes"), bad.stdout
+
+
+@pytest.mark.parametrize("cgroup_file", array_pool.CGROUP_MEMORY_LIMITS)
+def test_the_cap_honours_the_cgroup_memory_limit(monkeypatch, tmp_path, cgroup_file):
+    """In a container the machine's memory is the host's: the cap is a
+    quarter of the cgroup's limit (v2's memory.max, v1's
+    memory.limit_in_bytes) where that is lower, and of the machine's where
+    the limit says none."""
+    import os
+    monkeypatch.delenv(array_pool.ENV_VAR, raising=False)
+    monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": (256 << 30) // 4096}[name])
+    limit = tmp_path / os.path.basename(cgroup_file)
+    monkeypatch.setattr(array_pool, "CGROUP_MEMORY_LIMITS", (str(tmp_path / "absent"), str(limit)))
+    limit.write_text(f"{2 << 30}\n")
+    assert array_pool.cap_bytes() == (2 << 30) // 4
+    limit.write_text("max\n")
+    assert array_pool.cap_bytes() == 8 << 30          # (a quarter of 256 GiB, at most 8 GiB)
+
+
+def test_compiles_without_numpys_private_advice_getter(monkeypatch):
+    """NumPy's ``_get_madvise_hugepage`` is private: without it, kernels
+    that allocate still compile (their fresh blocks get no advice)."""
+    multiarray = (getattr(np, "_core", None) or np.core).multiarray
+    monkeypatch.delattr(multiarray, "_get_madvise_hugepage")
+    kernel = sj.stream_kernel(stream_stores=True)(lambda a: a * 2.0)
+    np.testing.assert_array_equal(kernel(np.ones(LARGE)), 2.0)
+    assert not array_pool.numpy_advises_huge_pages()
+
+
 def _vm_flags(address):
     """The VmFlags of the mapping holding ``address`` (/proc/self/smaps)."""
     with open("/proc/self/smaps") as smaps:
