@@ -295,3 +295,29 @@ def test_pure_calls_between_a_temporary_and_its_reader_keep_it_fused():
     kernel(got, a, -7)
     np.testing.assert_array_equal(got, want)
     assert "fused 1 temporary (t)" in str(kernel.stream_report()).splitlines()[0]
+
+
+def _raises_between(out, a, b, n, m):
+    t = a + b                      # shapes differ: numba.njit raises ValueError here
+    q = n // m                     # m == 0: ZeroDivisionError, after
+    out[:] = t[1:] * q
+
+
+def _raises_in_the_store_index(out, a, b, n, m):
+    out[n // m:] = a + b           # the value first (ValueError), then the index (ZeroDivisionError)
+
+
+@pytest.mark.parametrize("kernel", [_raises_between, _raises_in_the_store_index], ids=lambda f: f.__name__)
+def test_a_temporary_raises_before_a_later_statement_as_in_numba(kernel):
+    kernel_sj = sj.stream_kernel(stream_stores=["out"], threshold=None)(kernel)
+    rng = np.random.default_rng(15)
+    args = (np.empty(4), rng.standard_normal(5), rng.standard_normal(6), 1, 0)
+    for compiled in (numba.njit(kernel), kernel_sj):
+        with pytest.raises(ValueError):
+            compiled(*args)
+    a, b = rng.standard_normal(5), rng.standard_normal(5)      # (and where nothing raises, njit's values)
+    n, size = (7, 4) if kernel is _raises_between else (1, 5)
+    want, got = np.zeros(size), np.zeros(size)
+    numba.njit(kernel)(want, a, b, n, 2)
+    kernel_sj(got, a, b, n, 2)
+    np.testing.assert_array_equal(got, want)

@@ -95,8 +95,9 @@ MAX_OPERANDS = 64
 # Python's scalar built-ins, the operations fused here and NumPy's
 # constructors. Any other call may write, through an array or an integer
 # address (``a.ctypes.data`` handed to a ctypes or cffi function).
-_PURE_CALLS = {slice, range, len, abs, min, max, int, float, bool, complex, round, np.where, np.outer, np.empty,
-               np.zeros, np.ones, np.full, np.empty_like, np.zeros_like, np.ones_like, np.full_like, np.arange}
+_SCALAR_BUILTINS = {slice, len, abs, min, max, int, float, bool, complex, round}
+_PURE_CALLS = _SCALAR_BUILTINS | {range, np.where, np.outer, np.empty, np.zeros, np.ones, np.full, np.empty_like,
+                                  np.zeros_like, np.ones_like, np.full_like, np.arange}
 
 
 @dataclass
@@ -123,6 +124,8 @@ class Expression:
     fused: dict = field(default_factory=dict)
     # the temporaries read through views (recomputed per view: the cost rule's subject)
     recomputed: set = field(default_factory=set)
+    # the moved operations Numba computes into arrays where they stand (it may raise there: shapes that do not broadcast)
+    placed: set = field(default_factory=set)
     # {(variable, views applied): node}: ("array", name, ndim) | ("lead", name) | ("scalar", var)
     # | ("alias", key, dtype or None) | ("op" or "where", expr, [keys], dtype or None)
     graph: dict = field(default_factory=dict)
@@ -299,6 +302,7 @@ def _walk(typingctx, scan, block, end, value, ndim, top, kept, destination, cons
             if not (in_operation and var.name.startswith("$") and node[0] == "op"):
                 dtype = _cast_to(typemap, found, var.name)
                 node, found = node[:-1] + (dtype,), dtype or found
+                expression.placed.add(var.name)
             expression.graph[key], expression.types[key] = node, found
             return key
         view_stmt = movable(var.name)
@@ -362,6 +366,37 @@ def _escaped(func_ir, expression, consumers, top):
             for v in s.list_vars() if v.name in defined}
 
 
+def _may_raise(typemap, stmt):
+    """Whether a statement may raise (or print): a scalar division or power
+    under Python's error model, an operation on arrays (shapes that do not
+    broadcast), a call other than a scalar built-in, `math`'s or a ufunc's
+    on scalars."""
+    if isinstance(stmt, ir.Print):
+        return True
+    value = getattr(stmt, "value", None)
+    if not isinstance(value, ir.Expr) or value.op not in ("binop", "inplace_binop", "unary", "call"):
+        return False
+    if any(isinstance(typemap.get(v.name), types.Array) for v in value.list_vars()):
+        return True
+    if value.op != "call":
+        return value.fn in NUMPY_ERRORS or value.op == "inplace_binop" and value.immutable_fn in NUMPY_ERRORS
+    func = typemap.get(value.func.name)
+    key = func.typing_key if isinstance(func, types.Function) else None
+    return not (isinstance(func, types.NumberClass) or isinstance(key, np.ufunc)
+                or getattr(key, "__module__", None) == "math" or key in _SCALAR_BUILTINS)
+
+
+def _placed_before_a_raise(typemap, block, end, found, consumers):
+    """The moved operations Numba computes where they stand (`Expression.placed`)
+    before a statement that stays and may raise: moved to the consumer, their
+    errors would come after that statement's (its ZeroDivisionError before the
+    temporary's ValueError), so they stay arrays."""
+    moved = {id(s) for s in found.nodes} | {id(s) for s in consumers}
+    raising = [k for k, s in enumerate(block.body[:end]) if id(s) not in moved and _may_raise(typemap, s)]
+    before = {id(s) for s in block.body[:raising[-1]]} if raising else set()
+    return {s.target.name for s in found.nodes if id(s) in before and s.target.name in found.placed}
+
+
 def expression(typingctx, scan, func_ir, block, end, value, ndim, consumers, top=False, destination=None):
     """The `Expression` computing ``value`` per element from statements of
     ``block`` before position ``end``, over arrays of at most ``ndim``
@@ -378,6 +413,10 @@ def expression(typingctx, scan, func_ir, block, end, value, ndim, consumers, top
             if failed.args[0] is None:
                 return None
             kept.add(failed.args[0])
+            continue
+        escaped = _placed_before_a_raise(scan.typemap, block, end, found, consumers) - kept
+        if escaped:
+            kept |= escaped
             continue
         escaped = _escaped(func_ir, found, consumers, top)
         operations = sum(node[0] in ("op", "where") for node in found.graph.values())
