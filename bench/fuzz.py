@@ -21,7 +21,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import kernel_grammar as G  # noqa: E402
 
-import streamjit as sj  # noqa: E402
+
+def suite_profile(page_alias_bytes):
+    """The test suite's machine profile (tests/conftest.py), in a cache
+    directory of our own: the run-time 4K-aliasing check on (so the staged
+    loop runs for operands a few bytes apart modulo 4 KiB, on every CPU)."""
+    import tempfile
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="streamjit-fuzz-")
+    from streamjit.machine import LoadStage, stage_record, update_profile_file
+    stages = {"stream_loads": LoadStage("nta", 2048, True), "sources": LoadStage(), "stencil_sources": LoadStage()}
+    update_profile_file({"profile": {**{name: stage_record(stage) for name, stage in stages.items()},
+                                     "page_alias_bytes": page_alias_bytes, "scalar_nt_bytes": [4, 8],
+                                     "scalar_nt_ops": 64, "wide_stencil_bytes": []}})
 
 
 def candidate(func, case):
@@ -37,7 +48,13 @@ def main(argv=None):
     parser.add_argument("--threshold-env", default="0",
                         help="STREAMJIT_THRESHOLD for threshold='auto' (default 0: 'auto' streams the small "
                              "arrays too; '' leaves the machine's own)")
+    parser.add_argument("--page-alias-bytes", type=int, default=192,
+                        help="the profile's 4K-aliasing distance, as the test suite's (-1: the machine's own profile)")
     args = parser.parse_args(argv)
+    if args.page_alias_bytes >= 0:
+        suite_profile(args.page_alias_bytes)
+    global sj
+    import streamjit as sj
     if args.threshold_env:
         os.environ["STREAMJIT_THRESHOLD"] = args.threshold_env
     warnings.simplefilter("ignore")
