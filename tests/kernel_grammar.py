@@ -481,7 +481,11 @@ def build_inputs(case, placement, seed):
         pages = lambda nb: (nb // 4096 + 2) * 4096   # noqa: E731
         a_off = x
         out_off = pages(a_off + nbytes["a"]) + x + d_bytes
-        b_off = pages(out_off + nbytes["out"]) + x + 16 * int(rng.integers(0, 4))
+        # b: out lies d2 bytes (0..192) past it modulo 4 KiB too, so either source stages
+        d2 = int(rng.integers(0, 193))
+        rel = (x + d_bytes - d2) % 4096
+        rel -= rel % dts["b"].itemsize
+        b_off = pages(out_off + nbytes["out"]) + rel
         total = pages(b_off + nbytes["b"]) + 4096
         raw = np.empty(total + 4096, np.uint8)
         start = (-raw.ctypes.data) % 4096
@@ -492,7 +496,7 @@ def build_inputs(case, placement, seed):
             view[...] = random_values(rng, shape, dts[name], case.int_range)
             arrays[name] = view
         buffers.append(big)
-        info = {"d_bytes": d_bytes}
+        info = {"d_bytes": d_bytes, "d_bytes_b": (out_off - b_off) % 4096}
     else:
         info = {}
         for name in ("out", "a", "b"):
