@@ -41,7 +41,7 @@ import llvmlite.binding as llvm
 from numba.core.codegen import get_host_cpu_features  # (Numba's: NUMBA_ENABLE_AVX=0 turns AVX off)
 
 from ..protocol.targets import host_build_cpu
-from .module import LOCAL, Inst, vector_shape
+from .module import LOCAL, Inst
 
 # glibc's name for libmvec since 2.22, opened as dlopen finds it
 # (`ctypes.util.find_library` would run ldconfig at every import).
@@ -52,10 +52,13 @@ FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh
              "log", "log2", "log10", "pow")
 _INTRINSIC = re.compile(r"llvm\.(" + "|".join(FUNCTIONS) + r")\.v(\d+)(f32|f64)")
 _INTRINSIC_CALL = re.compile(r"@llvm\.(?:" + "|".join(FUNCTIONS) + r")\.v\d+f(?:32|64)\(")
+# a scalar call of one: its intrinsic (``llvm.sin.f64``), or the C library's
+# function (``atan2``, ``atan2f``: Numba calls some by name)
+_SCALAR = re.compile(r"llvm\.(" + "|".join(FUNCTIONS) + r")\.(f32|f64)|(" + "|".join(FUNCTIONS) + r")(f?)")
 _APPROXIMATE = {"afn", "fast"}
 _ELEMENTS = {"f64": ("double", 8, ""), "f32": ("float", 4, "f")}
-# an operand a shufflevector can take as it is: a name, or a constant
-_CONSTANT = re.compile(r"(?:<.*>|splat \(.*\)|zeroinitializer|poison|undef)")
+# a constant operand: a vector, or a number as LLVM prints it (``2.500000e+00``, ``0x7FF0000000000000``)
+_CONSTANT = re.compile(r"(?:<.*>|splat \(.*\)|zeroinitializer|poison|undef|-?\d[\w.+-]*)")
 
 
 def _load():
@@ -148,42 +151,124 @@ def has_work(text):
     return LIBMVEC is not None and _INTRINSIC_CALL.search(text) is not None
 
 
-def _version(function_name, lanes, suffix, arity, element_bytes, usable):
-    """(libmvec's name, its lanes) for a call of ``lanes`` lanes: the widest
-    usable version whose lanes divide them; None if libmvec has none."""
+def _joins_in_pairs(lanes, width):
+    """Whether a call of ``lanes`` lanes splits into a power of two of calls
+    of ``width`` lanes (`_replacement` joins their results in pairs)."""
+    pieces = lanes // width
+    return lanes % width == 0 and pieces & (pieces - 1) == 0
+
+
+def _version(function_name, kind, lanes, usable):
+    """(libmvec's name, its lanes) for calls of up to ``lanes`` lanes of
+    ``kind`` ("f32", "f64"): the widest usable version whose lanes divide
+    them; None if libmvec has none."""
+    _, element_bytes, suffix = _ELEMENTS[kind]
     for letter, bits in usable:
         width = bits // 8 // element_bytes
-        name = f"_ZGV{letter}N{width}{'v' * arity}_{function_name}{suffix}"
-        pieces = lanes // width
-        # (pieces a power of two: `_replacement` joins the results in pairs)
-        if width <= lanes and lanes % width == 0 and pieces & (pieces - 1) == 0 and _has_symbol(name):
+        name = f"_ZGV{letter}N{width}{'v' * _arity(function_name)}_{function_name}{suffix}"
+        if width <= lanes and _joins_in_pairs(lanes, width) and _has_symbol(name):
             return name, width
     return None
 
 
-def _replacement(function, inst, usable, declarations):
-    """The records that call libmvec in place of ``inst``, or None."""
-    intrinsic = _INTRINSIC.fullmatch(inst.callee or "")
-    if intrinsic is None or inst.result is None or "<" not in (inst.type or ""):
+def _arity(function_name):
+    return 2 if function_name in ("atan2", "pow") else 1
+
+
+def _split_type(call_type):
+    """(the flags and attributes before a call's value type, the value type)."""
+    if "<" in call_type:
+        return call_type[:call_type.index("<")], call_type[call_type.index("<"):]
+    flags, _, value_type = call_type.rpartition(" ")
+    return flags + " " if flags else "", value_type
+
+
+def _approximate_call(inst):
+    """``(function, "f32" or "f64", lanes, flags, arguments' values)`` of a
+    call of a math function libmvec has versions of, vector (``llvm.sin.v4f64``)
+    or scalar (``llvm.sin.f64``, ``sin``, ``atan2f``: lanes 0), whose fast-math
+    flags allow an approximation; None for any other instruction."""
+    if inst.opcode != "call" or inst.result is None or not inst.type:
         return None
-    prefix, vector_type = inst.type[:inst.type.index("<")], inst.type[inst.type.index("<"):]
-    element, element_bytes, suffix = _ELEMENTS[intrinsic.group(3)]
-    if not _APPROXIMATE & set(prefix.split()) or vector_shape(vector_type) != (False, int(intrinsic.group(2)),
-                                                                                 element):
+    vector, scalar = _INTRINSIC.fullmatch(inst.callee or ""), _SCALAR.fullmatch(inst.callee or "")
+    if vector:
+        function_name, lanes, kind = vector.group(1), int(vector.group(2)), vector.group(3)
+    elif scalar:
+        function_name, lanes = scalar.group(1) or scalar.group(3), 0
+        kind = scalar.group(2) or ("f32" if scalar.group(4) else "f64")
+    else:
         return None
-    lanes = int(intrinsic.group(2))
-    values = [argument[len(vector_type):].strip() for argument in inst.arguments]
-    if not all(a.startswith(vector_type + " ") for a in inst.arguments) or \
+    flags, value_type = _split_type(inst.type)
+    element = _ELEMENTS[kind][0]
+    if not _APPROXIMATE & set(flags.split()) or value_type != (f"<{lanes} x {element}>" if lanes else element):
+        return None
+    values = [argument[len(value_type):].strip() for argument in inst.arguments]
+    if len(values) != _arity(function_name) or \
+            not all(a.startswith(value_type + " ") for a in inst.arguments) or \
             not all(LOCAL.fullmatch(v) or _CONSTANT.fullmatch(v) for v in values):
         return None
-    found = _version(intrinsic.group(1), lanes, suffix, len(values), element_bytes, usable)
-    if found is None:
-        return None
-    name, width = found
-    piece = f"<{width} x {element}>"
-    declarations[name] = f"declare {piece} @{name}({', '.join([piece] * len(values))})"
-    if width == lanes:
-        return [Inst(f"  {inst.result} = call {prefix}{vector_type} @{name}({', '.join(inst.arguments)}){inst.tail}")]
+    return function_name, kind, lanes, flags, values
+
+
+def _versions(module, usable):
+    """``{(function, "f32" or "f64"): (libmvec's name, its lanes)}``: the one
+    version each math function's calls in ``module`` go to, chosen for its
+    widest approximate vector call; none for a function that has no vector
+    call (its scalar calls stay the C library's, as njit's)."""
+    widest = {}
+    for function in module.functions:
+        for block in function.blocks:
+            for call in filter(None, map(_approximate_call, block.insts)):
+                key = call[:2]
+                widest[key] = max(widest.get(key, 0), call[2])
+    versions = {}
+    for (function_name, kind), lanes in widest.items():
+        found = lanes and _version(function_name, kind, lanes, usable)
+        if found:
+            versions[function_name, kind] = found
+    return versions
+
+
+def _padded(function, value, lanes, width, element, records):
+    """``value`` (``lanes`` lanes, 0: a scalar) as a vector of ``width``
+    lanes, its own lanes repeated (real arguments, which take libmvec's
+    usual path); the records that make it go to ``records``."""
+    vector_type = f"<{max(lanes, 1)} x {element}>"
+    if lanes == 0:
+        records.append(Inst(f"  {function.new_name('vector_math')} = insertelement {vector_type} poison, "
+                            f"{element} {value}, i64 0"))
+        value = records[-1].result
+    mask = ", ".join(f"i32 {k % max(lanes, 1)}" for k in range(width))
+    records.append(Inst(f"  {function.new_name('vector_math')} = shufflevector {vector_type} {value}, "
+                        f"{vector_type} poison, <{width} x i32> <{mask}>"))
+    return records[-1].result
+
+
+def _narrow_call(function, inst, call, name, width):
+    """The records of a call of fewer lanes than libmvec's version (a scalar
+    call: 0 lanes): its arguments padded, its lanes taken from the result."""
+    _, kind, lanes, flags, values = call
+    element = _ELEMENTS[kind][0]
+    piece, records = f"<{width} x {element}>", []
+    parts = [_padded(function, value, lanes, width, element, records) for value in values]
+    wide = function.new_name("vector_math")
+    records.append(Inst(f"  {wide} = call {flags}{piece} @{name}({', '.join(f'{piece} {part}' for part in parts)})"
+                        f"{inst.tail}"))
+    if lanes == 0:
+        records.append(Inst(f"  {inst.result} = extractelement {piece} {wide}, i64 0"))
+    else:
+        mask = ", ".join(f"i32 {k}" for k in range(lanes))
+        records.append(Inst(f"  {inst.result} = shufflevector {piece} {wide}, {piece} poison, "
+                            f"<{lanes} x i32> <{mask}>"))
+    return records
+
+
+def _wide_call(function, inst, call, name, width):
+    """The records of a call of more lanes than libmvec's version: split
+    into calls of its width, their results joined in pairs."""
+    _, kind, lanes, flags, values = call
+    element = _ELEMENTS[kind][0]
+    vector_type, piece = f"<{lanes} x {element}>", f"<{width} x {element}>"
     records, results = [], []
     for start in range(0, lanes, width):
         mask = ", ".join(f"i32 {k}" for k in range(start, start + width))
@@ -193,7 +278,7 @@ def _replacement(function, inst, usable, declarations):
             records.append(Inst(f"  {parts[-1]} = shufflevector {vector_type} {value}, {vector_type} poison, "
                                 f"<{width} x i32> <{mask}>"))
         results.append(function.new_name("vector_math"))
-        records.append(Inst(f"  {results[-1]} = call {prefix}{piece} @{name}("
+        records.append(Inst(f"  {results[-1]} = call {flags}{piece} @{name}("
                             f"{', '.join(f'{piece} {part}' for part in parts)}){inst.tail}"))
     while len(results) > 1:  # joined in pairs: each shufflevector takes two vectors of one type
         joined, pieces = [], width * 2
@@ -206,16 +291,40 @@ def _replacement(function, inst, usable, declarations):
     return records
 
 
+def _replacement(function, inst, versions, declarations):
+    """The records that call libmvec in place of ``inst``, or None.
+
+    Every call of one math function in a module goes to one version
+    (`_versions`), scalar calls too, as one lane of a padded vector: the
+    peeled head loops, the vector loop and its remainder then compute each
+    element alike, so a kernel's results do not depend on where its arrays
+    lie, which decides the elements each loop takes. (libmvec's versions of
+    one function for different registers need not agree to the bit.)"""
+    call = _approximate_call(inst)
+    if call is None or call[:2] not in versions:
+        return None
+    (name, width), lanes = versions[call[:2]], call[2]
+    if lanes > width and not _joins_in_pairs(lanes, width):
+        return None
+    piece = f"<{width} x {_ELEMENTS[call[1]][0]}>"
+    declarations[name] = f"declare {piece} @{name}({', '.join([piece] * len(call[4]))})"
+    if lanes == width:
+        return [Inst(f"  {inst.result} = call {call[3]}{piece} @{name}({', '.join(inst.arguments)}){inst.tail}")]
+    return (_narrow_call if lanes < width else _wide_call)(function, inst, call, name, width)
+
+
 def run(module, target):
-    """Replace the approximate vector math calls of every function by libmvec's; declare what they call."""
+    """Replace the approximate math calls of every function by libmvec's
+    (`_replacement`); declare what they call."""
     usable = _target_isas(target)
-    if not usable:
+    versions = _versions(module, usable) if usable else {}
+    if not versions:
         return False
     declarations, changed = {}, False
     for function in module.functions:
         for block in function.blocks:
             def replacement_at(k, function=function, block=block):
-                records = _replacement(function, block.insts[k], usable, declarations)
+                records = _replacement(function, block.insts[k], versions, declarations)
                 return (records, k + 1) if records else None
 
             changed |= block.rewrite_runs(replacement_at)
