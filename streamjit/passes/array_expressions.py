@@ -35,7 +35,11 @@ temporary ``T`` is *fused* into the loop that reads it when
   fused expression: never returned, stored, or handed to a call;
 - no statement between ``T``'s definition and the consumer may write memory
   (a store, an in-place operator, a call that is not a ufunc or a NumPy
-  constructor): the fused loop reads ``T``'s operands later than Numba would;
+  constructor, `_PURE_CALLS`): the fused loop reads ``T``'s operands later
+  than Numba would;
+- no statement between ``T``'s definition and the consumer may raise or
+  print (`_may_raise`): ``T``'s own error (shapes that do not broadcast),
+  raised by Numba's statements at the consumer, would come after it;
 - none of ``T``'s operands is a view of the array the consumer stores to:
   the loop would read elements it already wrote (Numba's temporary is what
   makes that exact), and the overlap check would send every call to Numba's
