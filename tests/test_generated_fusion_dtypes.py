@@ -67,9 +67,11 @@ def _source(rng, divide):
     for level in range(1, depth):
         prev = f"t{level - 1}"
         operand = "b" if level % 2 else "a"
-        lines.append(f"    t{level} = {_expression(rng, [f'{prev}[1:]', f'{prev}[:-1]', f'{operand}[{level}:]'], ['s'] + constants, 2, divide)}")
+        views = [f"{prev}[1:]", f"{prev}[:-1]", f"{operand}[{level}:]"]
+        lines.append(f"    t{level} = {_expression(rng, views, ['s'] + constants, 2, divide)}")
     last = f"t{depth - 1}"
-    lines.append(f"    out[{depth}:] = {_expression(rng, [f'{last}[1:]', f'{last}[:-1]', f'a[{depth}:]'], ['s'] + constants, 2, divide)}")
+    views = [f"{last}[1:]", f"{last}[:-1]", f"a[{depth}:]"]
+    lines.append(f"    out[{depth}:] = {_expression(rng, views, ['s'] + constants, 2, divide)}")
     return "def kernel(out, a, b, s):\n" + "\n".join(lines) + "\n"
 
 

@@ -57,8 +57,9 @@ is computed in scalar types inside it (int32 * int32 is int64), any other
 result (a named temporary, ``np.where``'s, the stored value itself) is
 cast to its array's dtype, as Numba stores it (int32 wraps, uint8 wraps at
 256), before the store converts it to the destination's. Results equal
-Numba's: the same scalar operations on the same values. With a failed run-time check the call runs Numba's own statements,
-the temporaries included. Operands that are slices of one array are read
+Numba's: the same scalar operations on the same values. With a failed
+run-time check the call runs Numba's own statements, the temporaries
+included. Operands that are slices of one array are read
 from that array at shifted indices (`view_shifts.py`), so that LLVM sees
 the views of one element as one load.
 
@@ -128,7 +129,7 @@ class Expression:
     fused: dict = field(default_factory=dict)
     # the temporaries read through views (recomputed per view: the cost rule's subject)
     recomputed: set = field(default_factory=set)
-    # the moved operations Numba computes into arrays where they stand (it may raise there: shapes that do not broadcast)
+    # the moved operations Numba computes into arrays where they stand (raising there: shapes that do not broadcast)
     placed: set = field(default_factory=set)
     # {(variable, views applied): node}: ("array", name, ndim) | ("lead", name) | ("scalar", var)
     # | ("alias", key, dtype or None) | ("op" or "where", expr, [keys], dtype or None)
