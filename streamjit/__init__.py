@@ -21,7 +21,7 @@ from .allocation import empty_like
 from .dropins import copyto, memcpy, preload
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .report import ArrayReport, StreamReport
-from .post_o3.array_pool import release_memory
+from .post_o3.pool import memory_stats, release_memory
 from .stencil import stencil
 
 
@@ -35,5 +35,5 @@ def __getattr__(name):
 
 __all__ = [
     "stream_kernel", "StreamDispatcher", "StreamReport", "ArrayReport", "prange", "copyto", "memcpy", "empty_like", "preload",
-    "release_memory", "stencil", "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
+    "release_memory", "memory_stats", "stencil", "StreamError", "StreamConfigError", "StreamLegalityError", "StreamWarning",
 ]

@@ -138,7 +138,7 @@ LONG_MODULES = {
     "dropins.py": "copyto and memcpy, streamed, threaded above glibc's threshold",
     "machine.py": "the machine profile: its rows, their records and the profile file",
     "post_o3/module.py": "the one reader and writer of LLVM IR text",
-    "post_o3/array_pool.py": "the per-process pool of freed array blocks, as generated LLVM IR",
+    "post_o3/pool.py": "the per-process pool of freed array blocks: its never-freed state, its functions, its cap",
 }
 
 

@@ -14,7 +14,7 @@ from llvm_fixtures import X86, verified
 from numba.core.runtime import rtsys
 
 import streamjit as sj
-from streamjit.post_o3 import array_pool
+from streamjit.post_o3 import array_pool, pool
 from streamjit.post_o3.module import Module
 
 ALLOCATING = """
@@ -58,35 +58,35 @@ def test_a_freed_array_gives_its_block_to_the_next_one():
     a = np.random.default_rng(1).random(LARGE)
     first = plus_one(a)
     np.testing.assert_array_equal(first, a + 1.0)
-    assert first.ctypes.data % array_pool.DATA_ALIGN_BYTES == 0
+    assert first.ctypes.data % pool.DATA_ALIGN_BYTES == 0
     address = first.ctypes.data
     del first
-    assert array_pool.pool_state()["blocks"] >= 1
+    assert sj.memory_stats()["blocks"] >= 1
     second = plus_one(a * 2)
     assert second.ctypes.data == address  # the same memory, no fresh pages
     np.testing.assert_array_equal(second, a * 2 + 1.0)
 
 
 def test_small_arrays_are_numbas():
-    array_pool.release_memory()
+    pool.release_memory()
     small = plus_one(np.ones(1000))
     del small
-    assert array_pool.pool_state()["blocks"] == 0
+    assert sj.memory_stats()["blocks"] == 0
 
 
 def test_njit_code_compiled_beside_never_uses_the_pool():
     a = np.random.default_rng(2).random(LARGE)
     plus_one(a)  # the streamjit kernel compiles first: Numba's allocator helper is shared
     njit_plus_one = numba.njit(lambda a: a + 1.0)
-    array_pool.release_memory()
+    pool.release_memory()
     pooled = plus_one(a)
     pooled_address = pooled.ctypes.data
     del pooled
-    held = array_pool.pool_state()
+    held = sj.memory_stats()
     plain = njit_plus_one(a)
     assert plain.ctypes.data != pooled_address
     del plain
-    assert array_pool.pool_state() == held
+    assert sj.memory_stats() == held
 
 
 def test_nrt_counters_stay_balanced(allocation_stats):
@@ -119,17 +119,17 @@ def test_threads_allocating_at_once_get_their_own_blocks():
     for t in threads:
         t.join()
     assert not failures
-    state = array_pool.pool_state()
-    assert state["blocks"] <= array_pool.SLOTS and state["bytes"] <= state["cap_bytes"]
+    state = sj.memory_stats()
+    assert state["blocks"] <= pool.SLOTS and state["bytes"] <= state["cap_bytes"]
 
 
 def test_release_memory_frees_what_the_pool_holds():
     result = plus_one(np.ones(LARGE))
     del result
-    held = array_pool.pool_state()["bytes"]
+    held = sj.memory_stats()["bytes"]
     assert held > 0
-    assert array_pool.release_memory() == held
-    assert array_pool.pool_state()["blocks"] == array_pool.pool_state()["bytes"] == 0
+    assert pool.release_memory() == held
+    assert sj.memory_stats()["blocks"] == sj.memory_stats()["bytes"] == 0
 
 
 def _run(code, **env):
@@ -141,11 +141,10 @@ def _run(code, **env):
 def test_a_zero_cap_frees_every_block():
     done = _run("""
         import numpy as np, streamjit as sj
-        from streamjit.post_o3 import array_pool
         kernel = sj.stream_kernel(stream_stores=True)(lambda a: a + 1.0)
         result = kernel(np.ones((8 << 20) // 8))
         del result
-        print(array_pool.pool_state())
+        print(sj.memory_stats())
     """, STREAMJIT_POOL_BYTES="0")
     assert done.returncode == 0, done.stderr
     assert "'blocks': 0, 'bytes': 0, 'cap_bytes': 0" in done.stdout
@@ -161,14 +160,13 @@ def test_cached_code_allocates_through_the_pool_in_a_new_process(tmp_path):
     """))
     run = """
         import sys; sys.path.insert(0, %r)
-        import numpy as np
+        import numpy as np, streamjit as sj
         from kernels import plus_one
-        from streamjit.post_o3 import array_pool
         a = np.arange((8 << 20) // 8, dtype=np.float64)
         result = plus_one(a)
         assert (result == a + 1.0).all()
         del result
-        print(array_pool.pool_state()["blocks"], plus_one.stats.cache_hits)
+        print(sj.memory_stats()["blocks"], plus_one.stats.cache_hits)
     """ % str(tmp_path)
     first, second = _run(run), _run(run)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
@@ -205,21 +203,22 @@ def test_a_bad_pool_size_names_the_variable_not_the_cache(tmp_path):
     assert bad.stdout.startswith("environment variable STREAMJIT_POOL_BYTES must be a number of bytes"), bad.stdout
 
 
-@pytest.mark.parametrize("cgroup_file", array_pool.CGROUP_MEMORY_LIMITS)
+@pytest.mark.parametrize("cgroup_file", pool.CGROUP_MEMORY_LIMITS)
 def test_the_cap_honours_the_cgroup_memory_limit(monkeypatch, tmp_path, cgroup_file):
     """In a container the machine's memory is the host's: the cap is a
     quarter of the cgroup's limit (v2's memory.max, v1's
     memory.limit_in_bytes) where that is lower, and of the machine's where
     the limit says none."""
     import os
-    monkeypatch.delenv(array_pool.ENV_VAR, raising=False)
+    monkeypatch.delenv(pool.ENV_VAR, raising=False)
+    monkeypatch.setattr(pool, "shares_the_node", lambda: False)
     monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": (256 << 30) // 4096}[name])
     limit = tmp_path / os.path.basename(cgroup_file)
-    monkeypatch.setattr(array_pool, "CGROUP_MEMORY_LIMITS", (str(tmp_path / "absent"), str(limit)))
+    monkeypatch.setattr(pool, "CGROUP_MEMORY_LIMITS", (str(tmp_path / "absent"), str(limit)))
     limit.write_text(f"{2 << 30}\n")
-    assert array_pool.cap_bytes() == (2 << 30) // 4
+    assert pool.cap_bytes() == (2 << 30) // 4
     limit.write_text("max\n")
-    assert array_pool.cap_bytes() == 8 << 30          # (a quarter of 256 GiB, at most 8 GiB)
+    assert pool.cap_bytes() == 8 << 30          # (a quarter of 256 GiB, at most 8 GiB)
 
 
 def test_compiles_without_numpys_private_advice_getter(monkeypatch):
@@ -229,7 +228,7 @@ def test_compiles_without_numpys_private_advice_getter(monkeypatch):
     monkeypatch.delattr(multiarray, "_get_madvise_hugepage")
     kernel = sj.stream_kernel(stream_stores=True)(lambda a: a * 2.0)
     np.testing.assert_array_equal(kernel(np.ones(LARGE)), 2.0)
-    assert not array_pool.numpy_advises_huge_pages()
+    assert not pool.numpy_advises_huge_pages()
 
 
 def _vm_flags(address):
@@ -251,11 +250,11 @@ def _vm_flags(address):
 def test_fresh_blocks_get_numpys_huge_page_advice_where_numpy_gives_it(numpy_advice):
     done = _run("""
         import numpy as np, streamjit as sj
-        from streamjit.post_o3 import array_pool
+        from streamjit.post_o3 import pool
         from test_array_pool import _vm_flags
         kernel = sj.stream_kernel(stream_stores=True)(lambda a: a + 1.0)
         result = kernel(np.ones((64 << 20) // 8))
-        print(array_pool.numpy_advises_huge_pages(), "hg" in _vm_flags(result.ctypes.data + (1 << 20)))
+        print(pool.numpy_advises_huge_pages(), "hg" in _vm_flags(result.ctypes.data + (1 << 20)))
     """, NUMPY_MADVISE_HUGEPAGE=numpy_advice, PYTHONPATH=str(__import__("pathlib").Path(__file__).parent))
     assert done.returncode == 0, done.stderr
     advised = numpy_advice == "1" and "True" in done.stdout.split()[0]
@@ -267,14 +266,13 @@ def test_under_debug_info_the_kernel_pools_and_njit_beside_does_not():
     the kernel's pooled copy of it is its own, not Numba's shared one."""
     done = _run("""
         import numba, numpy as np, streamjit as sj
-        from streamjit.post_o3 import array_pool
         kernel = sj.stream_kernel(stream_stores=True)(lambda a: a + 1.0)
         plain = numba.njit(lambda a: a + 1.0)
         a = np.ones((8 << 20) // 8)
         first = kernel(a); address = first.ctypes.data; del first
-        held = array_pool.pool_state()
+        held = sj.memory_stats()
         other = plain(a)
-        print(held["blocks"], array_pool.pool_state() == held, other.ctypes.data != address,
+        print(held["blocks"], sj.memory_stats() == held, other.ctypes.data != address,
               kernel(a).ctypes.data == address)
     """, NUMBA_DEBUGINFO="1")
     assert done.returncode == 0, done.stderr
