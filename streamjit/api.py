@@ -14,9 +14,11 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
     Stores to the named arrays become aligned, full-width vector
     non-temporal stores (x86: ``vmovntps``/``vmovntpd``/``vmovntdq``), which
     bypass the cache, with a store fence after each streamed loop nest.
-    Anything ``numba.njit`` compiles, this compiles; a store that cannot
-    stream legally (one loop execution writing an element twice) raises
-    `StreamLegalityError`, and ``stream_report()`` says what streamed.
+    Anything ``numba.njit`` compiles, this compiles; a store to a named
+    array that cannot stream legally (one loop execution writing an element
+    twice) raises `StreamLegalityError` (under ``stream_stores=True``, which
+    names none, the array stays plain with a note), and ``stream_report()``
+    says what streamed.
 
     Used as ``numba.njit`` is: bare (``@stream_kernel``: ``numba.njit``,
     nothing streamed), with options (``@stream_kernel(stream_stores=["dst"])``),

@@ -171,7 +171,7 @@ SHAPES = {
 # What the error (and the note under True) tells the user to write instead.
 REWRITES = {"row_sum": "accumulate in a scalar", "reduction_into_1d": "accumulate in a scalar",
             "last_wins": "accumulate in a scalar", "three_d_inner_sum": "accumulate in a scalar",
-            "flattened": "`out[i, j]` on a 2-D array", "while_loop": "`for i in range(start, stop):`",
+            "flattened": "`v[i, j]` on a 2-D view, `v = out.reshape(n, m)`", "while_loop": "`for i in range(start, stop):`",
             "same_element_twice": "store it once"}
 
 

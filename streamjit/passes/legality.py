@@ -94,7 +94,7 @@ def _not_affine(store):
               "function of range() loop variables, so its iterations may write the same element" + _rewrite(loop))
     _fail(store, "the index is not an affine function of range() loop variables (a scatter or computed "
           "index may write one element twice); a flattened index such as `out[i * m + j]`, `m` not a constant, "
-          "streams written `out[i, j]` on a 2-D array (pass `out.reshape(n, m)`)")
+          "streams written `v[i, j]` on a 2-D view, `v = out.reshape(n, m)`")
 
 
 def store_dims(scan, store, analyzer):
