@@ -235,7 +235,8 @@ class StreamDispatcher(Reducible, CPUDispatcher):
             set_pipeline_class(self, compiler_for(self.stream_options))
             if isinstance(dispatcher_cache(self), StreamFunctionCache):
                 self.enable_caching()
-        with stream_code_libraries(self.targetctx.codegen(), self.py_func.__qualname__), warnings_once(self._warnings_given):
+        own_code = self.py_func.__qualname__ if self.stream_options is not None else None  # (bare: njit's code)
+        with stream_code_libraries(self.targetctx.codegen(), own_code), warnings_once(self._warnings_given):
             entry = super().compile(sig)
         self._check_stages_ran()
         listen_for_fallbacks(self)

@@ -32,7 +32,8 @@ class StreamCodeLibrary(NumbaCodeLibrary):
     # the linked module before optimization (cross_target.py compiles it for other machines)
     unoptimized_module = None
     # the name of the kernel being compiled (`stream_code_libraries`): only
-    # its own library gets the stages that change code Numba shares
+    # its own library gets the stages that change code Numba shares; None
+    # for a kernel that names nothing, whose code is numba.njit's
     kernel_name = None
 
     # the assembly, emitted once (`get_asm_str`); Numba's own cache loads keep theirs here too
@@ -64,7 +65,11 @@ class StreamCodeLibrary(NumbaCodeLibrary):
     def _code(self):
         """What this library holds, for the post-O3 stages: the kernel's own
         code, one of its prange workers (Numba names their libraries after
-        the worker function), or a helper Numba shares."""
+        the worker function), or a helper Numba shares. A kernel that names
+        nothing to stream has no code of its own: the stages that change
+        unmarked code (libmvec, the array pool) leave it numba.njit's."""
+        if self.kernel_name is None:
+            return "shared"
         if self.name == self.kernel_name:
             return "kernel"
         return "worker" if self.name.startswith(PARFOR_WORKER_PREFIX) else "shared"
@@ -73,7 +78,8 @@ class StreamCodeLibrary(NumbaCodeLibrary):
 @contextlib.contextmanager
 def stream_code_libraries(codegen, kernel_name):
     """While compiling the streamjit kernel ``kernel_name`` (its qualified
-    name, which Numba names its library after), every code library the
+    name, which Numba names its library after; None for a kernel that names
+    nothing to stream, see `StreamCodeLibrary._code`), every code library the
     codegen creates is a `StreamCodeLibrary`: the kernel's own, and those
     Numba makes on the way, such as the separate gufunc functions of
     `prange` loops (`parallel=True`), so the rewrite reaches every function
