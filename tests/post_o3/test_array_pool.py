@@ -287,3 +287,140 @@ def test_release_memory_works_before_any_compile(env):
     """, **env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0"]
+
+
+def test_pooled_arrays_released_after_the_pool_module_is_gone_touch_no_freed_memory():
+    """Interpreter teardown clears modules' globals, the pool's among them,
+    before those of a module imported earlier that keeps pooled arrays: the
+    pool's state is memory never freed, so releasing them then writes
+    nothing into memory Python has reused (canaries of the state's size,
+    whose words say "nothing held, under the cap, free slots": a release
+    into a state the module owned would claim a slot in one)."""
+    done = _run("""
+        import gc, numpy as np, streamjit as sj
+        from streamjit.post_o3 import pool
+        kernel = sj.stream_kernel(stream_stores=True)(lambda a: a + 1.0)
+        kept = kernel(np.ones((8 << 20) // 8))
+        words = pool.STATE_WORDS
+        pool.__dict__.clear()  # what teardown does to the module's globals
+        gc.collect()
+        pattern = bytes(8) + (1 << 62).to_bytes(8, "little") + bytes(8 * words - 17)
+        canaries = [bytearray(pattern) for _ in range(200)]
+        del kept  # its block goes back to the pool
+        print(all(c == pattern for c in canaries))
+    """, PYTHONMALLOC="debug")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
+
+
+def test_a_module_imported_first_may_keep_pooled_arrays_until_exit(tmp_path):
+    (tmp_path / "holder.py").write_text(textwrap.dedent("""
+        import numpy as np, streamjit as sj
+        kernel = sj.stream_kernel(stream_stores=True)(lambda a: a + 1.0)
+        KEEP = [kernel(np.ones((8 << 20) // 8)) for _ in range(3)]
+    """))
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", "import holder"], capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONMALLOC": "debug", "PYTHONPATH": str(tmp_path)},
+                          timeout=120)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+
+
+def test_tracemalloc_sees_the_arrays_given_out_not_the_blocks_held():
+    import tracemalloc
+    a = np.ones(LARGE)
+    plus_one(a)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+
+        def traced():
+            return sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
+
+        result = plus_one(a)
+        assert traced() >= LARGE * 8
+        del result
+        assert traced() < LARGE * 8 // 8
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture
+def idle_seconds(monkeypatch):
+    """Set the pool's idle time (`pool.IDLE_SECONDS`); restored after."""
+    def set_to(seconds):
+        monkeypatch.setattr(pool, "IDLE_SECONDS", seconds)
+        pool.switch_on()
+    yield set_to
+    monkeypatch.undo()
+    pool.switch_on()
+
+
+def test_idle_blocks_are_freed_after_a_garbage_collection(idle_seconds):
+    import gc
+    plus_one(np.ones(LARGE))
+    pool.release_memory()
+    plus_one(np.ones(LARGE))  # its block, held once the result is dropped
+    gc.collect()
+    assert sj.memory_stats()["blocks"] == 1  # held for less than the idle time
+    idle_seconds(0)
+    gc.collect()
+    assert sj.memory_stats()["blocks"] == sj.memory_stats()["bytes"] == 0
+
+
+def test_idle_blocks_are_freed_as_the_pool_allocates(idle_seconds):
+    """A held block of another size, idle longer than the idle time, goes
+    back to libc at the pool's next allocation."""
+    plus_one(np.ones(LARGE))
+    pool.release_memory()
+    idle_seconds(0)
+    first = plus_one(np.ones(2 * LARGE))
+    del first
+    second = plus_one(np.ones(LARGE))
+    assert sj.memory_stats()["blocks"] == 0
+    del second
+
+
+def test_memory_stats_counts_hits_and_misses():
+    a = np.ones(LARGE)
+    plus_one(a)
+    pool.release_memory()
+    before = sj.memory_stats()
+    plus_one(a)  # a fresh block, then held
+    plus_one(a)  # the held one
+    after = sj.memory_stats()
+    assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (1, 1)
+    assert after["blocks"] == 1 and after["bytes"] >= LARGE * 8 and after["cap_bytes"] == pool.cap_bytes()
+
+
+def test_workers_sharing_the_node_keep_no_blocks_by_default(monkeypatch):
+    """Processes started by multiprocessing (its pools, Dask's nanny) and
+    Dask workers cannot count their siblings, each of which would hold up
+    to the cap: the pool is off there unless STREAMJIT_POOL_BYTES sets it."""
+    import multiprocessing
+    import types
+    monkeypatch.delenv(pool.ENV_VAR, raising=False)
+    assert pool.cap_bytes() > 0
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    assert pool.cap_bytes() == 0
+    monkeypatch.setenv(pool.ENV_VAR, str(1 << 30))
+    assert pool.cap_bytes() == 1 << 30
+    monkeypatch.undo()
+    monkeypatch.delenv(pool.ENV_VAR, raising=False)
+    monkeypatch.setitem(sys.modules, "distributed", types.SimpleNamespace(get_worker=lambda: object()))
+    assert pool.cap_bytes() == 0
+
+
+def _in_a_forked_child():
+    return sj.memory_stats(), plus_one(np.ones(LARGE))[0]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork")
+def test_a_forked_child_frees_its_parents_blocks_and_keeps_none():
+    import multiprocessing
+    result = plus_one(np.ones(LARGE))
+    del result
+    assert sj.memory_stats()["blocks"] >= 1
+    with multiprocessing.get_context("fork").Pool(1) as workers:
+        stats, value = workers.apply(_in_a_forked_child)
+    assert stats["blocks"] == stats["bytes"] == stats["cap_bytes"] == 0 and value == 2.0
+    assert sj.memory_stats()["blocks"] >= 1  # the parent's are its own
