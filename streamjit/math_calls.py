@@ -167,8 +167,8 @@ def math_call_notes(rows):
     if config.USING_SVML:
         why = "although Numba uses SVML (numba.config.USING_SVML), the loop did not vectorize"
     elif vector_math.available():
-        why = ("glibc's libmvec replaces a vectorized loop's calls under fastmath=True (or fastmath={'afn'}) only, "
-               "and has no vector version for some functions")
+        why = ("glibc's libmvec replaces a vectorized loop's calls only in a kernel that names something to stream "
+               "and is compiled with fastmath=True (or fastmath={'afn'}), and has no vector version for some functions")
     else:
         why = "no vector math library: numba.config.USING_SVML is False; Numba 0.62 and later have no SVML support"
     return [f"math: {f'the loop at line {line}' if line is not None else 'a loop'} calls {', '.join(names)} from the "

@@ -19,17 +19,25 @@ fast-math flags allow approximate functions (``afn``, part of ``fast``:
 ``fastmath=True`` or ``fastmath={"afn"}``) becomes a call of libmvec's
 version of ``<fn>`` in the widest register the target passes as one argument
 (zmm where AVX-512F is on, ymm with AVX2, else AVX, else xmm); a call with
-more lanes is split into calls of that width, and the results joined. Only
-under ``afn``: libmvec is accurate to 4 ulp (glibc's manual, "Errors in Math
-Functions"), not to glibc's scalar functions' results, so code compiled
-without fastmath keeps njit's results bit for bit.
+more lanes is split into calls of that width, and the results joined. The
+calls of one function in a module all go to one version, the one its
+widest call takes: narrower calls and scalar ones (``llvm.sin.f64``,
+``atan2f``: the peeled head loops, the vector loop's remainder) pass their
+lanes in a padded vector and take theirs from its result, so each element
+is computed alike whichever loop takes it, and a kernel's results do not
+depend on where its arrays lie (`tests/test_vector_math.py`). A function
+with no vector call keeps its scalar calls, as njit's. Only under ``afn``:
+libmvec is accurate to 4 ulp (glibc's manual, "Errors in Math Functions"),
+not to glibc's scalar functions' results, so code compiled without
+fastmath keeps njit's results bit for bit.
 
 Where: x86-64 Linux targets, when ``libmvec.so.1`` loads in this process
 (loaded here once, permanently, so the JIT and code loaded from Numba's cache
 resolve its symbols; elsewhere the stage does nothing), and a function
 libmvec has for that width. It changes code without streamjit's marks, so
 it runs on the kernel's own module and its prange workers' only
-(`stages.UNMARKED_CODE_STAGES`): the helpers Numba shares with
+(`stages.UNMARKED_CODE_STAGES`), and not at all for a kernel that names
+nothing to stream (numba.njit's code): the helpers Numba shares with
 ``numba.njit`` code stay as they are.
 """
 
