@@ -369,7 +369,7 @@ class StreamDispatcher(Reducible, CPUDispatcher):
             self._cross_compiled[key] = compile_for_target(module, target or llvm.get_process_triple(), cpu, features)
         return self._cross_compiled[key]
 
-    def stream_report(self, signature=None, *, target=None, cpu=None, features=None):
+    def stream_report(self, signature=None, *, target=None, cpu=None, features=None, verbose=False):
         """What the compiled code of one signature streams, read from the code.
 
         Parameters
@@ -379,16 +379,19 @@ class StreamDispatcher(Reducible, CPUDispatcher):
             first if it is not yet).
         target, cpu, features : str, optional
             Report on the kernel compiled for another machine (see `inspect_asm`).
+        verbose : bool, optional
+            Printed, show the table of instructions per array too.
 
         Returns
         -------
         StreamReport
-            Per array: non-temporal vector and scalar stores, plain stores,
-            non-temporal and plain loads, prefetches (instructions in the
-            final LLVM IR); fences, peeled loops and the machine code's NT
-            stores; how loads were lowered; notes saying why a named array
-            stayed plain. Printed, or shown in a REPL or Jupyter, it is a
-            table with a legend.
+            Printed, or shown in a REPL or Jupyter: what was fused and
+            which arrays stream, what the calls so far did, where the speed
+            comes from, and the notes saying why a named array stayed plain;
+            with ``verbose``, a table per array of non-temporal vector and
+            scalar stores, plain stores, non-temporal and plain loads,
+            prefetches (instructions in the final LLVM IR), the fences,
+            peeled loops and the machine code's NT stores.
 
         Examples
         --------
@@ -406,6 +409,7 @@ class StreamDispatcher(Reducible, CPUDispatcher):
                               self.inspect_asm(sig, target=target, cpu=cpu, features=features))
         if self.stream_options is None:
             report.done = self._unnamed_line(sig)
+        report.verbose = verbose
         return report
 
     def _unnamed_line(self, sig):

@@ -173,3 +173,9 @@ def math_call_notes(rows):
         why = "no vector math library: numba.config.USING_SVML is False; Numba 0.62 and later have no SVML support"
     return [f"math: {f'the loop at line {line}' if line is not None else 'a loop'} calls {', '.join(names)} from the "
             f"math library one element at a time" for line, names in rows] + [f"  ({why})"]
+
+
+def vector_math_functions(callees):
+    """The `MATH_FUNCTIONS` names whose vector versions (libmvec's) the
+    called functions ``callees`` include, sorted."""
+    return sorted({_vector_version_of(callee) for callee in callees} - {None})

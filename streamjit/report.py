@@ -25,8 +25,11 @@ from numba.core.datamodel import default_manager
 from numba.core.ir_utils import legalize_names
 
 from .protocol.targets import count_asm_streaming
-from .math_calls import math_call_notes, math_calls
+from .cpu_defaults import UNMEASURED
+from .machine import machine_profile
+from .math_calls import math_call_notes, math_calls, vector_math_functions
 from .plan import FUSED_TEMPORARY, LOOP_NOTE, NOT_STAGED, plain_scalar_note
+from .post_o3.array_pool import POOLED, POOLED_FROM_BYTES
 from .post_o3.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
 from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
 from .post_o3.module import LOCAL, Module, argument_field
@@ -56,15 +59,17 @@ LEGEND = ("(instructions in the LLVM IR, not executions; NT: non-temporal (strea
 class StreamReport:
     """What one compiled signature of a kernel streams, and what its calls did.
 
-    ``kernel.stream_report(signature)`` returns it; printed (or shown in
-    Jupyter) it is the table of the README's tour. ``arrays`` maps each
-    array to its `ArrayReport` (accesses counted in the final LLVM IR);
-    ``fences`` and the ``machine_nt_*`` counts are read off the assembly;
-    ``calls`` and ``fallbacks`` are the per-call record so far. ``done``,
-    its first line, says what streamjit did to the kernel: the slice and
-    array expressions it fused into loops, the arrays whose stores stream,
-    those left plain and why (for a kernel that names nothing, what
-    ``stream_stores=True`` would do)."""
+    ``kernel.stream_report(signature)`` returns it. Printed (or shown in
+    Jupyter), its first line, ``done``, says what streamjit did to the
+    kernel: the slice and array expressions it fused into loops, the arrays
+    whose stores stream, those left plain and why (for a kernel that names
+    nothing, what ``stream_stores=True`` would do); its second what the
+    calls so far did (``calls`` and ``fallbacks``); then where the speed
+    comes from (``gains``) and the notes; with ``verbose`` (as
+    ``kernel.stream_report(verbose=True)`` gives it), the table of
+    instructions per array last. ``arrays`` maps each array to its
+    `ArrayReport` (accesses counted in the final LLVM IR); ``fences`` and
+    the ``machine_nt_*`` counts are read off the assembly."""
     signature: tuple
     arrays: dict
     fences: int
@@ -86,6 +91,8 @@ class StreamReport:
     machine: dict = field(default_factory=dict)  # SASS opcode -> count (`cuda.ptx.SASS_HINTS`)
     absent: str = ""  # why fences, peeled loops, calls and fallbacks are zeros or None here
     legend: str = ""  # what the table counts, when not the CPU's LLVM IR (`LEGEND`)
+    gains: list = field(default_factory=list)  # where this code's speed comes from (`gains`), each a phrase
+    verbose: bool = False  # whether printing shows the table of instructions (a GPU report's always does)
 
     def _title(self):
         where = f" (sm_{self.cc[0]}{self.cc[1]})" if self.cc else ""
@@ -115,48 +122,67 @@ class StreamReport:
         return (f"  (machine code: {machine} vector NT store instructions for the table's {table} LLVM IR stores: "
                 f"{why})")
 
-    def _tail(self):
-        """The lines after the summary: fence checks, loads, notes."""
-        lines = []
-        machine_note = self._machine_note()
-        if machine_note:
-            lines.append(machine_note)
+    def _calls_line(self):
+        nt_stores = self.machine_nt_vector_stores + self.machine_nt_scalar_stores + sum(
+            rep.nt_vector_stores + rep.nt_scalar_stores for rep in self.arrays.values())
+        return calls_line(self.calls, self.fallbacks, self.streams, plain_stores=not nt_stores)
+
+    def _notes(self):
+        """The lines after the calls: where the speed comes from, fence
+        checks, notes, loads."""
+        lines = [f"speed from: {'; '.join(self.gains)}"] if self.gains else []
         if self.unfenced_stores:
             lines.append(f"  {self.unfenced_stores} streamed stores can reach the return without a store fence")
         if self.exit_fences:
             lines.append(f"  {self.exit_fences} returns fenced for exceptions raised inside a streamed nest")
-        if self.loads:
-            lines.append(f"loads: {self.loads}")
-        nt_stores = self.machine_nt_vector_stores + self.machine_nt_scalar_stores + sum(
-            rep.nt_vector_stores + rep.nt_scalar_stores for rep in self.arrays.values())
-        lines.append(calls_line(self.calls, self.fallbacks, self.streams, plain_stores=not nt_stores))
         lines.extend(math_call_notes(self.math_calls))
         for name, rep in self.arrays.items():
             lines.extend(f"  {name}: {note}" for note in rep.notes)
+        if self.loads:
+            lines.append(f"loads: {self.loads}")
         return lines
 
-    def __str__(self):
+    def table(self):
+        """The lines of the table of instructions per array, with its title,
+        legend and the machine code's counts (what ``verbose`` adds)."""
         width = max([len(h) for h in COLUMN_HEADS] + [len(n) for n in self.arrays])
-        lines = [self.done] if self.done else []
-        lines += [self._title(), "  ".join(h.rjust(width) for h in ("array",) + COLUMN_HEADS)]
+        lines = [self._title(), "  ".join(h.rjust(width) for h in ("array",) + COLUMN_HEADS)]
         for name, rep in self.arrays.items():
             lines.append("  ".join([name.rjust(width)] + [str(getattr(rep, c)).rjust(width) for c in COLUMNS]))
-        return "\n".join(lines + [self.legend or LEGEND, self._summary()] + self._gpu_lines() + self._tail())
+        machine_note = self._machine_note()
+        return (lines + [self.legend or LEGEND, self._summary()] + ([machine_note] if machine_note else [])
+                + self._gpu_lines())
+
+    def _head(self):
+        """The lines before the table: what was done, the calls, the gains, the notes."""
+        return ([self.done] if self.done else []) + [self._calls_line()] + self._notes()
+
+    def __str__(self):
+        tail = self.table() if self.verbose else [
+            "(stream_report(verbose=True) adds the instructions per array in the compiled code)"]
+        return "\n".join(self._head() + tail)
 
     def __repr__(self):
-        """The table, as printed: what a REPL shows for ``k.stream_report()``."""
+        """The report, as printed: what a REPL shows for ``k.stream_report()``."""
         return str(self)
 
     def _repr_html_(self):
-        """The table as HTML for Jupyter, each column head explained on hover."""
+        """The report as HTML for Jupyter; with ``verbose``, the table, each
+        column head explained on hover."""
+        lines = self._head()
+        if self.done:
+            lines = lines[1:]
+        done = f"<p>{html.escape(self.done)}</p>" if self.done else ""
+        text = f"<pre>{html.escape(chr(10).join(lines))}</pre>"
+        if not self.verbose:
+            return f"<div>{done}{text}</div>"
         heads = "".join(f'<th title="{html.escape(COLUMN_MEANINGS[c])}">{html.escape(h)}</th>'
                         for c, h in zip(COLUMNS, COLUMN_HEADS))
         rows = "".join(f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{getattr(rep, c)}</td>" for c in COLUMNS)
                        + "</tr>" for name, rep in self.arrays.items())
-        text = "\n".join([self.legend or LEGEND, self._summary()] + self._gpu_lines() + self._tail())
-        done = f"<p>{html.escape(self.done)}</p>" if self.done else ""
-        return (f"<div>{done}<b>{html.escape(self._title())}</b><table><tr><th>array</th>{heads}</tr>{rows}</table>"
-                f"<pre>{html.escape(text)}</pre></div>")
+        after = "\n".join(self.table()[2 + len(self.arrays):])
+        return (f"<div>{done}{text}<b>{html.escape(self._title())}</b><table><tr><th>array</th>{heads}</tr>{rows}"
+                f"</table><pre>{html.escape(after)}</pre></div>")
 
 
 # What each run-time check that sent a call to the plain code found (`codegen.FALLBACK_CHECKS`).
@@ -198,7 +224,8 @@ def calls_line(calls, fallbacks=None, streams=True, plain_stores=False):
                                                "streamed store modulo 4 KiB)",
              "unprefetched": "streamed without prefetches (rows too short for them: see loads)",
              "below_threshold": "plain below the threshold",
-             "after_check": "plain after a run-time check", "plain": "plain, no aligned loop reached"} if streams \
+             "after_check": "plain after a run-time check", "plain": "plain without reaching an aligned loop"} \
+        if streams \
         else {"plain": "ran the fused loops (no store streams)", "after_check": "Numba's code after a run-time check"}
     if streams and plain_stores:
         words["streamed"] = "ran the aligned loop, whose stores stayed plain (see the notes)"
@@ -283,8 +310,10 @@ def _loads_line(options):
     if options.stencil_sources != options.sources:
         parts.append(f"in a stencil's loop: {options.stencil_sources.describe()}")
     if options.stream_loads:
+        measured = machine_profile().reasons.get("stream_loads") != UNMEASURED["stream_loads"][1]
         parts.insert(0, "streamed loads: " + (options.loads.describe() if options.loads != options.sources else
-                                              "as the sources (no other lowering measured faster on this CPU)"))
+                                              "as the sources (" + ("no other lowering measured faster on this CPU"
+                                                                    if measured else "not measured on this CPU") + ")"))
     return f"{'; '.join(parts)} ({options.profile})"
 
 
@@ -340,6 +369,27 @@ def what_was_done(name, result, streamed, plain):
     return f"{name}: " + "; ".join(parts)
 
 
+def gains(result, functions, streamed):
+    """Where the speed of this code comes from, each a phrase: fused
+    loops, the array pool, libmvec's vector math, streamed stores (none
+    where it is numba.njit's code)."""
+    phrases = []
+    fused, temporaries = fused_expressions(result), len(fused_temporaries(result))
+    if fused or temporaries:
+        counted = [f"{fused} expression{'s' if fused > 1 else ''}"] if fused else []
+        counted += [f"{temporaries} temporar{'ies' if temporaries > 1 else 'y'}"] if temporaries else []
+        phrases.append(f"fusion ({' and '.join(counted)} computed in loops, no temporary arrays)")
+    calls = [inst.callee for function in functions for _, _, inst in function.instructions() if inst.callee]
+    if POOLED in calls:
+        phrases.append(f"the array pool (results of {POOLED_FROM_BYTES >> 20} MiB and more reuse freed blocks)")
+    vector_math = vector_math_functions(calls)
+    if vector_math:
+        phrases.append(f"libmvec's vector {', '.join(vector_math)}")
+    if streamed:
+        phrases.append(f"streamed stores to {_names(streamed)}")
+    return phrases
+
+
 def build_report(dispatcher, sig, llvm_text, asm_text):
     """The report of one signature from its final LLVM IR and assembly."""
     module = Module(llvm_text)
@@ -392,4 +442,5 @@ def build_report(dispatcher, sig, llvm_text, asm_text):
                         fallbacks=dispatcher.stream_fallbacks(sig) if counted else None,
                         done=what_was_done(dispatcher.py_func.__name__, result, streamed, plain),
                         streams=bool(result.streamed_stores),
+                        gains=gains(result, functions, streamed) if dispatcher.stream_options else [],
                         math_calls=math_calls(functions, dispatcher.overloads[sig].type_annotation))

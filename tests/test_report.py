@@ -13,20 +13,47 @@ from streamjit.report import COLUMN_HEADS, LEGEND, ArrayReport, StreamReport
 import kernels as K
 
 
-def test_repl_and_jupyter_show_the_table_with_its_legend():
+def test_the_first_lines_say_what_was_done_and_what_the_calls_did():
     K.copy(np.zeros(1001, np.float32), np.ones(1001, np.float32))
     report = K.copy.stream_report()
     assert repr(report) == str(report)                           # not the raw dataclass
     lines = str(report).splitlines()
-    assert lines[0] == "copy_source: no slice or array expression fused; streamed stores to dst"
-    assert lines[1].startswith("stream report for (")
-    assert lines[2].split() == ["array", "NT", "vec", "st", "NT", "scal", "st", "plain", "st", "NT", "ld", "plain",
-                                "ld", "prefetch"]
-    assert LEGEND in lines and "NT: non-temporal" in LEGEND and "not executions" in LEGEND
+    assert lines[:3] == ["copy_source: no slice or array expression fused; streamed stores to dst",
+                         "calls: 1 streamed, 0 plain below the threshold, 0 plain after a run-time check, 0 plain "
+                         "without reaching an aligned loop",
+                         "speed from: streamed stores to dst"]
+    assert lines[-1] == "(stream_report(verbose=True) adds the instructions per array in the compiled code)"
+    assert LEGEND not in lines and not any(line.startswith("fences: ") for line in lines)
+    assert "<p>copy_source: no slice or array expression fused" in report._repr_html_()
+
+
+def test_verbose_adds_the_table_with_its_legend_last_in_the_repl_and_jupyter():
+    K.copy(np.zeros(1001, np.float32), np.ones(1001, np.float32))
+    short, report = K.copy.stream_report(), K.copy.stream_report(verbose=True)
+    lines = str(report).splitlines()
+    assert lines[:len(str(short).splitlines()) - 1] == str(short).splitlines()[:-1]
+    title = lines.index(next(line for line in lines if line.startswith("stream report for (")))
+    assert lines[title + 1].split() == ["array", "NT", "vec", "st", "NT", "scal", "st", "plain", "st", "NT", "ld",
+                                        "plain", "ld", "prefetch"]
+    assert LEGEND in lines[title:] and "NT: non-temporal" in LEGEND and "not executions" in LEGEND
+    assert lines[-1].startswith("fences: 1   peeled loops: 1   machine NT stores: ")
     page = report._repr_html_()
     assert page.count("<tr>") == 1 + len(report.arrays) and all(head in page for head in COLUMN_HEADS)
     assert 'title="non-temporal (streamed) vector stores"' in page and "fences: 1" in page
-    assert "<p>copy_source: no slice or array expression fused" in page
+
+
+def test_the_speed_line_names_the_pool_libmvec_and_fusion_where_they_ran():
+    @sj.stream_kernel(stream_stores=["return"], threshold=None, fastmath=True)
+    def waves(x):
+        return np.sin(x) * 2.0
+
+    waves(np.ones(1 << 20))
+    speed = next(line for line in str(waves.stream_report()).splitlines() if line.startswith("speed from: "))
+    assert speed.startswith("speed from: fusion (1 expression computed in loops, no temporary arrays); the array pool "
+                            "(results of 4 MiB and more reuse freed blocks); ")
+    # (libmvec where glibc has it: x86-64 Linux)
+    assert speed.endswith("streamed stores to return") and ("libmvec's vector sin; " in speed) == (
+        "_ZGV" in waves.inspect_llvm(waves.signatures[0]))
 
 
 def test_the_first_line_names_fusion_and_streaming_separately():
@@ -101,9 +128,9 @@ def test_counts_that_differ_say_why():
     report = StreamReport(("array(float64, 1d, C)",), {"out": ArrayReport(nt_vector_stores=10)}, fences=1,
                           peeled_loops=1, machine_nt_vector_stores=15, machine_nt_scalar_stores=0)
     assert ("machine code: 15 vector NT store instructions for the table's 10 LLVM IR stores: the backend can split "
-            "an LLVM vector store wider than a register into several") in str(report)
-    assert "the backend can merge or drop" in str(dataclasses.replace(report, machine_nt_vector_stores=5))
-    agreeing = dataclasses.replace(report, machine_nt_vector_stores=10)
+            "an LLVM vector store wider than a register into several") in str(dataclasses.replace(report, verbose=True))
+    assert "the backend can merge or drop" in str(dataclasses.replace(report, machine_nt_vector_stores=5, verbose=True))
+    agreeing = dataclasses.replace(report, machine_nt_vector_stores=10, verbose=True)
     assert "machine code:" not in str(agreeing)
 
 
@@ -113,7 +140,7 @@ def test_the_tour_kernels_counts_agree():
         for i in range(src.shape[0]):
             dst[i] = src[i]
 
-    report = copy.stream_report("void(float32[::1], float32[::1])")
+    report = copy.stream_report("void(float32[::1], float32[::1])", verbose=True)
     table = sum(a.nt_vector_stores for a in report.arrays.values())
     assert table > 0 and ("machine code:" in str(report)) == (report.machine_nt_vector_stores != table)
 

@@ -179,7 +179,7 @@ def report(types, cc, ptx, machine_code, notes, *, peeled_loops=0, done="", stre
     result = StreamReport(signature=tuple(types.values()), arrays=counts, fences=0, peeled_loops=peeled_loops,
                           machine_nt_vector_stores=machine["STG.E.EF.128"],
                           machine_nt_scalar_stores=machine["STG.E.EF"], done=done, streams=streams, cc=cc,
-                          machine=machine, absent=ABSENT, legend=LEGEND)
+                          machine=machine, absent=ABSENT, legend=LEGEND, verbose=True)
     kernel = _kernel_text(ptx)
     arrays = _address_arrays(kernel, _data_parameters(types))
     for line in kernel.splitlines():
