@@ -60,7 +60,7 @@ def staging_slot(typingctx, region, arr, index, slot, slot_bytes):
         skip = builder.sub(builder.add(target, intp(_HALF_PAGE)), builder.ptrtoint(start, intp))
         skip = builder.and_(skip, intp(PAGE_BYTES - _LINE_BYTES))
         skip = builder.add(skip, builder.mul(context.cast(builder, args[3], sig.args[3], types.intp), intp(stride)))
-        return builder.bitcast(builder.gep(start, [skip]), context.get_value_type(arr.dtype).as_pointer())
+        return builder.bitcast(builder.gep(start, [skip]), context.get_data_type(arr.dtype).as_pointer())
 
     return types.CPointer(arr.dtype)(region, arr, index, slot, slot_bytes), codegen
 
