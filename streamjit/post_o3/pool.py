@@ -135,7 +135,7 @@ def _for_each_slot(builder, body):
 
 
 def _pool_module():
-    """The pool's functions: ``malloc`` and ``free`` (the allocator's),
+    """The pool's functions: ``pool.malloc`` and ``pool.free`` (the allocator's),
     ``release(before)`` (free the held blocks given back before then, in
     CLOCK_MONOTONIC ns; returns their bytes) and ``sweep()`` (those idle
     for the state's idle time)."""
@@ -233,7 +233,7 @@ def _pool_module():
     sweep, b = define("sweep", _I64)
     b.ret(b.call(release, [b.sub(b.call(now, []), b.load_atomic(_word(b, IDLE_NS), "monotonic", 8))]))
 
-    malloc, b = define("malloc", _I8P, _I64, _I8P)  # (bytes, opaque)
+    malloc, b = define("pool.malloc", _I8P, _I64, _I8P)  # (bytes, opaque)
     need = b.add(malloc.args[0], _I64(SLACK_BYTES))
     taken = b.call(take, [need])
     b.call(sweep, [])
@@ -268,7 +268,7 @@ def _pool_module():
         b.call(track, [_I32(TRACEMALLOC_DOMAIN), start, need])
     b.ret(result)
 
-    free, b = define("free", void, _I8P, _I8P)  # (what malloc returned, opaque), as NRT_dealloc calls it
+    free, b = define("pool.free", void, _I8P, _I8P)  # (what malloc returned, opaque), as NRT_dealloc calls it
     block = b.load(b.bitcast(b.gep(free.args[0], [_I64(-8)]), _I8P.as_pointer()))
     b.call(untrack, [_I32(TRACEMALLOC_DOMAIN), b.ptrtoint(block, _I64)])
     b.call(give, [block])
@@ -289,8 +289,8 @@ def _functions():
     engine = llvm.create_mcjit_compiler(module, llvm.Target.from_default_triple().create_target_machine())
     engine.finalize_object()
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
-    STATE[ALLOCATOR] = engine.get_function_address("malloc")
-    STATE[ALLOCATOR + 2] = engine.get_function_address("free")
+    STATE[ALLOCATOR] = engine.get_function_address("pool.malloc")
+    STATE[ALLOCATOR + 2] = engine.get_function_address("pool.free")
     release = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(engine.get_function_address("release"))
     sweep = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("sweep"))
     gc.callbacks.append(_sweeper(sweep))
