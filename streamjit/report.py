@@ -380,7 +380,7 @@ def gains(result, functions, streamed):
         counted += [f"{temporaries} temporar{'ies' if temporaries > 1 else 'y'}"] if temporaries else []
         phrases.append(f"fusion ({' and '.join(counted)} computed in loops, no temporary arrays)")
     calls = [inst.callee for function in functions for _, _, inst in function.instructions() if inst.callee]
-    if POOLED in calls:
+    if result.fresh_arrays and POOLED in calls:
         phrases.append(f"the array pool (results of {POOLED_FROM_BYTES >> 20} MiB and more reuse freed blocks)")
     vector_math = vector_math_functions(calls)
     if vector_math:
