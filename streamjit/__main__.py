@@ -79,8 +79,10 @@ def run_bench(args):
 def info(args):
     from .info import machine_info
 
-    for key, value in machine_info().items():
+    for key, value in machine_info(why=args.why).items():
         print(f"{key + ':':20s}{value}")
+    if not args.why:
+        print("(`python -m streamjit info --why` adds the measurements that chose each row of the profile)")
 
 
 def envelopes(sizes, rounds, out, plots):
@@ -202,9 +204,10 @@ COMMANDS = {
     "bench": "the STREAM tables in float32 and float64, the 5-point stencil table and first-call compile times "
              "(with --sweep, the copy and stencil envelopes from 4 KiB), printed and written as CSV (and PNG, "
              "with matplotlib) under --out.",
-    "info": "what this machine gives streamjit: CPU, vector ISA, the non-temporal store and fence instructions a "
-            "copy compiles to, caches, the machine profile in force, the thresholds and where they come from, "
-            "versions. Quick.",
+    "info": "whether the machine profile in force was measured on this kind of CPU or calibrated here, then what "
+            "this machine gives streamjit: CPU, vector ISA, the non-temporal store and fence instructions a copy "
+            "compiles to, caches, the profile's choices (with --why, the measurements behind each), the thresholds "
+            "and where they come from, versions. Quick.",
     "calibrate": "measures how loads are best lowered here and from which sizes streaming pays (copies and "
                  "stencils), and saves the winners in the machine profile every later kernel reads (about a "
                  "minute on an idle machine; on a loaded one it says so, and keeps the stored choices unless "
@@ -238,6 +241,8 @@ def main(argv=None):
     p.add_argument("--out", default="streamjit-bench", help="directory for CSV and PNG files (default ./streamjit-bench)")
     p.set_defaults(run=run_bench)
     p = commands.add_parser("info", description=COMMANDS["info"])
+    p.add_argument("--why", action="store_true", help="each row of the machine profile with the measurements that "
+                                                       "chose it (on which CPU, by which script)")
     p.set_defaults(run=info)
     p = commands.add_parser("calibrate", description=COMMANDS["calibrate"])
     p.add_argument("--max-mib", type=int, default=256, help="largest size per array (default 256)")

@@ -1,6 +1,7 @@
-"""What ``python -m streamjit info`` prints: this machine's facts, the
-machine profile in force with each row's reason, and the instructions a
-streamed copy compiles to here (compiled, never assumed).
+"""What ``python -m streamjit info`` prints: whether the machine profile
+in force was measured, this machine's facts, the profile's rows (with
+``--why``, each row's reason), and the instructions a streamed copy
+compiles to here (compiled, never assumed).
 
 Sits above the dispatcher (it compiles a probe kernel), beside
 `calibration.py`, which measures the rows shown here.
@@ -15,7 +16,8 @@ import numba
 import numpy as np
 
 from .api import stream_kernel
-from .machine import cache_sizes, cpu_name, machine_profile, vector_isa
+from .cpu_defaults import measured_rows
+from .machine import cache_sizes, cpu_identity, cpu_name, machine_profile, vector_isa
 from .protocol.targets import fence_forms, nt_store_forms
 
 
@@ -54,6 +56,27 @@ def streaming_instructions():
     return stores, fences, widest
 
 
+# How long `python -m streamjit calibrate` takes with its defaults
+CALIBRATE_TIME = "about a minute on an idle machine"
+
+
+def profile_state(profile):
+    """One line: whether ``profile``'s choices were calibrated here,
+    measured on this kind of CPU, or neither, with the command that
+    measures them."""
+    command = f"`python -m streamjit calibrate` measures this machine ({CALIBRATE_TIME})"
+    if profile.origin.startswith("calibrated"):
+        return f"{profile.origin}; {command} again"
+    if measured_rows(*cpu_identity()):
+        return f"measured on this kind of CPU, not calibrated here ({profile.origin}); {command}"
+    return (f"neither measured on this kind of CPU nor calibrated here ({profile.origin}): each choice one never "
+            f"much slower than numba.njit on the CPUs measured; {command}")
+
+
+def _plural(count, noun):
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _threshold_line(threshold, source):
     return f"{threshold} bytes ({threshold / (1 << 20):.3g} MiB), from {source}"
 
@@ -62,13 +85,21 @@ def _parallel_line(parallel, source):
     return "never" if parallel is None else f"from {parallel / (1 << 20):.4g} MiB ({source})"
 
 
-def machine_info():
-    """Everything ``python -m streamjit info`` prints, as a dict."""
+def machine_info(why=False):
+    """Everything ``python -m streamjit info`` prints, as a dict, the
+    profile's state first (with ``why``, each row of the profile with its
+    reason: the measurements that chose it)."""
     from .threshold import copy_threshold, default_threshold, parallel_copy_bytes
 
     stores, fences, widest = streaming_instructions()
     profile = machine_profile()
+
+    def reason(row):
+        return f" ({profile.reasons.get(row, '')})" if why else ""
+
+    wide = profile.wide_stencil_bytes
     return {
+        "profile": profile_state(profile),
         "CPU": f"{cpu_name()} ({os.cpu_count()} CPUs, LLVM CPU {llvm.get_host_cpu_name()})",
         "target": llvm.get_process_triple(),
         "vector ISA": vector_isa(),
@@ -76,24 +107,21 @@ def machine_info():
         "widest NT store": widest,
         "store fence": ", ".join(fences) or "none",
         "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
-        "profile": profile.origin,
-        "streamed loads": f"{profile.stream_loads.describe()} ({profile.reasons.get('stream_loads', '')})",
-        "sources of stores": f"{profile.sources.describe()} ({profile.reasons.get('sources', '')})",
-        "stencil sources": f"{profile.stencil_sources.describe()}, the sources of a stencil's loop "
-                           f"({profile.reasons.get('stencil_sources', '')})",
+        "streamed loads": profile.stream_loads.describe() + reason("stream_loads"),
+        "sources of stores": profile.sources.describe() + reason("sources"),
+        "stencil sources": f"{profile.stencil_sources.describe()}, the sources of a stencil's loop"
+                           + reason("stencil_sources"),
         "4K aliasing check": (f"sources 1-{profile.page_alias_bytes} bytes behind a streamed store modulo 4 KiB run "
-                              "the staged loop" if profile.page_alias_bytes else "none")
-                             + f" ({profile.reasons.get('page_alias_bytes', '')})",
-        "staged strips": f"{profile.strip_bytes} bytes per destination ({profile.reasons.get('strip_bytes', '')})",
+                              "the staged loop" if profile.page_alias_bytes else "none") + reason("page_alias_bytes"),
+        "staged strips": f"{profile.strip_bytes} bytes per destination" + reason("strip_bytes"),
         "scalar NT stores": (f"items of {' and '.join(map(str, profile.scalar_nt_bytes))} bytes"
                              if profile.scalar_nt_bytes else "none")
-                            + f", where a streamed loop does not vectorize ({profile.reasons.get('scalar_nt_bytes', '')})",
-        "scalar NT loops": f"those computing at most {profile.scalar_nt_ops} floating-point operations per element "
-                           f"stored ({profile.reasons.get('scalar_nt_ops', '')})",
-        "wide stencils": (f"items of {' and '.join(map(str, profile.wide_stencil_bytes))} bytes"
-                          if profile.wide_stencil_bytes else "none")
-                         + f": streamed stencil loops vectorized 512 bits wide "
-                           f"({profile.reasons.get('wide_stencil_bytes', '')})",
+                            + ", where a streamed loop does not vectorize" + reason("scalar_nt_bytes"),
+        "scalar NT loops": f"those computing at most {_plural(profile.scalar_nt_ops, 'floating-point operation')} "
+                           "per element stored" + reason("scalar_nt_ops"),
+        "wide stencils": (f"items of {' and '.join(map(str, wide))} bytes: streamed stencil loops vectorized 512 "
+                          "bits wide" if wide else "none: streamed stencil loops at LLVM's own vector width")
+                         + reason("wide_stencil_bytes"),
         "threshold (auto)": _threshold_line(*default_threshold()),
         "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "
                           + _parallel_line(*parallel_copy_bytes()),

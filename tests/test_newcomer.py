@@ -206,3 +206,32 @@ def test_the_fallback_warning_points_at_the_call_and_names_sj_empty_like():
         warnings.simplefilter("error", sj.StreamWarning)
         kernel(a, fresh, 0.1, 1)
     assert kernel.stream_calls()["streamed"] == 1
+
+
+def test_info_opens_with_whether_the_profile_was_measured_and_keeps_the_reasons_for_why(capsys, monkeypatch):
+    from streamjit import info, machine
+    from streamjit.__main__ import main
+
+    assert main(["info"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # (the suite's profile is a calibrated file: conftest.py)
+    assert lines[0].startswith("profile:            calibrated in ") and lines[0].endswith(
+        "; `python -m streamjit calibrate` measures this machine (about a minute on an idle machine) again")
+    assert lines[-1] == "(`python -m streamjit info --why` adds the measurements that chose each row of the profile)"
+    assert not any("no measurement of this kind of CPU" in line or "measured on an" in line for line in lines)
+    shown = dict(line.split(":", 1) for line in lines[1:-1])
+    assert shown["scalar NT loops"].strip() == "those computing at most 64 floating-point operations per element stored"
+    assert shown["wide stencils"].strip() == "none: streamed stencil loops at LLVM's own vector width"
+    assert main(["info", "--why"]) == 0
+    why = capsys.readouterr().out
+    assert "staged strips:      512 bytes per destination (" in why and "--why" not in why
+    for identity, state in ((("AuthenticAMD", 25, 1), "neither measured on this kind of CPU nor calibrated here ("),
+                            (("GenuineIntel", 6, 167), "measured on this kind of CPU, not calibrated here (")):
+        monkeypatch.setattr(info, "cpu_identity", lambda: identity)
+        line = info.profile_state(machine.default_profile(*identity))
+        assert line.startswith(state) and line.endswith(
+            "`python -m streamjit calibrate` measures this machine (about a minute on an idle machine)")
+    one_operation = machine.default_profile("AuthenticAMD", 25, 1)
+    monkeypatch.setattr(info, "machine_profile", lambda: one_operation)
+    assert info.machine_info()["scalar NT loops"] == ("those computing at most 1 floating-point operation per "
+                                                      "element stored")
