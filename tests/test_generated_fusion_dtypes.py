@@ -20,8 +20,14 @@ into a float or bool destination only: a float out of an integer's range
 converts to no defined value). Each compiled kernel runs on many inputs:
 sizes from 0, offset (misaligned) operands, full-range integers with zeros
 (NumPy's error model: ``x // 0`` is 0), floats with NaNs, infinities and
--0.0. An expression numba.njit rejects is drawn again (the kernel must be
-rejected by streamjit too).
+-0.0. Numba computes integers at 64 bits with signed results flagged
+``nsw``: a signed 64-bit overflow is undefined, and njit's own result then
+changes with the expression's spelling (``c > b * b`` and
+``c[:-1] > b[1:] * b[1:]`` differ, LLVM folding ``x * x >= 0`` in one), so a
+kernel with a 64-bit integer operand draws its 64-bit integers within
+±2**15 (and no ``//`` or ``%``: ``INT64_MIN // -1``). An expression
+numba.njit rejects is drawn again (the kernel must be rejected by
+streamjit too).
 """
 
 import random
@@ -75,14 +81,16 @@ def _source(rng, divide):
     return "def kernel(out, a, b, s):\n" + "\n".join(lines) + "\n"
 
 
-def _data(rng, dtype, n):
-    """``n`` random elements of ``dtype``, in a buffer one element longer (the view starts one element in)."""
+def _data(rng, dtype, n, wide):
+    """``n`` random elements of ``dtype``, in a buffer one element longer (the view starts one element in);
+    64-bit integers within ±2**15 for a ``wide`` kernel (one with a 64-bit integer operand)."""
     dtype = np.dtype(dtype)
     if dtype.kind == "b":
         values = rng.integers(0, 2, n + 1).astype(np.bool_)
     elif dtype.kind in "iu":
         info = np.iinfo(dtype)
-        values = rng.integers(info.min, info.max, n + 1, dtype=dtype, endpoint=True)
+        low, high = (max(info.min, -2 ** 15), 2 ** 15) if wide and dtype.itemsize == 8 else (info.min, info.max)
+        values = rng.integers(low, high, n + 1, dtype=dtype, endpoint=True)
         values[rng.integers(0, n + 1, (n + 1) // 8)] = 0
     else:
         values = (rng.standard_normal(n + 1) * 10.0 ** rng.integers(-3, 5, n + 1)).astype(dtype)
@@ -91,8 +99,8 @@ def _data(rng, dtype, n):
     return values[1:]
 
 
-def _scalar(rng, dtype):
-    return _data(rng, dtype, 1)[0]
+def _scalar(rng, dtype, wide):
+    return _data(rng, dtype, 1, wide)[0]
 
 
 def _floating(*dtypes):
@@ -104,14 +112,18 @@ def _bits(x):
     return x.view(np.uint8) if x.dtype.kind != "b" else x
 
 
+def _wide(*dtypes):
+    """Whether any of ``dtypes`` is a 64-bit integer."""
+    return any(np.dtype(d).itemsize == 8 and np.dtype(d).kind in "iu" for d in dtypes)
+
+
 def _kernels():
     """(combination id, source, dtypes of out, a, b, s): one per dtype combination, drawn from a fixed seed."""
     rng, found = random.Random(20240613), []
     n = len(DTYPES)
     for k in range(n):
         a, b, s = DTYPES[k], DTYPES[(3 * k + 1) % n], DTYPES[(5 * k + 2) % n]
-        wide = any(np.dtype(d).itemsize == 8 and np.dtype(d).kind in "iu" for d in (a, b, s))
-        found.append((k, [_source(rng, divide=not wide) for _ in range(DRAWS)], (a, b, s)))
+        found.append((k, [_source(rng, divide=not _wide(a, b, s)) for _ in range(DRAWS)], (a, b, s)))
     return found
 
 
@@ -123,18 +135,10 @@ def _destination(k, source, a, b, s):
     return wanted
 
 
-# Kernel 8 compares a bool temporary with an int64 product read through views
-# (``c[:-1] > b[1:] * b[1:]``): the fused loop gives False where numba.njit
-# gives True (an open defect: which comparison Numba's array expression
-# picks for bool against int64 differs from the fused element's).
-_OPEN = {8: "bool compared with a wrapped int64 product: the fused element differs from numba.njit's"}
-
-
-@pytest.mark.parametrize("k, sources, dtypes", [
-    pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=_OPEN[case[0]])) if case[0] in _OPEN else case
-    for case in _kernels()], ids=lambda x: x if isinstance(x, int) else "")
+@pytest.mark.parametrize("k, sources, dtypes", _kernels(), ids=lambda x: x if isinstance(x, int) else "")
 def test_generated_chains_of_temporaries_match_njit_bit_for_bit(k, sources, dtypes):
     a_dtype, b_dtype, s_dtype = dtypes
+    wide = _wide(*dtypes)
     rng = np.random.default_rng(k)
     for source in sources:
         namespace = {"np": np}
@@ -143,7 +147,8 @@ def test_generated_chains_of_temporaries_match_njit_bit_for_bit(k, sources, dtyp
         out_dtype = _destination(k, source, a_dtype, b_dtype, s_dtype)
         plain = numba.njit(kernel)
         streamed = sj.stream_kernel(stream_stores=True, threshold=None)(kernel)
-        first = (_data(rng, out_dtype, 5), _data(rng, a_dtype, 5), _data(rng, b_dtype, 5), _scalar(rng, s_dtype))
+        first = (_data(rng, out_dtype, 5, wide), _data(rng, a_dtype, 5, wide), _data(rng, b_dtype, 5, wide),
+                 _scalar(rng, s_dtype, wide))
         try:
             with np.errstate(all="ignore"):
                 plain(*[x.copy() if isinstance(x, np.ndarray) else x for x in first])
@@ -153,8 +158,8 @@ def test_generated_chains_of_temporaries_match_njit_bit_for_bit(k, sources, dtyp
             continue
         for n in SIZES:
             for _ in range(3):
-                args = (_data(rng, out_dtype, n), _data(rng, a_dtype, n), _data(rng, b_dtype, n),
-                        _scalar(rng, s_dtype))
+                args = (_data(rng, out_dtype, n, wide), _data(rng, a_dtype, n, wide), _data(rng, b_dtype, n, wide),
+                        _scalar(rng, s_dtype, wide))
                 want, got = args[0].copy(), args[0].copy()
                 plain(want, *args[1:])
                 streamed(got, *args[1:])
