@@ -2,9 +2,27 @@
 the CPU, a GPU kernel (`cuda/`) for ``target="cuda"``, or, under
 ``NUMBA_DISABLE_JIT=1``, the function itself (`disabled.py`)."""
 
+import inspect
+
 from .disabled import jit_disabled, python_function
 from .dispatcher import make_dispatcher
+from .errors import StreamConfigError
 from .options import validate_options
+
+
+def check_signatures(func, sigs):
+    """Raise `StreamConfigError` where ``sigs``, the signatures Numba takes
+    first, are names (``stream_kernel(["dst"])``, meant as the arrays to
+    stream): a name is never a signature, and Numba would fail on it with a
+    ``NameError`` saying nothing of ``stream_stores``."""
+    names = [sig for sig in sigs or () if isinstance(sig, str) and sig.isidentifier()]
+    if names:
+        parameters = inspect.signature(func).parameters
+        what = ("parameter names" if all(name in parameters for name in names) else "names, not signatures such as "
+                "'void(float32[::1], float32[::1])'")
+        raise StreamConfigError(f"stream_kernel({names!r}) passes {what} of {func.__qualname__} as the signatures "
+                                f"numba.njit takes first; to stream their stores, write "
+                                f"stream_kernel(stream_stores={names!r})")
 
 
 def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="auto", prefetch_distance=None,
@@ -119,6 +137,7 @@ def stream_kernel(*args, stream_stores=False, stream_loads=False, threshold="aut
     target = numba_options.pop("target", "cpu")
 
     def decorate(func):
+        check_signatures(func, sigs)
         if jit_disabled():  # as numba.njit: the function itself, for pdb, prints and coverage
             # (its options checked as with JIT on: code passing its tests this way decorates the same with JIT on)
             validate_options(func, stream_stores, stream_loads, threshold, prefetch_distance, prefetch_hint,

@@ -201,8 +201,11 @@ FALLBACK_REMEDIES = {
               "a[i - 1] at i = 0 around; the aligned loop does not): start the loop where every index is valid",
     "alignment": "pass streamed arrays that start at the same offset within a cache line (whole arrays, or views "
                  "offset by the same number of elements)",
-    "contiguous": "pass arrays whose rows are contiguous (np.ascontiguousarray(x)); for a reversed view "
-                  "(x[::-1]), pass the array itself and run the loop backwards, range(n - 1, -1, -1)",
+    "contiguous": "pass arrays whose rows are contiguous: allocate an output contiguous where it is made "
+                  "(np.empty((n, m)), not a transposed or strided view), or return a new array from the kernel "
+                  "(np.ascontiguousarray of an output writes into a copy the caller never sees; of an input, it "
+                  "serves); for a reversed view (x[::-1]), pass the array itself and run the loop backwards, "
+                  "range(n - 1, -1, -1)",
     "page_alias": "allocate the output with streamjit.empty_like(source) instead of np.empty_like, np.zeros_like "
                   "or .copy(), which place it at the source's offset in its 4 KiB page (for a copy: "
                   "out = sj.empty_like(a); out[...] = a)",

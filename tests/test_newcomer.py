@@ -235,3 +235,51 @@ def test_info_opens_with_whether_the_profile_was_measured_and_keeps_the_reasons_
     monkeypatch.setattr(info, "machine_profile", lambda: one_operation)
     assert info.machine_info()["scalar NT loops"] == ("those computing at most 1 floating-point operation per "
                                                       "element stored")
+
+
+def test_a_list_of_parameter_names_where_numba_takes_signatures_says_stream_stores():
+    def copy(dst, src):
+        for i in range(src.shape[0]):
+            dst[i] = src[i]
+
+    with pytest.raises(sj.StreamConfigError) as raised:
+        sj.stream_kernel(["dst"])(copy)
+    assert str(raised.value) == ("stream_kernel(['dst']) passes parameter names of "
+                                 "test_a_list_of_parameter_names_where_numba_takes_signatures_says_stream_stores"
+                                 ".<locals>.copy as the signatures numba.njit takes first; to stream their stores, "
+                                 "write stream_kernel(stream_stores=['dst'])")
+    with pytest.raises(sj.StreamConfigError, match=r"passes names, not signatures such as 'void\(float32\[::1\], "
+                                                    r"float32\[::1\]\)' of .*stream_stores=\['out'\]"):
+        sj.stream_kernel("out")(copy)
+    eager = sj.stream_kernel(["void(float64[::1], float64[::1])"], stream_stores=["dst"])(copy)
+    assert len(eager.signatures) == 1                       # (a signature still compiles, eagerly)
+
+
+def test_a_scalar_named_in_stream_stores_is_called_a_scalar_parameter():
+    @sj.stream_kernel(stream_stores=["out", "n"])
+    def fill(out, n):
+        for i in range(n):
+            out[i] = 1.0
+
+    with pytest.warns(sj.StreamWarning) as caught:
+        fill(np.empty(100), 100)
+    assert [str(w.message) for w in caught if "'n'" in str(w.message)] == [
+        "stream_stores names 'n', a scalar parameter of "
+        "test_a_scalar_named_in_stream_stores_is_called_a_scalar_parameter.<locals>.fill (int64), not an array: only "
+        "arrays' stores stream"]
+
+
+def test_a_strided_output_is_told_to_be_allocated_contiguous_not_copied():
+    @sj.stream_kernel(stream_stores=["out"])
+    def double(out, a):
+        for i in range(a.shape[0]):
+            out[i] = 2.0 * a[i]
+
+    out = np.zeros((N, 2))
+    with pytest.warns(sj.StreamWarning) as caught:
+        double(out[:, 0], np.ones(N))
+    message = next(str(w.message) for w in caught if FALLBACK_WORDS["contiguous"] in str(w.message))
+    assert FALLBACK_REMEDIES["contiguous"] in message
+    assert "allocate an output contiguous where it is made" in message and "return a new array" in message
+    assert "writes into a copy the caller never sees" in message
+    np.testing.assert_array_equal(out[:, 0], 2.0)

@@ -197,12 +197,18 @@ CALL_NOTE = ("passed to '{}', which Numba compiles as a function of its own: the
              "them")
 
 
-def _warn_unused(option, used, option_name, verb, func_id):
+def _warn_unused(option, used, option_name, verb, func_id, typemap):
     """A StreamWarning for each name in a list option that the kernel never
-    ``verb``s, shown at the kernel's ``def``."""
+    ``verb``s, shown at the kernel's ``def`` (a scalar parameter's says it
+    is no array)."""
     if isinstance(option, tuple):
         for name in sorted(set(option) - used):
-            warn_in_kernel(func_id, f"{option_name} names '{name}', but {func_id.func_qualname} never {verb} it")
+            ty = typemap.get(name) if name in func_id.arg_names else None
+            if ty is not None and not isinstance(ty, (types.Array, types.Optional, types.Omitted, types.NoneType)):
+                warn_in_kernel(func_id, f"{option_name} names '{name}', a scalar parameter of {func_id.func_qualname} "
+                               f"({ty}), not an array: only arrays' {verb.split()[0].rstrip('s')}s stream")
+            else:
+                warn_in_kernel(func_id, f"{option_name} names '{name}', but {func_id.func_qualname} never {verb} it")
 
 
 def run_pass(state):
@@ -223,7 +229,7 @@ def run_pass(state):
     locals_named = set(options.stream_stores) - set(state.func_id.arg_names) - stored - scan.results \
         if isinstance(options.stream_stores, tuple) else set()
     _warn_unused(options.stream_stores, stored | scan.results | locals_named | set(passed), "stream_stores",
-                 "stores to", state.func_id)
+                 "stores to", state.func_id, state.typemap)
     for name in sorted(locals_named):
         warn_in_kernel(state.func_id, f"stream_stores names '{name}', but {func_name} neither allocates it with NumPy "
                        "(np.empty, np.zeros, ...) and stores to it, nor computes it by an array expression: it stays "
@@ -233,7 +239,7 @@ def run_pass(state):
     if self_loads:
         raise StreamConfigError(f"stream_loads names '{self_loads[0]}', which {func_name} also stores to: "
                                 "a kernel cannot stream its own self-loads")
-    _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", state.func_id)
+    _warn_unused(options.stream_loads, loaded | stored, "stream_loads", "loads", state.func_id, state.typemap)
     result = StreamResult(streamed_stores=frozenset(streamed), streamed_loads=frozenset(loads & loaded),
                           fresh_arrays=frozenset(scan.fresh & stored | scan.results), views=dict(scan.views),
                           ping_pong=dict(scan.group_roots))
