@@ -61,8 +61,9 @@ def warn_fallback(dispatcher, check, streams=True):
     called the kernel: a run-time check sent a call to the plain loops
     (``streams``: code that streams stores; else a fused loop to Numba's
     own code), why, and what to change so that such calls stream (run the
-    fused loop)."""
-    if check in dispatcher._fallbacks_warned:
+    fused loop). Not under ``stream_stores=True``, which names no array:
+    the report's calls line says it there."""
+    if check in dispatcher._fallbacks_warned or dispatcher.stream_options.stream_stores is True:
         return
     dispatcher._fallbacks_warned.add(check)
     name = dispatcher.py_func.__name__

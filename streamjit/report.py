@@ -224,7 +224,9 @@ def calls_line(calls, fallbacks=None, streams=True, plain_stores=False):
     if calls is None:
         return "calls: not counted" + ("" if streams else " (no store streams: every call runs the plain loops)")
     words = {"streamed": "streamed", "staged": "streamed through a staging buffer (a source a few bytes behind a "
-                                               "streamed store modulo 4 KiB)",
+                                               "streamed store modulo 4 KiB: make the second buffer with "
+                                               "sj.empty_like, or measure whether this CPU stalls there with "
+                                               "`python -m streamjit calibrate`)",
              "unprefetched": "streamed without prefetches (rows too short for them: see loads)",
              "below_threshold": "plain below the threshold",
              "after_check": "plain after a run-time check", "plain": "plain without reaching an aligned loop"} \

@@ -283,3 +283,21 @@ def test_a_strided_output_is_told_to_be_allocated_contiguous_not_copied():
     assert "allocate an output contiguous where it is made" in message and "return a new array" in message
     assert "writes into a copy the caller never sees" in message
     np.testing.assert_array_equal(out[:, 0], 2.0)
+
+
+def test_under_stream_stores_true_a_call_that_falls_back_is_in_the_report_not_a_warning():
+    @sj.stream_kernel(stream_stores=True)
+    def double(out, a):
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                out[i, j] = 2.0 * a[i, j]
+
+    a = np.asfortranarray(np.ones((64, 64)))
+    out = np.zeros_like(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # (no array was named: nothing to warn about)
+        double(out, a)
+    np.testing.assert_array_equal(out, 2.0)
+    assert double.stream_fallbacks()["contiguous"] == 1
+    assert ("calls: 0 streamed, 0 plain below the threshold, 1 plain after a run-time check (1: a row that is not "
+            "contiguous), 0 plain without reaching an aligned loop") in str(double.stream_report()).splitlines()
