@@ -19,12 +19,17 @@ from .errors import StreamWarning
 
 
 def demo(args):
+    from .info import profile_state
+    from .machine import machine_profile
+
     print(f"streamjit demo: STREAM kernels, {args.mib} MiB per array, float32, destinations misaligned by one "
-          f"element\n{measure.host_description()}\n")
+          f"element\n{measure.host_description()}\nmachine profile: {profile_state(machine_profile())}\n")
     rows = measure.stream_table(mib=args.mib, dtype=np.float32, rounds=args.rounds, progress=lambda row: None)
     print(measure.format_table(rows))
-    print(f"\nmedians (min-max) of {args.rounds} interleaved rounds; ratios > 1 mean streamjit is faster; every "
-          "streamed result was checked against NumPy.")
+    print(f"\ntimes: medians (min-max) of {args.rounds} interleaved rounds; streamjit/njit: the median (min-max) of "
+          "the ratios within each round (njit's time over streamjit's, run back to back under the same load), which "
+          "can differ from the ratio of the medians; > 1 means streamjit is faster; every streamed result was "
+          "checked against NumPy.")
 
 
 def _plots():

@@ -301,3 +301,15 @@ def test_under_stream_stores_true_a_call_that_falls_back_is_in_the_report_not_a_
     assert double.stream_fallbacks()["contiguous"] == 1
     assert ("calls: 0 streamed, 0 plain below the threshold, 1 plain after a run-time check (1: a row that is not "
             "contiguous), 0 plain without reaching an aligned loop") in str(double.stream_report()).splitlines()
+
+
+def test_the_demo_names_the_profile_state_and_how_its_ratios_are_computed(capsys):
+    from streamjit.__main__ import main
+
+    assert main(["demo", "--mib", "1", "--rounds", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith("machine profile: calibrated in ")          # (the suite's profile: conftest.py)
+    assert lines[-1] == ("times: medians (min-max) of 1 interleaved rounds; streamjit/njit: the median (min-max) of "
+                         "the ratios within each round (njit's time over streamjit's, run back to back under the same "
+                         "load), which can differ from the ratio of the medians; > 1 means streamjit is faster; every "
+                         "streamed result was checked against NumPy.")
