@@ -27,7 +27,7 @@ PHASES = (
 def _markdown(doc):
     """A docstring as Markdown: reStructuredText's double backticks are
     Markdown code spans already; a ``<`` outside code would start an HTML
-    tag, so it is escaped there."""
+    tag, and a ``#`` opening a line a heading, so both are escaped there."""
     out, in_code, blank = [], False, True
     for line in inspect.cleandoc(doc or "").splitlines():
         if line.startswith("    ") and (blank or in_code):
@@ -37,6 +37,7 @@ def _markdown(doc):
         if not in_code:
             parts = re.split(r"(``.*?``|`[^`]*`)", line)
             line = "".join(p if p.startswith("`") else p.replace("<", "&lt;") for p in parts)
+            line = "\\" + line if line.startswith("#") else line
         out.append(line)
         blank = not line.strip()
     return "\n".join(out)

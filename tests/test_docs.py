@@ -88,6 +88,34 @@ def test_how_it_works_lists_every_pass_and_stage_in_order():
     assert re.findall(r"^### \d+\. `(\w+)`$", text, re.M) == list(stages.STAGE_NAMES)
 
 
+def headings_of_level_one(markdown):
+    """The lines of ``markdown`` outside fenced code that Python-Markdown
+    renders as ``<h1>``: a line opening with one ``#`` (no space needed)."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#(?!#)", line):
+            lines.append(line)
+    return lines
+
+
+def test_every_page_has_one_title_as_served():
+    """Each page, after docs/hooks.py generated its text, has exactly one
+    ``<h1>``: a docstring line opening with ``#`` would add another."""
+    sys.path.insert(0, str(DOCS))
+    try:
+        import hooks
+    finally:
+        sys.path.remove(str(DOCS))
+    for page in sorted(DOCS.rglob("*.md")):
+        served = hooks.on_page_markdown(page.read_text(), page=None, config=None, files=None)
+        assert len(headings_of_level_one(served)) == 1, (page, headings_of_level_one(served))
+    assert headings_of_level_one("# Title\n```\n# a comment\n```\n#7534, an issue\n## Part") == ["# Title",
+                                                                                                  "#7534, an issue"]
+    assert hooks._markdown("text\n#7534 opens a line") == "text\n\\#7534 opens a line"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason='pip install ".[docs]"')
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],

@@ -42,7 +42,7 @@ STREAMED = "calls: 1 streamed, 0 plain below the threshold"
 BELOW = "calls: 0 streamed, 1 plain below the threshold"
 
 
-def expected_pattern(output, threshold):
+def expected_pattern(output, threshold=0):
     """A regex of the expected output: the loads line as any text, the
     table's rows and the machine code's store counts as any numbers; the
     calls line of a call under ``threshold="auto"`` below ``threshold``

@@ -2,8 +2,8 @@
 
 Numba compiles ``ndarray.fill`` as a separate function (an
 ``@overload_method`` whose body is ``arr[:] = val``) that the stream passes
-never see into: the best-known request for streamed stores (Numba issue
-#7534, ``arr.fill(0.0)`` on a 1 GiB array) streamed nothing. Written as the
+never see into: the best-known request for streamed stores (``arr.fill(0.0)``
+on a 1 GiB array, Numba issue #7534) streamed nothing. Written as the
 store it is, the fill is a whole-array store of a scalar like any other:
 `array_stores.py` turns it into an element loop, and the passes after it
 align and stream it. The semantics are the method's own (its body is that
