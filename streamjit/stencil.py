@@ -269,11 +269,11 @@ class StreamStencil(Reducible):
         library = self._compiled(signature).cres.library
         return getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str()
 
-    def stream_report(self, signature=None):
+    def stream_report(self, signature=None, verbose=False):
         """The `StreamReport` (see `stream_kernel`) of a compiled loop nest
-        (the latest, or the one for ``signature``). Arrays are named as the
-        parameters of numba.stencil's loop nest: the kernel's, then the
-        output's."""
+        (the latest, or the one for ``signature``; printed with the table of
+        instructions under ``verbose``). Arrays are named as the parameters
+        of numba.stencil's loop nest: the kernel's, then the output's."""
         nest = self._compiled(signature)
         sig = nest.cres.signature.args
         result = nest.cres.metadata.get(METADATA_KEY) or StreamResult()
@@ -282,7 +282,9 @@ class StreamStencil(Reducible):
         compiled = SimpleNamespace(overloads={sig: nest.cres}, py_func=nest.py_func, stream_result=lambda _: result,
                                    stream_options=self._pipeline.stream_options, stream_calls=lambda _: None,
                                    stream_fallbacks=lambda _: None)
-        return build_report(compiled, sig, self.inspect_llvm(sig), nest.cres.library.get_asm_str())
+        report = build_report(compiled, sig, self.inspect_llvm(sig), nest.cres.library.get_asm_str())
+        report.verbose = verbose
+        return report
 
 
 @typeof_impl.register(StreamStencil)

@@ -152,3 +152,13 @@ def test_inspect_types_shows_the_users_code_without_the_inserted_statements(caps
     K.copy.inspect_types()
     printed = capsys.readouterr().out
     assert "dst[i] = src[i]" in printed and "$streamjit_" not in printed
+
+
+def test_a_stencils_report_takes_verbose_too():
+    @sj.stencil
+    def average(a):
+        return 0.5 * (a[-1] + a[1])
+
+    average(np.ones(1000))
+    assert "NT vec st" not in str(average.stream_report())
+    assert "NT vec st" in str(average.stream_report(verbose=True))
