@@ -47,6 +47,8 @@ near plain ``numba.njit``).
 - ``placed_apart``: a streamed array the kernel allocates, moved apart
   from its array arguments modulo a page (`placement.py`; from Python,
   the drop-ins ``empty_like`` and ``stencil`` run the same rule in NumPy).
+- ``smaller`` / ``larger``: ``min`` / ``max`` of two integers, inline
+  (Numba's are overloads, each a helper compile: `integers.py`).
 - ``keep_scalar``: keeps a peeled head loop out of the vectorizer.
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 - ``count_call``: counts which path the call took, where its counters
@@ -63,6 +65,7 @@ from .access import (aligned_pointer, buffer_store, direct_load, direct_stream_l
 from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
                      no_trailing_alias, rows_hold, same_alignment)
 from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, count_call, store_fence
+from .integers import larger, smaller
 from .fusion import copies_elementwise, leads, same_shape, where_element, with_numpy_errors
 from .placement import placed_apart
 from .staging import disjoint, staging_region, staging_slot
@@ -72,4 +75,4 @@ __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "n
            "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "rows_hold", "same_alignment", "CALL_PATHS",
            "FALLBACK_CHECKS", "keep_scalar", "opaque", "count_call", "store_fence", "copies_elementwise", "same_shape",
            "leads", "where_element", "with_numpy_errors", "placed_apart",
-           "buffer_store", "disjoint", "staging_region", "staging_slot"]
+           "buffer_store", "disjoint", "staging_region", "staging_slot", "smaller", "larger"]

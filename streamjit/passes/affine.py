@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 
 from numba.core import ir, types
 
+from .. import codegen
 from ..numba_internals.ir import expr_fields, set_expr_fields
 
 _ADD = (operator.add, operator.iadd)
 _SUB = (operator.sub, operator.isub)
 _MUL = (operator.mul, operator.imul)
 # Calls allowed inside an invariant term: pure functions of their arguments.
-_PURE_CALLS = (len, min, max, int, abs, slice)
+_PURE_CALLS = (len, min, max, int, abs, slice, codegen.smaller, codegen.larger)
 _PURE_EXPRS = ("binop", "unary", "getattr", "static_getitem", "build_tuple", "cast", "getitem", "call")
 
 

@@ -25,6 +25,7 @@ import operator
 from numba import prange
 from numba.core import ir
 
+from .. import codegen
 from .accesses import streamed_store_names
 from .scan import scan_kernel
 from .ir_build import Emitter, new_block, retarget, drop_definition
@@ -80,7 +81,7 @@ def _split(scan, loop):
     more = head.assign(ir.Expr.pair_second(nxt, loc), hint="more")
     body = Emitter(scope, loc)
     start = body.add(lo, body.binop(operator.mul, block_index, BLOCK))
-    stop = body.call(min, body.add(start, BLOCK), hi)
+    stop = body.call(codegen.smaller, body.add(start, BLOCK), hi)
     drop_definition(blocks, scan.defs[loop.iterator][0])
     body.range_iterator(range, [start, stop], target=loop.iterator)
     body.stmts.append(ir.Jump(loop.header, loc))

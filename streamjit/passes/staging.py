@@ -212,7 +212,7 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     # strip t computes [first, end) into slot t % 2 (empty for t == strips), ...
     body = Emitter(scope, loc)
     first = body.add(start, body.binop(operator.mul, t, strip))
-    end = body.call(min, body.add(first, strip), hi)
+    end = body.call(codegen.smaller, body.add(first, strip), hi)
     parity = body.binop(operator.and_, t, 1)
     computing = slots(body, first, parity)
     iterator = body.temp("staged_iter").name
@@ -225,7 +225,7 @@ def staged_loop(state, scan, plan, start, hi, options, result):
     # (its start a whole number of strips from ``start``, which the alignment proof needs; none before t == 1)
     previous = body.sub(first, strip)
     copied = slots(body, previous, body.binop(operator.xor, parity, 1))
-    count = body.sub(body.call(min, first, hi), body.call(max, previous, start))
+    count = body.sub(body.call(codegen.smaller, first, hi), body.call(codegen.larger, previous, start))
     # (whole lines stream out, the rest of the last one is stored plainly: see the module doc)
     whole = body.sub(count, body.binop(operator.mod, count, line_bytes() // item))
 
