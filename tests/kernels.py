@@ -145,3 +145,31 @@ def add2d(out, a, b):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
             out[i, j] = a[i, j] + 2 * b[i, j]
+
+
+@sj.stream_kernel(stream_loads=["f"], stream_stores=["h"])
+def residual(h, f, g):
+    for i in range(h.shape[0]):
+        h[i] = f[i] + g[i]
+
+
+# Plain functions, streamed with each test's own options (and run by numba.njit beside them).
+
+def triad_by_three(out, a, b):
+    for i in range(out.shape[0]):
+        out[i] = a[i] + 3.0 * b[i]
+
+
+def copy_until(dst, src, k):
+    for i in range(src.shape[0]):
+        if i == k:
+            raise ValueError("stop")
+        dst[i] = src[i]
+
+
+def smooth_fresh(u):
+    out = np.empty_like(u)
+    out[0], out[-1] = u[0], u[-1]
+    for i in range(1, u.shape[0] - 1):
+        out[i] = u[i - 1] + u[i] + u[i + 1]
+    return out

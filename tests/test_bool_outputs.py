@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from test_staging import at_offset
+from helpers import at_offset
 
 
 def compare_loop(out, a, b):

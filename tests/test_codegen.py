@@ -16,10 +16,9 @@ from streamjit import machine, options
 from streamjit.codegen import CALL_PATHS
 from streamjit.pre_o3 import loop_widths
 from streamjit.protocol.targets import count_asm_streaming
+from helpers import X86_AVX, compiled, needs_x86_avx
 
 features = llvm.get_host_cpu_features()
-X86_AVX = llvm.get_process_triple().startswith("x86_64") and features.get("avx", False)
-needs_x86_avx = pytest.mark.skipif(not X86_AVX, reason="machine-code checks are written for x86-64 with AVX")
 
 VECTOR_NT_STORE = re.compile(r"^\s*vmovnt(?:ps|pd|dq)\s+%[yz]mm\d+,", re.M)
 ANY_NT_STORE = re.compile(r"^\s*v?movnt\w*\s", re.M)
@@ -35,12 +34,6 @@ def converted_halves_stream(asm):
     """The NT stores of a float64->float32 loop: wide, or in xmm halves."""
     return bool(VECTOR_NT_STORE.search(asm)) or (not features.get("avx512f", False)
                                                    and len(HALVES_NT_STORE.findall(asm)) >= 2)
-
-
-def compiled(kernel, *args):
-    """Call ``kernel`` and return the signature those arguments compiled."""
-    kernel(*args)
-    return tuple(numba.typeof(a) for a in args)
 
 
 @pytest.fixture(scope="module")
@@ -325,11 +318,6 @@ def test_scalar_nt_rows_hold_only_for_sources_prefetched_as_measured(monkeypatch
                    "items of 8 bytes" in n for n in rep.notes) != streams, rep.notes
 
 
-def _triad(out, a, b):
-    for i in range(out.shape[0]):
-        out[i] = a[i] + 3.0 * b[i]
-
-
 def _jacobi(out, g):
     for r in range(1, g.shape[0] - 1):
         for c in range(1, g.shape[1] - 1):
@@ -338,7 +326,7 @@ def _jacobi(out, g):
 
 @pytest.mark.skipif(machine.vector_isa() != "AVX-512", reason="512-bit vectors need AVX-512")
 @pytest.mark.parametrize("function, dtype, wide", [(_jacobi, np.float64, True), (_jacobi, np.float32, False),
-                                                   (_triad, np.float64, False)])
+                                                   (K.triad_by_three, np.float64, False)])
 def test_wide_stencil_row_widens_the_streamed_stencil_loop_only(function, dtype, wide, monkeypatch):
     """The ``wide_stencil_bytes`` row [8] (the Intel Xeon VM's): a streamed
     stencil loop of float64 is vectorized 512 bits wide (zmm NT stores);
@@ -410,13 +398,13 @@ def test_sources_just_behind_the_stores_modulo_a_page_run_staged(shift, streamed
     two source streams or more, such a call runs the staged loop (computed
     into a buffer in cache, streamed out of it), counted ``staged``, not a
     fallback; one stream (a copy) paid at every offset and still streams."""
-    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(_triad)
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(K.triad_by_three)
     rng = np.random.default_rng(shift)
     a = rng.random(20_000, dtype=np.float32)
     b, out = placed_after(a, 0, rng), placed_after(a, shift, rng)
     kernel(out, a, b)
     expected = np.empty_like(out)
-    numba.njit(_triad)(expected, a, b)
+    numba.njit(K.triad_by_three)(expected, a, b)
     np.testing.assert_array_equal(out, expected)
     assert kernel.stream_calls() == dict.fromkeys(CALL_PATHS, 0) | {"streamed": int(streamed),
                                                                     "staged": int(not streamed)}
@@ -469,14 +457,14 @@ def test_no_page_alias_check_where_the_profile_measured_no_stall(monkeypatch):
     stores (Zen 4, Intel Xeon: ``page_alias_bytes`` 0), the kernel has no
     check: a call with its output 4 bytes past its sources streams."""
     monkeypatch.setattr(options, "machine_profile", lambda: machine.default_profile("GenuineIntel", 6))
-    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(_triad)
+    kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(K.triad_by_three)
     assert kernel.stream_options.page_alias_bytes == 0
     rng = np.random.default_rng(4)
     a = rng.random(20_000, dtype=np.float32)
     b, out = placed_after(a, 0, rng), placed_after(a, 4, rng)
     kernel(out, a, b)
     expected = np.empty_like(out)
-    numba.njit(_triad)(expected, a, b)
+    numba.njit(K.triad_by_three)(expected, a, b)
     np.testing.assert_array_equal(out, expected)
     assert kernel.stream_calls()["streamed"] == 1 and kernel.stream_fallbacks()["page_alias"] == 0
 
@@ -501,17 +489,10 @@ def test_call_counters_add_atomically():
     assert "atomicrmw add" in move and not any(" store " in line for line in move.splitlines())
 
 
-def _copy_until(dst, src, k):
-    for i in range(src.shape[0]):
-        if i == k:
-            raise ValueError("stop")
-        dst[i] = src[i]
-
-
 def test_calls_that_raise_are_counted():
     """The record was written before each return only: a call that streamed
     most of its array and then raised was counted nowhere."""
-    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=None)(_copy_until)
+    kernel = sj.stream_kernel(stream_stores=["dst"], threshold=None)(K.copy_until)
     a = np.random.default_rng(2).random(100_000)
     d = np.zeros_like(a)
     kernel(d, a, -1)

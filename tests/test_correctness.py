@@ -9,24 +9,10 @@ import numpy as np
 import pytest
 
 import kernels as K
+from helpers import DTYPES, random_array
 
-DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-          np.float32, np.float64, np.complex64, np.complex128, np.bool_]
 SIZES = [0, 1, 15, 16, 17, 1000, 100003]
 OFFSETS = range(16)
-
-
-def random_array(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) > 0.5
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    values = rng.standard_normal(shape) * 1e3
-    if dtype.kind == "c":
-        values = values + 1j * rng.standard_normal(shape)
-    return values.astype(dtype)
 
 
 @functools.cache

@@ -20,7 +20,7 @@ import kernels as K
 import streamjit as sj
 from streamjit.backend.o3 import host_machine, o3
 from streamjit.protocol.targets import host_build_cpu
-from test_codegen import compiled
+from helpers import compiled
 
 F32 = np.zeros(300, np.float32)
 GRID = np.zeros((20, 300), np.float32)

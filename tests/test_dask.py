@@ -12,7 +12,7 @@ import pytest
 import kernels as K
 import stencil_kernels as S
 import streamjit as sj
-from test_correctness import random_array
+from helpers import random_array
 
 da = pytest.importorskip("dask.array")   # the optional extra; CI installs it
 from streamjit import dask as sj_dask  # noqa: E402

@@ -107,13 +107,12 @@ def test_debug_info_streams_what_it_streams_without(monkeypatch):
 @functools.cache
 def _suite_kernels():
     """{name: (kernel, function, arguments, whether it streams)} for each kernel of
-    tests/kernels.py (the correctness and codegen suites') and the codegen
-    suite's own module-level loops."""
+    tests/kernels.py (the correctness and codegen suites'), and for the plain
+    loops there that the codegen suite streams with options of its own."""
     import kernels as K
     from streamjit.dispatcher import StreamDispatcher
     from streamjit import machine
     from streamjit import options as options_module
-    from test_codegen import _copy_until, _triad
 
     rng = np.random.default_rng(3)
     n = 4099
@@ -140,14 +139,15 @@ def _suite_kernels():
         "with_left_neighbour": ((np.zeros(n), a), False),  # (its aligned loop does not vectorize: plain)
         "jacobi_f32": ((np.zeros_like(grid), grid), True),
         "add2d": ((np.zeros((40, 301)), rng.standard_normal((40, 301)), rng.standard_normal((40, 301))), True),
+        "residual": ((np.zeros(n), a, b), True),
     }
     defined = {name for name, value in vars(K).items() if isinstance(value, StreamDispatcher)}
     assert defined == set(calls), f"a kernel of tests/kernels.py without its call here: {defined ^ set(calls)}"
     kernels = [(name, getattr(K, name).py_func, getattr(K, name)._options, args, streams)
                for name, (args, streams) in calls.items()]
-    kernels += [("codegen._triad", _triad, dict(stream_stores=["out"], threshold=None),
+    kernels += [("triad_by_three", K.triad_by_three, dict(stream_stores=["out"], threshold=None),
                  (np.zeros(n, np.float32), a32, b32), True),
-                ("codegen._copy_until", _copy_until, dict(stream_stores=["dst"], threshold=None),
+                ("copy_until", K.copy_until, dict(stream_stores=["dst"], threshold=None),
                  (np.zeros(n), a, -1), True)]
     # (the profile of a CPU without the 4K-aliasing check, whatever profile
     # the worker has: the arguments, copied by the test, lie alike in their pages)
@@ -158,8 +158,8 @@ def _suite_kernels():
 
 SUITE_KERNELS = ["copy", "copy_plain", "triad", "shifted_store", "reverse", "interleave", "accumulate",
                  "accumulate_aug", "clip_positive", "jacobi", "scale3d", "with_local_index", "early_return", "ranged",
-                 "store_then_read", "checked_scale", "with_left_neighbour", "jacobi_f32", "add2d", "codegen._triad",
-                 "codegen._copy_until"]
+                 "store_then_read", "checked_scale", "with_left_neighbour", "jacobi_f32", "add2d", "residual",
+                 "triad_by_three", "copy_until"]
 
 
 def test_the_list_names_every_suite_kernel():
@@ -175,7 +175,7 @@ def test_the_suites_kernels_under_debug_info(name):
     without debug info (none where it does not), each with a fence on every
     path to a return (`asm_paths`)."""
     from asm_paths import nt_stores_and_unfenced
-    from test_codegen import X86_AVX
+    from helpers import X86_AVX
 
     kernel, func, args, streams = _suite_kernels()[name]
     expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from test_readme import expected_pattern
+from helpers import expected_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

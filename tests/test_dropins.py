@@ -1,7 +1,6 @@
 """streamjit.copyto / memcpy against NumPy: the same results and the same
 exceptions, on the streamed path and on the plain one."""
 
-import itertools
 import os
 
 import numba
@@ -10,7 +9,7 @@ import pytest
 
 import streamjit as sj
 from streamjit import dropins
-from test_correctness import random_array
+from helpers import random_array
 
 
 @pytest.fixture(params=["auto", "always"])

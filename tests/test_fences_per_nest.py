@@ -18,7 +18,7 @@ from numba.core.analysis import compute_cfg_from_blocks
 import streamjit as sj
 from streamjit.passes import array_stores, fence_placement, legality
 
-from test_passes import after
+from helpers import after
 
 # the benchmark's kernel (bench/fences_per_nest.py): one definition, timed there, checked here
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))

@@ -11,7 +11,7 @@ import pytest
 
 import streamjit as sj
 from fill_kernels import fillArr, fillArrSmall
-from test_codegen import needs_x86_avx
+from helpers import needs_x86_avx
 
 DTYPES = [np.float64, np.float32, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64, np.uint64,
           np.complex128, np.complex64, np.bool_]

@@ -9,6 +9,7 @@ import pytest
 import streamjit as sj
 from streamjit.codegen import CALL_PATHS
 from streamjit.codegen.placement import apart_offset, placed_apart, row_starts
+from kernels import smooth_fresh
 
 
 def fill_fresh(x, y):
@@ -64,14 +65,6 @@ def test_named_fresh_outputs_stream_with_vector_nt_stores():
     a = rng.standard_normal((19, 67))
     np.testing.assert_array_equal(FRESH_2D(a), a * 3.0)
     assert FRESH_2D.stream_report().arrays["out"].nt_vector_stores > 0
-
-
-def smooth_fresh(u):
-    out = np.empty_like(u)
-    out[0], out[-1] = u[0], u[-1]
-    for i in range(1, u.shape[0] - 1):
-        out[i] = u[i - 1] + u[i] + u[i + 1]
-    return out
 
 
 def smooth_result(u):

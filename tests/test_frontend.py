@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from test_codegen import X86_AVX
+from helpers import X86_AVX
 
 
 def make_closure_kernel(factor):

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kernels as K
-from test_correctness import DTYPES, random_array
+from helpers import DTYPES, random_array
 
 pytestmark = pytest.mark.fuzz
 

@@ -12,7 +12,7 @@ import streamjit as sj
 from streamjit import calibration, info, machine, measure
 from streamjit.cpu_defaults import STALLING_PAGE_ALIAS_BYTES, UNMEASURED
 from streamjit.machine import LoadStage
-from test_codegen import needs_x86_avx
+from helpers import needs_x86_avx
 
 
 @pytest.fixture

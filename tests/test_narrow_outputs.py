@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from test_codegen import needs_x86_avx
+from helpers import needs_x86_avx
 
 
 def compare_loop(out, a):

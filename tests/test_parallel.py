@@ -17,8 +17,7 @@ from streamjit.codegen import CALL_PATHS
 from streamjit.passes.parallel_blocks import BLOCK
 from streamjit.post_o3 import exit_fences, stages
 from streamjit.post_o3.counts import is_store_fence
-from test_codegen import needs_x86_avx
-from test_correctness import random_array
+from helpers import needs_x86_avx, random_array
 
 
 @sj.stream_kernel(stream_stores=["a"], parallel=True)

@@ -2,55 +2,15 @@
 it leaves, or what it records on the compiler state), not only through the
 compiled result."""
 
-import io
-
 import numba
 import numpy as np
 import pytest
 from numba.core import ir
-from numba.core.analysis import compute_cfg_from_blocks
 
 import streamjit as sj
 from streamjit.passes import (accesses, align_peel, array_stores, canonical_loops, fence_placement, legality,
                               parallel_blocks, retype, size_check, stream_loads)
-
-
-class Seen:
-    """What a pass left: the IR as text, its loops and calls, the state."""
-
-    def __init__(self, state):
-        self.state = state
-        out = io.StringIO()
-        state.func_ir.dump(file=out)
-        self.text = out.getvalue()
-        assigns = [s for b in state.func_ir.blocks.values() for s in b.body if isinstance(s, ir.Assign)]
-        values = {s.target.name: s.value.value for s in assigns if isinstance(s.value, (ir.Global, ir.FreeVar))}
-        self.globals = list(values.values())
-        # the globals that are called
-        self.called = [values.get(s.value.func.name) for s in assigns
-                       if isinstance(s.value, ir.Expr) and s.value.op == "call"]
-        self.loops = len(compute_cfg_from_blocks(state.func_ir.blocks).loops())
-
-
-def after(monkeypatch, module, function, args, **options):
-    """Compile ``function`` for ``args`` and return `Seen` right after ``module``'s pass."""
-    # (threshold None: no size test unless asked)
-    return compiled_after(monkeypatch, module, sj.stream_kernel(**{"threshold": None, **options})(function), args)
-
-
-def compiled_after(monkeypatch, module, kernel, args):
-    """Call ``kernel`` on ``args``, which compiles it for them, and return `Seen` right after ``module``'s pass."""
-    seen = []
-    original = module.run_pass
-
-    def run_pass(state):
-        changed = original(state)
-        seen.append(Seen(state))
-        return changed
-
-    monkeypatch.setattr(module, "run_pass", run_pass)
-    kernel(*args)
-    return seen[-1]
+from helpers import after
 
 
 def enumerate_kernel(out, a):

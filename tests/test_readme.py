@@ -18,6 +18,8 @@ import sys
 
 import pytest
 
+from helpers import BELOW, STREAMED, TOUR_CALL_BYTES, expected_pattern
+
 README = os.path.join(os.path.dirname(__file__), "..", "README.md")
 
 
@@ -33,42 +35,6 @@ def tour_blocks():
         if lang == "python" and out_lang == "":
             pairs.append((source, output))
     return pairs
-
-
-# The bytes of the tour's calls under threshold="auto" (copy's dst[1:], jacobi's A and B); each streams
-# where this machine's threshold lies below them.
-TOUR_CALL_BYTES = (16 << 20) * 4 - 4
-STREAMED = "calls: 1 streamed, 0 plain below the threshold"
-BELOW = "calls: 0 streamed, 1 plain below the threshold"
-
-
-def expected_pattern(output, threshold=0):
-    """A regex of the expected output: the loads line as any text, the
-    table's rows and the machine code's store counts as any numbers; the
-    calls line of a call under ``threshold="auto"`` below ``threshold``
-    saying so, that of a kernel allocating its output streamed or staged."""
-    lines, auto, allocates = [], True, False
-    for line in output.rstrip("\n").splitlines():
-        if re.match(r"\w+: ", line) and not line.startswith(("calls: ", "loads: ", "speed from: ")):
-            auto = line.split(":")[0] in ("copy", "jacobi")          # (the kernels left at threshold="auto")
-            allocates = line.split(":")[0] in ("saxpy", "clipped")   # (the kernels that allocate their output)
-        if line.startswith("loads: "):
-            lines.append(r"loads: .*")
-        elif re.fullmatch(r"\s*\w+(\s+\d+){6}", line):                       # a table row
-            lines.append(r"\s*" + re.escape(line.split()[0]) + r"(\s+\d+){6}")
-        elif line.startswith("fences: "):  # (another CPU's backend may split vector stores: a note says so)
-            lines.append(r"fences: \d+   peeled loops: \d+   machine NT stores: \d+ vector, \d+ scalar"
-                         r"(\n  \(machine code: [^\n]*\))?")
-        elif allocates and line.startswith(STREAMED):
-            # (where the allocator puts the kernel's array a few bytes ahead of its source in a page, on a CPU
-            # whose profile checks that, the call runs staged: no argument of the call decides it)
-            lines.append(re.escape(line).replace(re.escape("calls: 1 streamed, "), "calls: (1 streamed, |0 streamed, "
-                                                 r"1 streamed through a staging buffer \([^)]*\), )"))
-        else:
-            if auto and threshold >= TOUR_CALL_BYTES:
-                line = line.replace(STREAMED, BELOW)
-            lines.append(re.escape(line))
-    return "\n".join(lines)
 
 
 def test_the_tour_has_runnable_blocks_each_followed_by_its_output():

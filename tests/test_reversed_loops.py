@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from test_codegen import needs_x86_avx
+from helpers import needs_x86_avx
 
 
 def whole(out, a):

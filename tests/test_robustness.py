@@ -18,8 +18,7 @@ from numba.core.runtime import rtsys
 import kernels as K
 import streamjit as sj
 from streamjit.codegen.placement import placed_apart
-from test_correctness import random_array
-from test_fresh_outputs import smooth_fresh
+from helpers import random_array
 
 
 def njit_copy(dst, src):
@@ -218,7 +217,7 @@ def test_no_allocation_outlives_a_call(allocation_stats):
     src, dst = np.arange(1000.0), np.zeros(1000)
     refs = sys.getrefcount(src), sys.getrefcount(dst)
     u = np.random.default_rng(5).standard_normal(20_000)
-    smooth = sj.stream_kernel(stream_stores=["out"], threshold=None)(smooth_fresh)
+    smooth = sj.stream_kernel(stream_stores=["out"], threshold=None)(K.smooth_fresh)
     raw = np.empty(2048)
     first = (-raw.ctypes.data) % 4096 // 8
     # (inputs every 1 KiB round the page: an array anywhere but half way

@@ -11,7 +11,7 @@ import pytest
 
 import stencil_kernels as S
 import streamjit as sj
-from test_correctness import random_array
+from helpers import random_array
 
 rng = np.random.default_rng(0)
 A1 = random_array(rng, 1003, np.float64)

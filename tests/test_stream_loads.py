@@ -10,7 +10,8 @@ import pytest
 import streamjit as sj
 from streamjit import calibration, codegen, machine, measure
 from streamjit.machine import LoadStage
-from test_codegen import needs_x86_avx
+from helpers import needs_x86_avx
+from kernels import residual
 
 PREFETCH_NTA = re.compile(r"^\s*prefetchnta\s", re.M)
 
@@ -21,12 +22,6 @@ def self_referencing(out, a):
     # Halide's case: a is streamed, the load of out is an ordinary self-load
     for i in range(a.shape[0]):
         out[i] = out[i] + 5 * a[i]
-
-
-@sj.stream_kernel(stream_loads=["f"], stream_stores=["h"])
-def residual(h, f, g):
-    for i in range(h.shape[0]):
-        h[i] = f[i] + g[i]
 
 
 gather = sj.stream_kernel(stream_loads=["key", "x"], stream_stores=["out"])(measure.gather)

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import kernels as K
-from test_codegen import compiled
-from test_stream_loads import residual
+from helpers import compiled
 
 NEON = ("aarch64-unknown-linux-gnu", "neoverse-n1")
 SVE = ("aarch64-unknown-linux-gnu", "neoverse-v1")
@@ -30,7 +29,7 @@ def kernels():
     calls = {"copy": (K.copy, (f32.copy(), f32)),
              "triad": (K.triad, (f32.copy(), f32, f32, np.float32(2))),
              "jacobi": (K.jacobi_f32, (grid.copy(), grid)),
-             "stream_loads": (residual, (np.zeros(300), np.zeros(300), np.zeros(300)))}
+             "stream_loads": (K.residual, (np.zeros(300), np.zeros(300), np.zeros(300)))}
     return {name: (kernel, compiled(kernel, *args)) for name, (kernel, args) in calls.items()}
 
 

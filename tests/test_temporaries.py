@@ -4,7 +4,6 @@ loop of the store that reads them, with Numba's results, and stay arrays
 wherever that would change what the kernel computes."""
 
 import ctypes
-import functools
 import math
 import re
 
@@ -15,24 +14,7 @@ import pytest
 import streamjit as sj
 from numba.core.runtime import rtsys
 from streamjit.calibration_stencils import hdiff  # NPBench's, as calibrate times it
-from streamjit.passes import array_stores
-from test_passes import compiled_after
-
-
-def _hdiff_args(shape, seed):
-    rng = np.random.default_rng(seed)
-    I, J, K = shape
-    return rng.standard_normal((I + 4, J + 4, K)), rng.standard_normal((I, J, K)), rng.standard_normal((I, J, K))
-
-
-@functools.cache
-def compiled_hdiff():
-    """``(kernel, Seen)``: hdiff streamed, compiled once per process for its
-    tests here and in test_view_shifts.py (the suite's longest compile), and
-    its IR right after `passes/array_stores.py`'s pass."""
-    kernel = sj.stream_kernel(stream_stores=True, threshold=None)(hdiff)
-    with pytest.MonkeyPatch.context() as patch:
-        return kernel, compiled_after(patch, array_stores, kernel, _hdiff_args((4, 5, 6), 0))
+from helpers import compiled_hdiff, hdiff_args
 
 
 @pytest.mark.xdist_group("hdiff")
@@ -41,7 +23,7 @@ def test_hdiff_equals_numpy_bit_for_bit(shape):
     """Against NumPy running hdiff itself (numba.njit(hdiff) gives NumPy's
     result bit for bit; its compile, the suite's longest with hdiff's own,
     is left out)."""
-    in_field, out, coeff = _hdiff_args(shape, 1)
+    in_field, out, coeff = hdiff_args(shape, 1)
     want = out.copy()
     hdiff(in_field, want, coeff)
     compiled_hdiff()[0](in_field, out, coeff)
@@ -51,7 +33,7 @@ def test_hdiff_equals_numpy_bit_for_bit(shape):
 @pytest.mark.xdist_group("hdiff")
 def test_hdiff_temporaries_are_computed_in_the_loop(allocation_stats):
     kernel = compiled_hdiff()[0]
-    args = _hdiff_args((6, 7, 64), 2)
+    args = hdiff_args((6, 7, 64), 2)
     kernel(*args)                                     # (compile)
     calls = kernel.stream_calls()
     ran = calls["streamed"] + calls["staged"] + calls["after_check"]

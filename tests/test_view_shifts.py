@@ -10,8 +10,7 @@ import pytest
 
 import streamjit as sj
 from streamjit.passes import array_stores
-from test_passes import after
-from test_temporaries import compiled_hdiff
+from helpers import after, compiled_hdiff
 
 
 def _reads(seen):
@@ -23,7 +22,7 @@ def _reads(seen):
     return counts
 
 
-@pytest.mark.xdist_group("hdiff")  # (compiled_hdiff: the worker running test_temporaries.py's)
+@pytest.mark.xdist_group("hdiff")  # (compiled_hdiff: once per worker, with test_temporaries.py's tests)
 def test_hdiffs_views_are_read_from_its_arrays():
     reads = _reads(compiled_hdiff()[1])
     # out_field's loop: lap_field at 8 views (5 reads of in_field each), the
