@@ -1,4 +1,4 @@
-"""First-call compile time of array-expression kernels (issue 13): numba.njit,
+"""First-call compile time of array-expression kernels: numba.njit,
 Numba's own parfor machinery lowered sequentially (the route design.md
 describes: ParforPass, then `lower_parfor_sequential`, with parallel=False),
 and streamjit (fused element loops, Numba's store kept as the fallback).

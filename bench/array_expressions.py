@@ -1,5 +1,5 @@
 """Array expressions, slice assignments, in-place operators and fresh
-outputs (issue 13): each kernel streamed (`stream_kernel(stream_stores=True)`)
+outputs: each kernel streamed (`stream_kernel(stream_stores=True)`)
 against the same function under `numba.njit`, and against streamjit's own
 element loops with plain stores (a threshold no array reaches: what fusing
 the expression alone gives), in one process, interleaved rounds, medians

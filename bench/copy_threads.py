@@ -25,8 +25,8 @@ import sys
 # The prange runner's OpenMP workers spin after each parallel region
 # (libgomp's default wait policy), on the core the next runners' threads
 # need: with one core busy, streamjit.copyto measured 0.34x np.copyto
-# beside it and 1.27x with passive workers (16 MiB, AMD EPYC Zen 2 VM,
-# session 33). Passive, so each runner is timed alone.
+# beside it and 1.27x with passive workers (16 MiB, AMD EPYC Zen 2 VM).
+# Passive, so each runner is timed alone.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba  # noqa: E402  (after the wait policy, which OpenMP reads when Numba starts it)
@@ -77,7 +77,7 @@ def main(mib=256, rounds=11, busy=False):
 
 def first_calls(mib=256, calls=12, rounds=7):
     """Each of the first ``calls`` copies of this process, in ms: no call
-    may pay a compilation or wait for measurements (issue 27: 82, 397,
+    may pay a compilation or wait for measurements (they once took 82, 397,
     21, 21, ..., 11.6 ms). The destination's pages are touched first, so
     that the first call does not pay for faulting them in."""
     n = (mib << 20) // 4

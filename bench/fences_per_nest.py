@@ -1,4 +1,4 @@
-"""NPBench's doitgen shape (issue 27): ``for r: for q: tmp = A[r, q, :] @
+"""NPBench's doitgen shape: ``for r: for q: tmp = A[r, q, :] @
 C4; A[r, q, :] = tmp``, float64, NR=220, NQ=250, NP=270 (119 MB), against
 numba.njit. The row store streams; its fence now runs once after the
 ``r, q`` nest (`passes/legality.py`) instead of after each 2160-byte row
@@ -75,7 +75,7 @@ def scaled_rows(NR, NQ, NP, A, B):
 
 def _compiled(kernel, args, per_row=False):
     """``kernel`` compiled by a first call (its result discarded)."""
-    if per_row:  # the nest cut at the view's own loop, as before issue 27
+    if per_row:  # the nest cut at the view's own loop, one fence per row
         with mock.patch.object(legality, "_view_nest", lambda scan, store, root, origin: (root, None)):
             kernel(*args())
     else:

@@ -257,7 +257,7 @@ TABLE_HEAD = ("| kernel | size | MiB | njit ms | stream | never streamed | strea
 
 
 def summary(rows):
-    """Geometric means and the kernels under the bars of issue 27."""
+    """Geometric means, and the kernels under each bar (0.97x njit, 0.98x never streamed)."""
     ok = [r for r in rows if "error" not in r]
     streaming = [r for r in ok if r["streamed"] and r["above_threshold"]]
     lines = [f"geomean over {len(ok)}: stream {geomean(ratio(r, 'stream') for r in ok):.3f}x, never streamed "

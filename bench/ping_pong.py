@@ -1,4 +1,4 @@
-"""Time loops as Numba users write them (issue 24), against numba.njit: a
+"""Time loops as Numba users write them, against numba.njit: a
 2-D Jacobi with the buffers swapped after each sweep (``A, B = B, A``)
 under ``stream_stores=True`` and with the arrays named, the same sweep as a
 one-sweep kernel driven from an ``@numba.njit`` loop that swaps, a 3-D heat

@@ -1,4 +1,4 @@
-"""A tiny call under the default options against numba.njit (issue 21): a
+"""A tiny call under the default options against numba.njit: a
 copy of 16 float32, 16 float64 and 64 float64 elements, called 20000 times
 per round, interleaved rounds, medians (min-max) of the time per call.
 

@@ -1,5 +1,5 @@
 """Slice assignments, array expressions, row stores and in-place operators
-on streamed arrays (issue 13): fused element loops where exact, Numba's own
+on streamed arrays: fused element loops where exact, Numba's own
 store otherwise; always equal to numba.njit and NumPy."""
 
 import re
@@ -146,7 +146,7 @@ def test_overlapping_slice_copy_keeps_numpy_semantics():
 
 def test_overlapping_slice_stores_in_one_nest_are_separate_stages():
     # each slice assignment is an element loop of its own: two stages in turn
-    # (Halide's rule, issue 19), each writing its elements once, fenced after it
+    # (Halide's rule), each writing its elements once, fenced after it
     kernel = sj.stream_kernel(stream_stores=["out"])(overlapping_rows)
     a = np.random.default_rng(6).standard_normal((7, 301))
     expected, got = np.zeros((7, 301)), np.zeros((7, 301))
@@ -338,7 +338,7 @@ def returned_expression(x, y):
     return np.minimum(np.maximum(x, 2.0), 10.0) * 1.5 + y
 
 
-DONE_WHEN = {   # issue 13's kernels, as streamed: each must hold ymm/zmm NT stores and a fence
+DONE_WHEN = {   # the array-expression kernels, as streamed: each must hold ymm/zmm NT stores and a fence
     "jacobi": (KERNELS["jacobi_steps"][0], lambda rng: (rng.standard_normal((40, 70)),
                                                           rng.standard_normal((40, 70)), 2)),
     "heat3d": (KERNELS["heat3d"][0], lambda rng: (rng.standard_normal((9, 9, 40)), rng.standard_normal((9, 9, 40)), 1)),

@@ -72,8 +72,8 @@ def test_cached_and_keyed_by_stream_options(run):
     hits, fresh, warned = run()
     assert (hits, warned) == ("0", "False")               # compiled
     # loaded from the cache, it answers stream_report, stream_result,
-    # above_threshold and inspect_* as the fresh compile did (issue 21, defect 2:
-    # AttributeError, and a report refused)
+    # above_threshold and inspect_* as the fresh compile did (a cached
+    # load once raised AttributeError, and refused a report)
     assert run() == ["1", fresh, "False"]
     hits, fresh_loads, _ = run(stream_loads=True)
     assert hits == "0" and fresh_loads != fresh          # other options: never the old entry

@@ -1,5 +1,5 @@
 """Kernels compiled with debug info on stream exactly what they stream
-without it (issue 26: with ``NUMBA_DEBUGINFO=1`` the README's slice Jacobi
+without it (with ``NUMBA_DEBUGINFO=1`` the README's slice Jacobi
 and a ``prange`` kernel failed with "Metadata id is already used": a fresh
 metadata id ignored the debug-info nodes).
 

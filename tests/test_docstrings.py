@@ -1,4 +1,4 @@
-"""The public API's docstrings (issue 21): Numba-style, every option with
+"""The public API's docstrings: Numba-style, every option with
 its default and an example, and the examples run as written; and every
 public top-level class and function of every public module has a docstring
 (the API reference of docs/ is generated from them)."""

@@ -205,7 +205,7 @@ def test_streamed_path_is_the_streamed_kernel():
 
 
 def test_one_kernel_signature_for_every_dtype():
-    """Issue 27: the second large copy of a process stalled 400 ms compiling
+    """The second large copy of a process stalled 400 ms compiling
     its dtype's kernel. Every dtype now copies through the one uint8
     signature, loaded from the disk cache (or compiled) as streamjit is imported."""
     dropins.load_copy_kernel()
@@ -300,7 +300,7 @@ def test_the_bands_are_read_beside_the_kernels_load(monkeypatch):
 def test_the_cached_kernel_loads_without_numbas_registries():
     """Loading it through Numba's cache imported every registry of Numba's
     CPU target (and SciPy): 0.56 s, which the first large copies of a
-    process paid (issue 27). It loads without them; what compiles later
+    process paid. It loads without them; what compiles later
     in the process refreshes them as always. Nor does the load or a
     streamed copy compile Numba's NRT module (an LLVM compile, 18-21 ms)
     or import np.ma (7 ms, for Numba's typeof): they took the kernel's
@@ -406,7 +406,7 @@ def test_a_forked_child_copies_on_threads_after_its_parent_did(how):
 
 @pytest.mark.parametrize("env_var", ["STREAMJIT_PARALLEL_BYTES", "STREAMJIT_COPY_THRESHOLD", "STREAMJIT_THRESHOLD"])
 def test_bad_environment_variables_never_break_the_import(env_var):
-    """Issue 21, defect 6: `STREAMJIT_PARALLEL_BYTES=abc` made `import
+    """`STREAMJIT_PARALLEL_BYTES=abc` made `import
     streamjit` raise a bare ValueError. Now the import works, and the first
     use of the variable raises naming it."""
     import subprocess
@@ -433,7 +433,7 @@ def test_bad_environment_variables_never_break_the_import(env_var):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("n", [1, 7, 4096, 10_001])
 def test_copies_in_blocks_taken_as_threads_come_free(monkeypatch, threads, n):
-    """Issue 21, defect 7: the threaded copy waited for its slowest thread
+    """The threaded copy waited for its slowest thread
     (0.90x np.copyto with one core busy); now the threads take small blocks
     from a shared counter. Every element is copied once, whatever the block
     size, the thread count and the length (blocks of 1 KiB here, of the
@@ -455,10 +455,10 @@ def test_copies_in_blocks_taken_as_threads_come_free(monkeypatch, threads, n):
 
 
 def test_large_copies_take_the_way_last_measured_faster(monkeypatch):
-    """Issue 21, defect 7: from PARALLEL_BYTES on, copies take whichever of
+    """From PARALLEL_BYTES on, copies take whichever of
     the threads and np.copyto was last measured faster, and the other one
     every RECHECK_EVERY-th copy, so a busy core never leaves them slower
-    than np.copyto for long. Issue 27: a fresh process starts with the
+    than np.copyto for long. A fresh process starts with the
     threads (the profile says they pay from PARALLEL_BYTES on), not with
     RECHECK_EVERY copies of measuring. The clock here is fake: each way
     costs what the test says."""

@@ -56,20 +56,20 @@ def test_config_errors_at_decoration(options, match):
     ({"stream_loads": ["scr"]}, "stream_loads names 'scr' (did you mean 'src'?)"),
 ])
 def test_misspelt_options_and_names_get_a_suggestion(options, match):
-    """Issue 21: a misspelt option or name offered no "did you mean"."""
+    """A misspelt option or name gets a "did you mean"."""
     with pytest.raises(sj.StreamConfigError) as error:
         sj.stream_kernel(**options)(copy)
     assert match in str(error.value)
 
 
 def test_a_single_string_is_one_name():
-    """Issue 21: `stream_stores="dst"` was rejected."""
+    """A single name, `stream_stores="dst"`, is accepted as a list of one."""
     kernel = sj.stream_kernel(stream_stores="dst", stream_loads="src")(copy)
     assert (kernel.stream_options.stream_stores, kernel.stream_options.stream_loads) == (("dst",), ("src",))
 
 
 def test_stencil_messages():
-    """Issue 21: a misspelt stencil option gets a suggestion; a stencil
+    """A misspelt stencil option gets a suggestion; a stencil
     called from jitted code says so instead of "Untyped global name"."""
     with pytest.raises(numba.core.errors.NumbaValueError, match=r"Unknown stencil option stream_store \(did you "
                                                                  r"mean 'stream_stores'\?\)"):
@@ -321,7 +321,7 @@ def test_stream_loads_true_excludes_self_loads():
 
 
 def test_unknown_dump_after_warns_with_the_pass_names(monkeypatch, capsys):
-    """Issue 21: `STREAMJIT_DUMP_AFTER=bogus` was silently ignored."""
+    """`STREAMJIT_DUMP_AFTER=bogus` warns, where it was silently ignored."""
     monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "bogus")
     with pytest.warns(sj.StreamWarning, match=r"STREAMJIT_DUMP_AFTER='bogus' names no streamjit pass or stage, so "
                                               r"nothing is printed; the names: canonical_loops, .*align_peel, "
@@ -335,7 +335,7 @@ def test_unknown_dump_after_warns_with_the_pass_names(monkeypatch, capsys):
 
 
 def test_while_loop_named_at_its_own_line():
-    """Issue 21: Python 3.11 starts a while loop's header block at its body;
+    """Python 3.11 starts a while loop's header block at its body;
     the message names the line of the ``while``."""
     def in_a_while(out, a):
         i = 0
@@ -373,7 +373,7 @@ def test_ndenumerate_shows_the_rewrite_that_streams():
     ("void(int)", "an argument is not a Numba type"), ("void(foo)", "name 'foo' is not defined"),
     ("void(float64[::1]", "was never closed"), (("int",), "expected a type instance, got 'int'")])
 def test_an_unreadable_signature_says_so(signature, problem):
-    """Issue 25: stream_report("void(int)") raised NotImplementedError() with no message."""
+    """stream_report("void(int)") says what it cannot read, where it raised a bare NotImplementedError()."""
     with pytest.raises(sj.StreamError) as error:
         sj.stream_kernel(stream_stores=["dst"])(copy).stream_report(signature)
     assert str(error.value).startswith(f"copy: cannot read the signature {signature!r}: ")

@@ -1,5 +1,5 @@
 """One fence per execution of the outermost nest that writes each element
-once (issue 27): a row store inside loops that select the row (NPBench's
+once: a row store inside loops that select the row (NPBench's
 doitgen) is fenced after the whole nest, not after each row; a time loop,
 or a loop whose body hands the array to code that may read what was
 streamed, still fences each execution of the nest inside it. And a slice

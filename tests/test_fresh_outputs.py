@@ -1,4 +1,4 @@
-"""Arrays the kernel allocates (issue 13's fresh outputs) stream when named
+"""Arrays the kernel allocates (fresh outputs) stream when named
 in stream_stores, stay plain under stream_stores=True (measured slower, the
 report says why), and behave as under numba.njit either way."""
 
@@ -82,7 +82,7 @@ def page_distance(a, b):
 
 @pytest.mark.parametrize("kernel", [SMOOTH, SMOOTH_RESULT], ids=["loop", "array-expression"])
 def test_fresh_outputs_are_placed_apart_from_the_arguments_and_stream(kernel):
-    """Issue 27, AMD EPYC Zen 2: Numba allocated a large fresh output 48
+    """AMD EPYC Zen 2: Numba allocated a large fresh output 48
     bytes past NumPy's arrays modulo 4 KiB, so a stencil's streamed store
     trailed its loads by a few bytes (4K aliasing) and every call ran the
     plain loop (``page_alias``). Wherever the argument starts within its

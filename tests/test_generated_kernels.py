@@ -1,4 +1,4 @@
-"""Property test that generates *kernels*, not just inputs (issue 12).
+"""Property test that generates *kernels*, not just inputs.
 
 Each example is Python source for a random loop nest, exec'd from a string
 (no source file), compiled with ``sj.stream_kernel(stream_stores=True)`` and

@@ -1,4 +1,4 @@
-"""Property test that generates time loops with ping-pong buffers (issue 24).
+"""Property test that generates time loops with ping-pong buffers.
 
 Each example is the source of a kernel ``kernel(a, b, s, T)`` that, ``T``
 times, computes a stencil of the current buffer into the other one, then

@@ -90,7 +90,7 @@ CONVERSIONS = [(np.float64, np.uint8), (np.float64, np.int8), (np.float64, np.ui
 @pytest.mark.parametrize("func", [converted, converted_reversed, converted_scaled], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("source, output", CONVERSIONS, ids=lambda t: np.dtype(t).name)
 def test_out_of_range_conversions_equal_njit_byte_for_byte(func, source, output):
-    """Issue 24: -49.5 -> uint8 gave 0 where njit and NumPy give 207 (the
+    """-49.5 -> uint8 gave 0 where njit and NumPy give 207 (the
     joined narrow stores' conversion became a saturating pack). An
     out-of-range conversion is undefined in LLVM (poison), for njit as for
     us: where njit wraps throughout as NumPy does (AVX-512), the streamed

@@ -1,4 +1,4 @@
-"""Issue 25: every keyword numba.njit takes is accepted, with Numba's
+"""Every keyword numba.njit takes is accepted, with Numba's
 meaning, so code can switch decorators without touching its options."""
 
 import numba

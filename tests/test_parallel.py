@@ -183,7 +183,7 @@ def test_a_pure_copy_in_prange_keeps_its_streamed_stores():
 
 
 def test_inner_prange_in_a_row_loop_streams():
-    """Issue 21, defect 1: a prange inside a sequential row loop writes each
+    """A prange inside a sequential row loop writes each
     element once (its blocks cover disjoint column ranges): legal, streamed."""
     def rows_then_parallel_columns(dst, src):
         for i in range(dst.shape[0]):

@@ -1,4 +1,4 @@
-"""Time loops that swap their buffers (issue 24): each stage streams into
+"""Time loops that swap their buffers: each stage streams into
 one of the arrays the swapped variable may hold, fenced, with Halide's
 legality per stage; results equal numba.njit's on co-aligned, misaligned,
 reversed and mixed inputs, odd and empty extents. Also: what each call ran

@@ -1,4 +1,4 @@
-"""No silent plain (issue 24): every stored array that does not stream has
+"""No silent plain: every stored array that does not stream has
 a specific reason in the report."""
 
 import numba

@@ -103,7 +103,7 @@ def page_distance(a, b):
 
 @pytest.mark.parametrize("offset", [0, 1, 5])
 def test_allocated_output_lies_apart_from_the_input_modulo_a_page(offset):
-    """Issue 27, AMD EPYC Zen 2: an output allocated as its input is (both
+    """AMD EPYC Zen 2: an output allocated as its input is (both
     mmap'd, at one offset in their pages) lies 4 bytes past the input's
     left neighbour modulo 4 KiB, where streamed loads wait for the stores in
     flight and the aligned loop's check sends every call to the plain loop.
@@ -222,7 +222,7 @@ def st(a):
 
 
 def test_pickles_with_the_standard_pickle_from_main_and_from_a_module(tmp_path):
-    """Issue 21, defect 3: `pickle.dumps(st)` of an ``@sj.stencil`` raised
+    """`pickle.dumps(st)` of an ``@sj.stencil`` raised
     "it's not the same object as __main__.st" (the decorator rebinds the
     function's name), from ``__main__`` and from an importable module, so
     ``multiprocessing.Pool`` failed. Both pickle now, and load in another

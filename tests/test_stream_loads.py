@@ -172,7 +172,7 @@ def test_aligned_source_loads_are_vmovntdqa():
     assert report.arrays["f"].nt_loads > 0 and report.arrays["g"].nt_loads == 0
 
 
-# Issue 27: where a prefetch does not pay, a streamed load stays a plain
+# Where a prefetch does not pay, a streamed load stays a plain
 # load, per access, and the array leaves streamed_loads when none of its
 # loads got anything (the report's notes say why).
 

@@ -139,7 +139,7 @@ def _divide(out, a):
 
 
 def test_other_targets_fence_the_exits_the_host_build_fences():
-    """Issue 26: the inspection for another target ran a copy of the post-O3
+    """The inspection for another target ran a copy of the post-O3
     chain without exit fences, so its report counted "unfenced" stores the
     host build fences."""
     import llvmlite.binding as llvm

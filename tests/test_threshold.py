@@ -41,7 +41,7 @@ def trisolv_rows(L, x, b):
 
 
 def test_a_large_streamed_load_does_not_make_a_small_output_stream():
-    """Issue 27 (NPBench trisolv, 0.94x with stream_loads): the threshold
+    """NPBench trisolv (0.94x with stream_loads): the threshold
     added L's bytes, so x's few KB streamed and were read back from memory
     by the next row. It counts the arrays whose stores stream; the
     streamed loads only where no store streams."""
@@ -70,7 +70,7 @@ def test_both_sides_of_the_threshold_are_correct(n):
 
 
 def test_above_threshold_with_a_default_argument_left_out():
-    """Issue 27 (NPBench's crc16): a call that leaves out an argument with a
+    """NPBench's crc16: a call that leaves out an argument with a
     default is typed as Numba types it (Omitted), not compiled again with
     too few arguments."""
     @sj.stream_kernel(stream_stores=["dst"], threshold=4096)
@@ -109,7 +109,7 @@ def test_environment_overrides(clean_env, monkeypatch, kind):
 
 
 def test_auto_kernels_take_the_kernel_threshold_at_the_first_call(clean_env, monkeypatch):
-    """Issue 25: STREAMJIT_THRESHOLD was read at decoration; a notebook user
+    """STREAMJIT_THRESHOLD was read at decoration; a notebook user
     sets it after defining the kernel. It is read when the kernel first
     compiles (its first call), as copyto reads its variables."""
     kernel = sj.stream_kernel(stream_stores=["dst"], threshold="auto")(copy_source)
@@ -177,7 +177,7 @@ def test_winning_band():
 
 
 def test_winning_band_only_from_agreeing_rounds():
-    """Issue 21, defect 5: with one round, a single 1.10 at 3 MiB next to
+    """With one round, a single 1.10 at 3 MiB next to
     0.55 at 4 MiB set the band. Sizes won in only some rounds are no band,
     one round decides nothing, and the answer says so."""
     noisy = _sweep((0.5, 0.6, 0.5), (1.1, 0.7, 0.8), (1.2, 0.9, 1.0), (0.55, 0.6, 0.5))
@@ -197,7 +197,7 @@ def test_winning_band_only_from_agreeing_rounds():
 
 def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monkeypatch, capsys,
                                                                profile_rows_measured_apart):
-    """Issue 21, defect 5: a sweep that printed "streaming never won; not
+    """A sweep that printed "streaming never won; not
     saved" erased the value stored before."""
     from streamjit import calibration
 
@@ -235,7 +235,7 @@ glibc.malloc.mxfast: 0x0 (min: 0x0, max: 0xffffffffffffffff)
     (LISTING, 192 << 20), ("", None), ("glibc.cpu.x86_non_temporal_threshold: ?", None),
 ], ids=["reported", "not listed", "unreadable"])
 def test_where_glibc_says_it_streams(clean_env, monkeypatch, listing, expected):
-    """Issue 27, AMD EPYC Zen 2 VM: glibc 2.36 streams from 192 MiB, where
+    """AMD EPYC Zen 2 VM: glibc 2.36 streams from 192 MiB, where
     the 3/4-of-the-cache rule said 6 MiB; what its loader reports wins over
     the rule, and a listing without it leaves the rule."""
     th.glibc_streaming_bytes.cache_clear()
@@ -313,7 +313,7 @@ def _halves(a):
 
 @pytest.mark.parametrize("make", ["kernel", "stencil"])
 def test_thresholds_too_large_for_64_bits(clean_env, monkeypatch, make):
-    """Issue 21, defect 4: `threshold=2**64`, `STREAMJIT_THRESHOLD=
+    """`threshold=2**64`, `STREAMJIT_THRESHOLD=
     99999999999999999999999` and 1e30 in the calibration file were
     accepted, and every call then failed with Numba's "Int value is too
     large" (with the stencils' default "auto", one bad value broke every

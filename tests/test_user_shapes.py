@@ -1,4 +1,4 @@
-"""Kernels shaped the way Numba users write them (issue 12, "Why"), each
+"""Kernels shaped the way Numba users write them, each
 checked two ways:
 
 - correctness: the streamjit kernel and the same function under
@@ -12,7 +12,7 @@ checked two ways:
   cause and the ``file:line`` of the store (or of the loop that breaks the
   rule).
 
-The last section holds the wrong-result and crash cases of issue 12.
+The last section holds kernels that once gave wrong results or crashed.
 Kernels are module-level so each signature compiles once for all tests;
 ``@stream_kernel`` below is ``@sj.stream_kernel`` applied on first use, so a
 kernel that cannot even be decorated fails its own tests, not the module.
@@ -577,8 +577,8 @@ def test_pndindex_streams():
 
 
 def test_in_place_operator_on_parameter_compiles_and_matches_njit():
-    # `B *= alpha` is not a reassignment of B. Streaming it is issue 13's
-    # job; here it must compile, raise nothing and equal njit.
+    # `B *= alpha` is not a reassignment of B. Streaming it is the
+    # array-expression tests' job; here it must compile, raise nothing and equal njit.
     assert_same_over(scale_in_place, reference(scale_in_place),
                      cases([(0,), (7,), (1001,), (0, 3), (3, 17), (19, 67)], KINDS),
                      lambda rng, shape, kind: (random_array(rng, shape, kind), 1.5))
@@ -697,7 +697,7 @@ def test_stencil_assigning_to_its_input_is_rejected_like_numba_stencil():
     np.testing.assert_array_equal(a, before)
 
 
-# ============================================================ wrong results and a crash (issue 12)
+# ============================================================ wrong results and a crash, fixed
 
 @stream_kernel(stream_stores=True, stream_loads=True)
 def diagonal_scale(x, b, L):
@@ -818,7 +818,7 @@ def where_fluxes(out, a, coeff):
 
 
 def test_where_results_are_read_by_a_vectorized_streamed_loop():
-    """Issue 27 (NPBench hdiff, 0.96x of the same code never streamed on an
+    """NPBench hdiff (0.96x of the same code never streamed on an
     AMD EPYC Zen 2): the fused loop read ``flux``, np.where's result, as an
     unknown array (Python's wraparound, a run-time stride), so it stayed
     scalar, one `movnti` per element. np.where's result is an array the

@@ -1,4 +1,4 @@
-"""Issue 25: the Numba releases streamjit is tested with are declared,
+"""The Numba releases streamjit is tested with are declared,
 and outside them import says so instead of degrading silently."""
 
 import os

@@ -64,7 +64,7 @@ def test_offsets_are_read_per_function():
 
 
 def test_a_converted_value_is_converted_through_32_bits_and_truncated():
-    """Issue 24: `fptoui <4 x double> to <4 x i16>` is poison out of range,
+    """`fptoui <4 x double> to <4 x i16>` is poison out of range,
     and joined, x86 lowered it as a saturating pack (-49.5 -> 0); Numba's
     scalar code and full-width loop truncate a 32-bit conversion (65487)."""
     original = fixture_text("uint16_from_double.ll")
