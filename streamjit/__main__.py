@@ -106,6 +106,11 @@ def envelopes(sizes, rounds, out, plots):
     return written
 
 
+def _failed(save, measured):
+    """1 where `_saved` could not save, else None."""
+    return 1 if _saved(save, measured) is None else None
+
+
 def _saved(save, measured):
     """``save()``'s path; None, having printed ``measured`` (what would have
     been saved) and one line with the path, when the file cannot be written."""
@@ -128,13 +133,53 @@ def calibrate(args):
         return _calibrate(args)
 
 
+def _stages_progress(plan):
+    """Print how long the stages of ``plan`` (``[(name, estimated seconds,
+    run)]``) should take; return ``done(name, seconds)``, called after each
+    stage: a tqdm bar over the estimated seconds (its rate, and so the time
+    it shows left, from the stages done) where tqdm is installed, else one
+    line per stage with the time elapsed and an estimate of the time left
+    (the estimate scaled as the stages done ran against theirs)."""
+    import time
+
+    total = sum(seconds for _, seconds, _ in plan)
+    print(f"calibrate: {len(plan)} stages, about {_minutes(total)} on an idle machine (an estimate from the kernels "
+          "it compiles and the bytes it moves)", flush=True)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    bar = tqdm(total=round(total), unit="s", desc="calibrate", bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} "
+               "estimated s [{elapsed}<{remaining}]") if tqdm else None
+    start, estimated, count = time.perf_counter(), [0.0], [0]
+
+    def done(name, seconds):
+        estimated[0] += seconds
+        count[0] += 1
+        if bar is not None:
+            bar.set_postfix_str(name)
+            bar.update(min(round(estimated[0]), bar.total) - bar.n)
+            if count[0] == len(plan):
+                bar.close()
+            return
+        elapsed = time.perf_counter() - start
+        left = (total - estimated[0]) * elapsed / max(estimated[0], 1e-9)
+        print(f"[stage {count[0]}/{len(plan)} done: {name}; {_minutes(elapsed)} elapsed, about {_minutes(left)} left]",
+              flush=True)
+    return done
+
+
+def _minutes(seconds):
+    """``seconds`` as "45 s" or "2 min 5 s"."""
+    seconds = round(seconds)
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60} s"
+
+
 def _calibrate(args):
-    from .calibration import (WIDE_STENCIL_SCALE, load_note, measure_load_stages, measure_page_alias,
-                              measure_scalar_ops, measure_scalar_stores, measure_wide_stencils, previous_stages, save_row,
-                              save_load_stages, save_page_alias)
-    from .calibration_stencils import measure_stencil_sources, save_stencil_sources
-    from .machine import check_writable, profile_file
-    from .threshold import save_calibration, stored_thresholds
+    from . import calibration as cal
+    from .calibration_stencils import HDIFF_COMPILE_SECONDS, measure_stencil_sources, save_stencil_sources
+    from .machine import check_writable, profile_file, vector_isa
+    from .threshold import glibc_streaming_bytes, save_calibration, stored_thresholds, usable_cache_bytes
 
     try:
         check_writable()
@@ -142,38 +187,76 @@ def _calibrate(args):
         print(f"calibrate: cannot write the machine profile {profile_file()}: {exc.strerror or exc}; nothing measured "
               "(set XDG_CACHE_HOME to a writable directory)")
         return 1
-    loaded = load_note()
-    print(f"how loads are lowered: every candidate timed on this machine\n{measure.host_description()}" +
-          (f"\n{loaded}" if loaded else ""))
-    stages = measure_load_stages(mib=args.profile_mib, rounds=args.rounds, previous=previous_stages(),
-                                 loaded=bool(loaded))
-    if stages is None:
-        print("calibrate: the rounds kept disagreeing, so no load lowering is saved from them (the stored one, if "
-              "any, is kept); calibrate again when the machine is idle")
-    elif _saved(lambda: save_load_stages(*stages), dict(zip(("sources", "stream_loads"), stages))) is None:
-        return 1
-    stencils = measure_stencil_sources(mib=args.profile_mib, rounds=args.rounds, loaded=bool(loaded))
-    if stencils is None:
-        print("calibrate: the stencil sweeps' rounds kept disagreeing, so no stencil_sources row is saved from them "
-              "(the stored one, if any, is kept)")
-    elif _saved(lambda: save_stencil_sources(*stencils), {"stencil_sources": stencils[0]}) is None:
-        return 1
-    alias = measure_page_alias(mib=args.profile_mib, rounds=args.rounds)
-    path = _saved(lambda: save_page_alias(*alias), {"page_alias_bytes": alias[0], "strip_bytes": alias[1]})
-    if path is None:
-        return 1
-    for row, measure_row, mib in (("scalar_nt_bytes", measure_scalar_stores, args.profile_mib),
-                                  ("scalar_nt_ops", measure_scalar_ops, args.profile_mib),
-                                  ("wide_stencil_bytes", measure_wide_stencils, WIDE_STENCIL_SCALE * args.profile_mib)):
-        sizes = measure_row(mib=mib, rounds=args.rounds)
-        if sizes is not None and _saved(lambda: save_row(row, *sizes), {row: sizes[0]}) is None:
-            return 1
-    print(f"profile saved to {path}\n")
-    sizes = measure.sweep_sizes(args.max_mib << 20, 1 << 20)
-    print(f"copy and stencil sweeps, streamed vs not, {sizes[0] >> 20}-{sizes[-1] >> 20} MiB per array\n"
-          f"{measure.host_description()}")
-    copies = measure.copy_envelope(sizes, rounds=args.rounds)
-    stencils = measure.stencil_envelope(sizes, rounds=args.rounds)
+    loaded = cal.load_note()
+    llc = usable_cache_bytes()
+    # the profile's arrays: the last-level cache each, so none stays in it; the sweeps: up to 4x it, and past
+    # where glibc's memcpy streams by itself, where the copy band ends
+    mib = args.profile_mib or max(16, -(-(llc or 64 << 20) >> 20))
+    max_mib = args.max_mib or max(4 * (llc or 64 << 20), 3 * (glibc_streaming_bytes() or 0) // 2) >> 20
+    sizes = measure.sweep_sizes(max_mib << 20, 1 << 20)
+    found = {}
+
+    def load_stages():
+        found["stages"] = stages = cal.measure_load_stages(mib=mib, rounds=args.rounds, previous=cal.previous_stages(),
+                                                           loaded=bool(loaded))
+        if stages is None:
+            print("calibrate: the rounds kept disagreeing, so no load lowering is saved from them (the stored one, "
+                  "if any, is kept); calibrate again when the machine is idle")
+            return None
+        return _failed(lambda: cal.save_load_stages(*stages), dict(zip(("sources", "stream_loads"), stages)))
+
+    def stencil_sources():
+        stencils = measure_stencil_sources(mib=mib, rounds=args.rounds, loaded=bool(loaded), with_hdiff=args.hdiff)
+        if stencils is None:
+            print("calibrate: the stencil sweeps' rounds kept disagreeing, so no stencil_sources row is saved from "
+                  "them (the stored one, if any, is kept)")
+            return None
+        return _failed(lambda: save_stencil_sources(*stencils), {"stencil_sources": stencils[0]})
+
+    def page_alias():
+        alias = cal.measure_page_alias(mib=mib, rounds=args.rounds)
+        return _failed(lambda: cal.save_page_alias(*alias), {"page_alias_bytes": alias[0], "strip_bytes": alias[1]})
+
+    def own_row(row, measure_row, row_mib):
+        def run():
+            sizes = measure_row(mib=row_mib, rounds=args.rounds)
+            return None if sizes is None else _failed(lambda: cal.save_row(row, *sizes), {row: sizes[0]})
+        return run
+
+    def sweep(name, envelope, column, past):
+        def run():
+            found[name] = envelope(sizes, rounds=args.rounds, stop=measure.band_settled(column, past))
+        return run
+
+    def estimate(compiles, moved_mib, compile_seconds=cal.COMPILE_SECONDS):
+        return compiles * compile_seconds + moved_mib * (args.rounds + 1) / cal.MIB_PER_SECOND
+
+    workloads, candidates = 5, len(cal.SOURCE_CANDIDATES) + len(cal.LOAD_CANDIDATES)
+    wide = 4 if vector_isa() == "AVX-512" else 0
+    sweep_mib = len(sizes) * 256 * 7   # 4 copies and 3 stencil loops per size, batches of 256 MiB
+    plan = [("load stages", estimate(workloads * candidates, workloads * candidates * 3 * mib), load_stages),
+            ("stencil sources", estimate(3 * len(cal.SOURCE_CANDIDATES), 4 * len(cal.SOURCE_CANDIDATES) * 2 * mib)
+             + (HDIFF_COMPILE_SECONDS * len(cal.SOURCE_CANDIDATES) if args.hdiff else 0), stencil_sources),
+            ("page alias", estimate(2 * (1 + len(cal.STRIPS)), 2 * (1 + len(cal.STRIPS)) * 3 * mib, 1.0), page_alias),
+            ("scalar stores", estimate(8, 8 * 2 * mib), own_row("scalar_nt_bytes", cal.measure_scalar_stores, mib)),
+            ("scalar ops", estimate(2 * len(cal.SCALAR_OPS), 2 * len(cal.SCALAR_OPS) * 2 * mib),
+             own_row("scalar_nt_ops", cal.measure_scalar_ops, mib)),
+            ("wide stencils", estimate(wide, wide * 2 * cal.WIDE_STENCIL_SCALE * mib),
+             own_row("wide_stencil_bytes", cal.measure_wide_stencils, cal.WIDE_STENCIL_SCALE * mib)),
+            ("copy sweep", estimate(4, sweep_mib * 4 // 7), sweep("copies", measure.copy_envelope, "streamed", None)),
+            ("stencil sweep", estimate(3, sweep_mib * 3 // 7),
+             sweep("stencils", measure.stencil_envelope, "always streamed", 2 * (llc or 64 << 20)))]
+    print(f"how loads are lowered: every candidate timed on this machine, {mib} MiB per array; then the copy and "
+          f"stencil sweeps, streamed vs not, {sizes[0] >> 20}-{sizes[-1] >> 20} MiB per array\n"
+          f"{measure.host_description()}" + (f"\n{loaded}" if loaded else ""))
+    done = _stages_progress(plan)
+    for name, seconds, run in plan:
+        failed = run()
+        done(name, seconds)
+        if failed:
+            return failed
+    print(f"profile saved to {profile_file()}\n")
+    copies, stencils = found["copies"], found["stencils"]
     print(measure.format_table(copies), "\n", measure.format_table(stencils), sep="")
     (copy_band, copy_why), (kernel_band, kernel_why) = (measure.winning_band(copies, "streamed"),
                                                         measure.winning_band(stencils, "always streamed"))
@@ -191,15 +274,15 @@ def _calibrate(args):
         return 1
     if copy_band is None and kernel_band is None:
         return 1
-    found = {kind: band[0] for kind, band in (("copy", copy_band), ("kernel", kernel_band)) if band}
+    thresholds = {kind: band[0] for kind, band in (("copy", copy_band), ("kernel", kernel_band)) if band}
     # copies stream only where measured to win: up to the band's end, or the largest size measured
     copy_limit = copy_band and (copy_band[1] or copies[-1]["bytes"])
-    path = _saved(lambda: save_calibration(found, {"copy": copies, "kernel": stencils}, copy_limit=copy_limit),
-                  {"thresholds": found, "copy_limit": copy_limit})
+    path = _saved(lambda: save_calibration(thresholds, {"copy": copies, "kernel": stencils}, copy_limit=copy_limit),
+                  {"thresholds": thresholds, "copy_limit": copy_limit})
     if path is None:
         return 1
     print(f"saved to {path}")
-    return 1 if stages is None else 0  # (the thresholds' own sweeps agreed: saved; the load lowering was not)
+    return 1 if found["stages"] is None else 0  # (the thresholds' own sweeps agreed: saved; the load lowering was not)
 
 
 # What each command does: the subcommand's description, and the list `--help` ends with
@@ -250,10 +333,15 @@ def main(argv=None):
                                                        "chose it (on which CPU, by which script)")
     p.set_defaults(run=info)
     p = commands.add_parser("calibrate", description=COMMANDS["calibrate"])
-    p.add_argument("--max-mib", type=int, default=256, help="largest size per array (default 256)")
-    p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
-    p.add_argument("--profile-mib", type=int, default=64,
-                   help="MiB per array for the profile's measurements (default 64; the stencil sweeps 4x that)")
+    p.add_argument("--max-mib", type=int, default=None, help="largest size per array of the sweeps (default: 4x the "
+                   "last-level cache, or 1.5x the size from which glibc's memcpy streams where that is more; the "
+                   "stencil sweep stops once streaming wins past 2x the cache)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (default 3)")
+    p.add_argument("--profile-mib", type=int, default=None,
+                   help="MiB per array for the profile's measurements (default: the last-level cache, at least 16; "
+                        "the wide-stencil sweeps 4x that)")
+    p.add_argument("--hdiff", action="store_true", help="the stencil_sources row timed on NPBench's hdiff too "
+                   "(its compile adds about 20 s per candidate, 3 minutes)")
     p.set_defaults(run=calibrate)
     args = parser.parse_args(argv)
     return args.run(args) or 0

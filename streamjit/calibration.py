@@ -22,8 +22,11 @@ every workload and its geometric mean beats the incumbent's by `GAIN`
 choice stored by an earlier calibration where there is one, else the
 baseline. On a loaded machine (`load_note`) a win must be clear:
 `CLEAR_GAIN`. Where the rounds of one build disagree by more than `NOISE`,
-the comparison is measured again, up to `RETRIES` times; rounds that still
+the workload is measured again, up to `RETRIES` times; rounds that still
 disagree choose nothing, and `calibrate` saves no load profile from them.
+The workloads run one after the other (`racing_compare`): a candidate that
+lost on one is not compiled for the next (compiles, 0.3-1 s each, are most
+of calibrate's time).
 
 The ``stencil_sources`` row is measured so on stencils (`calibration_stencils.py`).
 
@@ -65,6 +68,11 @@ RETRIES = 2
 # Load average over the last minute, in CPUs taken by other processes, from
 # which timings here are not the machine's own
 LOADED = 0.5
+# What calibrate's estimate of its time assumes (the AMD EPYC 2-CPU VM, CPU
+# seconds of first calls: a streamed loop's compile 0.25-0.5 s, 1 s with its
+# staged loop; a 64 MiB copy 6-10 ms)
+COMPILE_SECONDS = 0.4
+MIB_PER_SECOND = 10_000
 SOURCE_CANDIDATES = (LoadStage(),) + tuple(LoadStage(h, d) for h, d in (
     ("nta", 512), ("nta", 2048), ("t0", 512), ("t0", 4096), ("t1", 512), ("t1", 1024), ("t1", 4096),
     ("t2", 4096)))
@@ -137,17 +145,49 @@ def compare_stages(builds, baseline, cases, rounds):
     return table, noise
 
 
-def agreeing_compare(builds, baseline, cases, rounds, report):
-    """``(table, agreed)``: `compare_stages`, measured again while the rounds of
-    one build disagree by more than `NOISE`, at most `RETRIES` times;
-    ``agreed`` is False when they still do."""
+def racing_compare(builds, baseline, cases, rounds, report, keep=(), kernels=None):
+    """``(table, agreed)``: ``{build: {workload: speed relative to the
+    baseline build}}`` of `compare_stages`, the workloads timed one after
+    the other, each build compiled once (a retry reuses it, and builds
+    alike, ``(stream_loads, loads stage, sources stage)`` equal, share one)
+    into the streamed loop alone (``threshold=None``, no page-alias check:
+    arrays allocated alike trail by chance, and the check would time the
+    staged or plain loop instead). A workload whose rounds disagree by more
+    than `NOISE` is timed again, at most `RETRIES` times; ``agreed`` is
+    False when they still do. A build that lost on a workload (below
+    `NO_LOSS`: `choose` never picks it) is not compiled for the workloads
+    after it, unless it is the baseline or in ``keep`` (the incumbent):
+    the table holds the workloads it was timed on. ``kernels``:
+    ``{(workload, build): kernel}`` compiled by an earlier call, added to."""
+    table, kernels = {key: {} for key in builds}, {} if kernels is None else kernels
+    for name, (function, args, output) in cases.items():
+        racing = [key for key in builds
+                  if key == baseline or key in keep or min(table[key].values(), default=1) >= NO_LOSS]
+        for key in racing:
+            if (name, builds[key]) not in kernels:
+                kernels[name, builds[key]] = kernel_with_stages(function, output, *builds[key], threshold=None,
+                                                                page_alias_bytes=0)
+        medians = agreeing_medians({key: (lambda k=kernels[name, builds[key]]: k(*args)) for key in racing}, rounds,
+                                   report)
+        if medians is None:
+            return table, False
+        for key in racing:
+            table[key][name] = medians[baseline] / medians[key]
+    return table, True
+
+
+def agreeing_medians(runners, rounds, report):
+    """The medians of `measure.interleaved_times`, timed again while the
+    rounds of one runner disagree by more than `NOISE`, at most `RETRIES`
+    times; None when they still do."""
     for attempt in range(RETRIES + 1):
-        table, noise = compare_stages(builds, baseline, cases, rounds)
+        times = measure.interleaved_times(runners, rounds)
+        noise = max(map(measure.spread, times.values()))
         if noise <= NOISE:
-            return table, True
+            return {key: statistics.median(t) for key, t in times.items()}
         report(f"note: rounds of one build disagree by up to {noise:.2f}x (more than {NOISE}x): "
                + (f"measuring again ({attempt + 1} of {RETRIES})" if attempt < RETRIES else "giving up"))
-    return table, False
+    return None
 
 
 def choose(table, baseline, incumbent=None, gain=GAIN):
@@ -185,9 +225,9 @@ def measure_load_stages(mib=64, rounds=5, report=print, previous=(None, None), l
     beaten; ``loaded``: the machine is busy (see the module doc)."""
     cases = workloads(mib, np.random.default_rng(0))
     none = LoadStage()
-    gain = CLEAR_GAIN if loaded else GAIN
-    sources_table, agreed = agreeing_compare({stage: (False, none, stage) for stage in SOURCE_CANDIDATES}, none,
-                                              cases, rounds, report)
+    gain, kernels = CLEAR_GAIN if loaded else GAIN, {}
+    sources_table, agreed = racing_compare({stage: (False, none, stage) for stage in SOURCE_CANDIDATES}, none, cases,
+                                           rounds, report, keep=previous[:1], kernels=kernels)
     if not agreed:
         return None
     sources = choose(sources_table, none, previous[0], gain)
@@ -196,9 +236,9 @@ def measure_load_stages(mib=64, rounds=5, report=print, previous=(None, None), l
         report(("  * " if stage == sources else "    ") + describe_ratios(stage, ratios))
     # candidates for stream_loads, against stream_stores alone (which lowers its sources as just chosen)
     alone = "stream_stores alone"
-    loads_table, agreed = agreeing_compare({alone: (False, none, sources),
-                                             **{stage: (True, stage, sources) for stage in LOAD_CANDIDATES}}, alone,
-                                            cases, rounds, report)
+    loads_table, agreed = racing_compare({alone: (False, none, sources),
+                                           **{stage: (True, stage, sources) for stage in LOAD_CANDIDATES}}, alone,
+                                          cases, rounds, report, keep=(sources, previous[1]), kernels=kernels)
     if not agreed:
         return None
     del loads_table[alone]

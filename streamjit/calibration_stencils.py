@@ -64,35 +64,46 @@ def hdiff_case(mib, rng, rows=160):
                    rng.random((plane, plane, rows))), "out_field"
 
 
-def stencil_workloads(mib, rng):
+def stencil_workloads(mib, rng, with_hdiff=True):
     """``{name: (function, arguments, streamed output)}``: the sweeps of the
-    module doc, ``mib`` MiB per array."""
+    module doc, ``mib`` MiB per array; hdiff last, left out without
+    ``with_hdiff``."""
     g32 = rng.random(mib * measure.MIB // 4 // 4096 * 4096, dtype=np.float32).reshape(-1, 4096)
     out32 = np.empty((g32.shape[0], 4097), np.float32)[:, 1:]
     g64 = grid_of_rows(mib, rng, 4000)
     side = max(3, int((mib * measure.MIB / 8) ** (1 / 3)))
     cube = rng.random((side,) * 3)
-    function, fields, output = hdiff_case(mib, rng)
-    return {"5-point float32 rows of 4096": (calibration.jacobi5_f32, (out32, g32), "out"),
-            "5-point float64 rows of 4000": (measure.jacobi5, (g64.copy(), g64), "out"),
-            f"7-point float64 {side}^3": (heat7, (cube.copy(), cube), "out"),
-            "hdiff {}x{}x{}".format(*fields[1].shape): (function, fields, output)}
+    found = {"5-point float32 rows of 4096": (calibration.jacobi5_f32, (out32, g32), "out"),
+             "5-point float64 rows of 4000": (measure.jacobi5, (g64.copy(), g64), "out"),
+             f"7-point float64 {side}^3": (heat7, (cube.copy(), cube), "out")}
+    if with_hdiff:
+        function, fields, output = hdiff_case(mib, rng)
+        found["hdiff {}x{}x{}".format(*fields[1].shape)] = (function, fields, output)
+    return found
 
 
-def measure_stencil_sources(mib=64, rounds=5, report=print, loaded=False):
-    """Measure the ``stencil_sources`` row; return ``(stage, reason, table
-    rows)``, or None where the rounds kept disagreeing. The stage stored by
-    an earlier calibration stays unless beaten; on a loaded machine
-    (``loaded``) only by a clear gain."""
+# hdiff's compile takes 15-25 s per candidate (the AMD EPYC 2-CPU VM, one
+# build: 14 s under numba.njit), the three other sweeps' about 1 s: calibrate
+# times hdiff only with --hdiff
+HDIFF_COMPILE_SECONDS = 20
+
+
+def measure_stencil_sources(mib=64, rounds=5, report=print, loaded=False, with_hdiff=True):
+    """Measure the ``stencil_sources`` row (with hdiff where ``with_hdiff``);
+    return ``(stage, reason, table rows)``, or None where the rounds kept
+    disagreeing. The stage stored by an earlier calibration stays unless
+    beaten; on a loaded machine (``loaded``) only by a clear gain."""
     none, profile = LoadStage(), machine_profile()
     previous = profile.stencil_sources if profile.reasons["stencil_sources"].startswith("calibrated") else None
     builds = {stage: (False, none, stage) for stage in calibration.SOURCE_CANDIDATES}
-    table, agreed = calibration.agreeing_compare(builds, none, stencil_workloads(mib, np.random.default_rng(0)),
-                                                 rounds, report)
+    table, agreed = calibration.racing_compare(builds, none, stencil_workloads(mib, np.random.default_rng(0),
+                                                                                 with_hdiff), rounds, report,
+                                               keep=(previous,))
     if not agreed:
         return None
     chosen = calibration.choose(table, none, previous, calibration.CLEAR_GAIN if loaded else calibration.GAIN)
-    report(f"sources of streamed stencil loops, speed relative to no software prefetch ({mib} MiB per array):")
+    report(f"sources of streamed stencil loops, speed relative to no software prefetch ({mib} MiB per array"
+           + ("" if with_hdiff else "; NPBench's hdiff left out, --hdiff times it") + "):")
     for stage, ratios in table.items():
         report(("  * " if stage == chosen else "    ") + calibration.describe_ratios(stage, ratios))
     return (chosen, f"calibrated on {cpu_name()}: " + calibration.describe_ratios(chosen, table[chosen]),

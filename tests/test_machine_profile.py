@@ -163,8 +163,8 @@ def test_calibrate_measures_the_stencil_sources(profile_dir, monkeypatch):
     # the two 5-point sweeps of calibrate's stencil workloads: the procedure's
     # test (hdiff, the suite's longest compile, runs in test_temporaries.py)
     every = calibration_stencils.stencil_workloads
-    monkeypatch.setattr(calibration_stencils, "stencil_workloads",
-                        lambda mib, rng: {k: v for k, v in every(mib, rng).items() if k.startswith("5-point")})
+    monkeypatch.setattr(calibration_stencils, "stencil_workloads", lambda mib, rng, with_hdiff: {
+        k: v for k, v in every(mib, rng, with_hdiff).items() if k.startswith("5-point")})
     printed = []
     stage, reason, rows = calibration_stencils.measure_stencil_sources(mib=1, rounds=1, report=printed.append)
     assert stage in candidates and reason.startswith("calibrated on") and "5-point float64 rows of 4000" in reason
@@ -573,8 +573,8 @@ def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_threshol
                         (LoadStage(), LoadStage(), {}, []))
     wins = [{"bytes": b << 20, "streamed": measure.Spread([1.5, 1.6]), "always streamed": measure.Spread([1.5, 1.6])}
             for b in (1, 2, 3)]
-    monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds: wins)
-    monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds: wins)
+    monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds, stop: wins)
+    monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds, stop: wins)
     assert main(["calibrate", "--max-mib", "2", "--profile-mib", "1"]) == 1
     out = capsys.readouterr().out
     assert "note: this machine is loaded (load average 1.90 over the last minute" in out
@@ -583,15 +583,42 @@ def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_threshol
 
 
 def test_rounds_that_keep_disagreeing_choose_nothing_and_say_so(monkeypatch):
-    """A comparison whose rounds disagree is measured again, up to RETRIES
-    times; still disagreeing, no load lowering is chosen (calibrate then
-    saves none)."""
-    measured = []
-    monkeypatch.setattr(calibration, "compare_stages", lambda builds, baseline, cases, rounds: measured.append(1) or
-                        ({key: {"copy": 1.0} for key in builds}, 7.34))
-    monkeypatch.setattr(calibration, "workloads", lambda mib, rng: {})
+    """A workload whose rounds disagree is timed again, up to RETRIES times,
+    with the kernels already compiled; still disagreeing, no load lowering
+    is chosen (calibrate then saves none)."""
+    timed, built = [], []
+    monkeypatch.setattr(calibration.measure, "interleaved_times", lambda runners, rounds: timed.append(runners) or
+                        {key: [1.0, 1.0, 3.0, 3.0] for key in runners})
+    every = calibration.kernel_with_stages
+    monkeypatch.setattr(calibration, "kernel_with_stages",
+                        lambda *args, **rows: built.append(args) or every(*args, **rows))
+    monkeypatch.setattr(calibration, "workloads", lambda mib, rng: dict(list(EVERY_WORKLOAD(mib, rng).items())[:1]))
     printed = []
     assert calibration.measure_load_stages(mib=1, rounds=3, report=printed.append) is None
-    assert len(measured) == calibration.RETRIES + 1
-    assert printed[-1] == "note: rounds of one build disagree by up to 7.34x (more than 1.15x): giving up"
+    assert len(timed) == calibration.RETRIES + 1 and len(built) == len(calibration.SOURCE_CANDIDATES)
+    assert all(runners.keys() == timed[0].keys() for runners in timed)
+    assert printed[-1] == "note: rounds of one build disagree by up to 3.00x (more than 1.15x): giving up"
     assert printed[0].endswith(f"measuring again (1 of {calibration.RETRIES})")
+
+
+EVERY_WORKLOAD = calibration.workloads
+
+
+def test_a_candidate_that_lost_is_not_compiled_for_the_next_workloads(monkeypatch):
+    """`racing_compare`: a build below NO_LOSS on one workload is left out of
+    the next, the baseline and the incumbent (``keep``) never; builds alike
+    share one kernel across calls."""
+    none, nta, t1 = LoadStage(), LoadStage("nta", 512), LoadStage("t1", 4096)
+    seconds = {none: 1.0, nta: 1.5, t1: 1.1}    # nta loses (0.67x), t1 loses (0.91x) but is kept
+    timed = []
+    monkeypatch.setattr(calibration.measure, "interleaved_times", lambda runners, rounds: timed.append(list(runners))
+                        or {key: [seconds.get(key, 1.0)] * 3 for key in runners})
+    cases = dict(list(EVERY_WORKLOAD(1, np.random.default_rng(0)).items())[:3])
+    kernels = {}
+    table, agreed = calibration.racing_compare({s: (False, none, s) for s in seconds}, none, cases, 3, print,
+                                               keep=(t1,), kernels=kernels)
+    assert agreed and timed == [[none, nta, t1], [none, t1], [none, t1]]
+    assert list(table[nta]) == list(cases)[:1] and list(table[t1]) == list(cases)
+    assert table[t1][list(cases)[2]] == pytest.approx(1 / 1.1) and len(kernels) == 7
+    calibration.racing_compare({"alone": (False, none, t1)}, "alone", cases, 3, print, kernels=kernels)
+    assert len(kernels) == 7

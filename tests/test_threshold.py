@@ -206,8 +206,8 @@ def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monke
     monkeypatch.setattr(calibration, "save_load_stages", lambda *stages: "profile")
     never = [{"bytes": row["bytes"], "streamed": row["s"], "always streamed": row["s"]}
              for row in _sweep((0.5, 0.6), (0.7, 0.8), (0.9, 0.8))]
-    monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds: never)
-    monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds: never)
+    monkeypatch.setattr(measure, "copy_envelope", lambda sizes, rounds, stop: never)
+    monkeypatch.setattr(measure, "stencil_envelope", lambda sizes, rounds, stop: never)
     assert main(["calibrate", "--max-mib", "2", "--rounds", "2", "--profile-mib", "1"]) == 1
     assert "copyto: streaming never won up to the largest size; not saved" in capsys.readouterr().out
     assert th.copy_threshold() == (12345, f"calibration in {th.calibration_file()}")

@@ -157,11 +157,12 @@ def _float32s(n, offset=1, fill=True):
     return buffer[offset:]
 
 
-def _envelope(sizes_bytes, setup, reference, moved, rounds, progress):
+def _envelope(sizes_bytes, setup, reference, moved, rounds, progress, stop):
     """For each size, ``setup(nbytes)`` gives ``{name: (function, args)}``;
     they are timed interleaved in batches of about 256 MiB moved, each
     after one untimed call, and a row holds the reference's GB/s and every
-    implementation's speed relative to it (`Spread`s over the rounds)."""
+    implementation's speed relative to it (`Spread`s over the rounds).
+    ``stop(rows)`` true ends the sweep before its larger sizes."""
     rows = []
     for nbytes in (progress or iter)(sizes_bytes):
         impls = setup(nbytes)
@@ -172,16 +173,18 @@ def _envelope(sizes_bytes, setup, reference, moved, rounds, progress):
         row = {"bytes": nbytes, f"{reference} GB/s": rates(times, moved(nbytes) * repeats / 1e9)[reference]}
         row.update({k: ratio for k, ratio in speedups(times, reference).items() if k != reference})
         rows.append(row)
+        if stop and stop(rows):
+            break
     return rows
 
 
-def copy_envelope(sizes_bytes, rounds=5, progress=None):
+def copy_envelope(sizes_bytes, rounds=5, progress=None, stop=None):
     """Copies of float32 arrays (destination and source misaligned by one
     element) per size, as speed relative to ``np.copyto``:
     `streamjit.copyto`, the plain loop under numba.njit, and the streamed
     copy `copyto` runs above its threshold (`dropins.stream_copy`: one
     thread, all of Numba's from `PARALLEL_BYTES`). ``progress`` wraps the
-    size iterable (e.g. ``tqdm``)."""
+    size iterable (e.g. ``tqdm``); ``stop``: see `_envelope`."""
     from .. import dropins
 
     plain = stream_builds("copy")[1]
@@ -192,10 +195,10 @@ def copy_envelope(sizes_bytes, rounds=5, progress=None):
         return {"np.copyto": (np.copyto, (dst, src)), "streamjit.copyto": (dropins.copyto, (dst, src)),
                 "numba.njit loop": (plain, (dst, src)), "streamed": (dropins.stream_copy, (dst, src))}
 
-    return _envelope(sizes_bytes, setup, "np.copyto", lambda nbytes: 2 * nbytes, rounds, progress)
+    return _envelope(sizes_bytes, setup, "np.copyto", lambda nbytes: 2 * nbytes, rounds, progress, stop)
 
 
-def stencil_envelope(sizes_bytes, rounds=5, width=2048, progress=None):
+def stencil_envelope(sizes_bytes, rounds=5, width=2048, progress=None, stop=None):
     """A 4-point Jacobi sweep in float32 (memory-bound) on grids of ``width``
     columns per size (bytes per array), as speed relative to the same loop
     under numba.njit: with ``threshold="auto"`` (what `streamjit.stencil`
@@ -213,7 +216,7 @@ def stencil_envelope(sizes_bytes, rounds=5, width=2048, progress=None):
         return {"numba.njit loop": (plain, (out, g)), "threshold=auto": (auto, (out, g)),
                 "always streamed": (always, (out, g))}
 
-    return _envelope(sizes_bytes, setup, "numba.njit loop", lambda nbytes: 2 * nbytes, rounds, progress)
+    return _envelope(sizes_bytes, setup, "numba.njit loop", lambda nbytes: 2 * nbytes, rounds, progress, stop)
 
 
 # A band of sizes where streaming wins must hold at least this many
@@ -263,6 +266,23 @@ def winning_band(rows, column):
     band = threshold, None if last == len(rows) - 1 else rows[last]["bytes"]
     return band, (f"won in all {rounds} rounds from {human_size(rows[first]['bytes'])} "
                   f"to {human_size(rows[last]['bytes'])}")
+
+
+def band_settled(column, past_bytes=None):
+    """A ``stop`` for the sweeps: true once a larger size can no longer
+    change the band `winning_band` finds in ``column``: the band ended, its
+    last `BAND_SIZES` sizes losing (median), or, given ``past_bytes``, the
+    band reaches the largest size measured and that is ``past_bytes`` or
+    more (where only the band's start is used: past the last-level cache,
+    streaming keeps winning)."""
+    def stop(rows):
+        band = winning_band(rows, column)[0]
+        if band is None:
+            return False
+        if band[1] is None:
+            return past_bytes is not None and rows[-1]["bytes"] >= past_bytes
+        return all(row[column] < 1.0 for row in rows[-BAND_SIZES:])
+    return stop
 
 
 def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):
