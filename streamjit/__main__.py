@@ -298,8 +298,8 @@ COMMANDS = {
             "and where they come from, versions. Quick.",
     "calibrate": "measures how loads are best lowered here and from which sizes streaming pays (copies and "
                  "stencils), and saves the winners in the machine profile every later kernel reads (about a "
-                 "minute on an idle machine; on a loaded one it says so, and keeps the stored choices unless "
-                 "beaten clearly).",
+                 "minute on an idle machine: it prints its estimate first, then its progress stage by stage; on a "
+                 "loaded one it says so, and keeps the stored choices unless beaten clearly).",
 }
 
 

@@ -3,7 +3,9 @@ it can choose, and what users see of it (report, info, calibrate)."""
 
 import json
 import re
+import sys
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -622,3 +624,74 @@ def test_a_candidate_that_lost_is_not_compiled_for_the_next_workloads(monkeypatc
     assert table[t1][list(cases)[2]] == pytest.approx(1 / 1.1) and len(kernels) == 7
     calibration.racing_compare({"alone": (False, none, t1)}, "alone", cases, 3, print, kernels=kernels)
     assert len(kernels) == 7
+
+
+def _calibrate_with_markers(monkeypatch, capsys):
+    """`python -m streamjit calibrate` with each stage's measurement printing
+    its name only (rows and sweeps not timed); its output lines."""
+    from streamjit.__main__ import main
+    from streamjit import calibration_stencils
+
+    def marked(name, result=None):
+        return lambda *args, **kwargs: print(f"<{name}>") or result
+
+    monkeypatch.setattr(calibration, "measure_load_stages", marked("load stages"))
+    monkeypatch.setattr(calibration_stencils, "measure_stencil_sources", marked("stencil sources"))
+    monkeypatch.setattr(calibration, "measure_page_alias", marked("page alias", (0, calibration.STRIPS[0], {}, [])))
+    for row, name in (("measure_scalar_stores", "scalar stores"), ("measure_scalar_ops", "scalar ops"),
+                      ("measure_wide_stencils", "wide stencils")):
+        monkeypatch.setattr(calibration, row, marked(name))
+    lost = [{"bytes": b << 20, "streamed": measure.Spread([0.5, 0.6]), "always streamed": measure.Spread([0.5, 0.6])}
+            for b in (1, 2)]
+    monkeypatch.setattr(measure, "copy_envelope", lambda *args, **kwargs: print("<copy sweep>") or lost)
+    monkeypatch.setattr(measure, "stencil_envelope", lambda *args, **kwargs: print("<stencil sweep>") or lost)
+    main(["calibrate", "--max-mib", "2", "--profile-mib", "1"])
+    return capsys.readouterr().out.splitlines()
+
+
+STAGES = ["load stages", "stencil sources", "page alias", "scalar stores", "scalar ops", "wide stencils", "copy sweep",
+          "stencil sweep"]
+
+
+def test_calibrate_says_how_long_it_takes_then_one_line_per_stage_without_tqdm(profile_dir, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tqdm", None)     # import tqdm raises ImportError
+    out = _calibrate_with_markers(monkeypatch, capsys)
+    estimate = next(k for k, line in enumerate(out) if line.startswith("calibrate: 8 stages, about "))
+    assert re.fullmatch(r"calibrate: 8 stages, about (\d+ min )?\d+ s on an idle machine .*", out[estimate])
+    assert estimate < out.index("<load stages>")
+    done = [line for line in out if line.startswith("[stage ")]
+    assert [re.match(r"\[stage (\d)/8 done: (.*?);", line).groups() for line in done] == [
+        (str(k + 1), name) for k, name in enumerate(STAGES)]
+    for name, line in zip(STAGES, done):      # each line follows its stage
+        assert out.index(f"<{name}>") < out.index(line)
+    assert all(re.search(r"; \d+ s elapsed, about \d+ s left\]$", line) for line in done) and done[-1].endswith(
+        "about 0 s left]")
+
+
+def test_calibrate_advances_a_tqdm_bar_per_stage(profile_dir, monkeypatch, capsys):
+    bars = []
+
+    class Bar:
+        def __init__(self, total, **kwargs):
+            self.total, self.n, self.stages, self.closed = total, 0, [], False
+            print("<bar>")
+            bars.append(self)
+
+        def set_postfix_str(self, name):
+            self.stages.append(name)
+
+        def update(self, n):
+            self.n += n
+            print(f"<bar at {self.n}>")
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=Bar))
+    out = _calibrate_with_markers(monkeypatch, capsys)
+    [bar] = bars
+    assert bar.stages == STAGES and bar.n == bar.total > 0 and bar.closed
+    steps = [int(line[8:-1]) for line in out if line.startswith("<bar at ")]
+    assert steps == sorted(steps) and len(steps) == len(STAGES) and steps[0] > 0
+    assert [line for line in out if line.startswith(("calibrate: 8 stages", "<bar>", "<load stages>"))] == [
+        next(line for line in out if line.startswith("calibrate: 8 stages")), "<bar>", "<load stages>"]
