@@ -695,3 +695,21 @@ def test_calibrate_advances_a_tqdm_bar_per_stage(profile_dir, monkeypatch, capsy
     assert steps == sorted(steps) and len(steps) == len(STAGES) and steps[0] > 0
     assert [line for line in out if line.startswith(("calibrate: 8 stages", "<bar>", "<load stages>"))] == [
         next(line for line in out if line.startswith("calibrate: 8 stages")), "<bar>", "<load stages>"]
+
+
+def test_a_sweep_stops_once_a_larger_size_cannot_move_its_band():
+    def rows(*ratios):
+        return [{"bytes": (k + 1) << 20, "s": measure.Spread(r)} for k, r in enumerate(ratios)]
+
+    copy, stencil = measure.band_settled("s"), measure.band_settled("s", past_bytes=3 << 20)
+    lose, win = (0.5, 0.6), (1.2, 1.3)
+    assert not copy(rows(lose, win)) and not copy(rows(lose, win, win))         # the band may go on
+    assert not copy(rows(lose, win, win, lose)) and copy(rows(lose, win, win, lose, lose))   # ended: two lost
+    assert not stencil(rows(lose, win)) and stencil(rows(lose, win, win))        # won at 3 MiB, past the cache
+    assert not stencil(rows(lose, lose, win, win)[:3]) and not stencil(rows(win, lose, lose))
+    # the envelope stops there: no larger size is set up
+    set_up = []
+    measure.tables._envelope([1 << 20, 2 << 20, 3 << 20, 4 << 20],
+                             lambda n: set_up.append(n) or {"a": (lambda x, y: None, (1, 2))}, "a", lambda n: n, 2,
+                             None, lambda found: len(found) == 2)
+    assert set_up == [1 << 20, 2 << 20]
