@@ -4,8 +4,9 @@ Read this file like Halide's ``Lower.cpp``: it lists every pass streamjit
 adds, where it runs and in which order. Each pass is one module under
 ``passes/`` with one entry point, ``run_pass(state)``, and a docstring that
 says what it rewrites and why. What a pass hands to later passes is a field
-of ``state.stream_facts``, declared with its producer and consumers in
-`passes/facts.py`.
+of ``state.stream_facts`` (`passes/facts.py`); each pass module declares the
+facts it reads, sets and leaves stale (``REQUIRES``, ``PRODUCES``,
+``INVALIDATES``), which `_numba_pass` checks as the pass runs.
 
 Before type inference (untyped Numba IR, right after Numba inlines
 ``inline="always"`` helpers):
@@ -55,6 +56,9 @@ exceptions take out of a streamed nest). After Numba's lowering:
 ``STREAMJIT_DUMP_AFTER=<pass name>`` (or ``all``) prints the IR after that
 pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes; a
 post-O3 stage's name prints the LLVM module after that stage (`dump.py`).
+``STREAMJIT_VERIFY_EACH=1`` checks the IR after each pass that rewrites it,
+and the LLVM module after each build step, naming the one at fault
+(`verify.py`).
 
 Private Numba APIs used here (``CompilerBase``, ``PassManager``, the pass
 classes) are why Numba is pinned to the releases tested
@@ -72,7 +76,8 @@ from numba.core.untyped_passes import InlineInlinables
 from .dump import DUMP_ENV, dump_after
 from .errors import StreamWarning
 from .post_o3.stages import STAGE_NAMES
-from .passes.facts import StreamFacts
+from .verify import verify_ir, verifying
+from .passes.facts import StreamFacts, guarded, record
 from .passes import (accesses, align_peel, array_stores, call_record, canonical_loops, fence_placement, fills,
                      fresh_placement, legality, nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
 
@@ -86,31 +91,45 @@ def _pass_name(module):
     return module.__name__.rsplit(".", 1)[-1]
 
 
-def _numba_pass(module, typed, base=FunctionPass):
-    """A Numba pass (a ``FunctionPass``; an ``AnalysisPass`` after lowering,
-    where the IR holds Numba's ``del``s) that runs
-    ``module.run_pass(state)``; before the first typed one, the typed
-    statements are recorded (`retype.py`)."""
+def _numba_pass(module, typed):
+    """A Numba pass that runs ``module.run_pass(state)``: an ``AnalysisPass``,
+    registered as one, where the module declares ``ANALYSIS_ONLY`` (it reads
+    the IR and changes nothing in it; after lowering, where the IR holds
+    Numba's ``del``s, only such passes run), else a ``FunctionPass``. It
+    checks the module's contract over `StreamFacts` (`facts.guarded`,
+    `facts.record`) and, with ``STREAMJIT_VERIFY_EACH=1``, the IR the pass
+    left; before the first typed one, the typed statements are recorded
+    (`retype.py`)."""
     name = _pass_name(module)
+    analysis = getattr(module, "ANALYSIS_ONLY", False)
+    base = AnalysisPass if analysis else FunctionPass
 
     def run_pass(self, state):
-        if state.stream_facts.options is None:
+        facts = state.stream_facts
+        if facts.options is None:
             return False
-        if typed and state.stream_facts.typed is None:
+        if typed and facts.typed is None:
             retype.snapshot(state)
-        changed = module.run_pass(state)
+            facts.valid.add("typed")
+        state.stream_facts = guarded(facts, module, name)
+        try:
+            changed = module.run_pass(state)
+        finally:
+            state.stream_facts = facts
+        record(facts, module, name)
+        if not analysis and verifying():
+            verify_ir(state.func_ir, name)
         dump_after(name, f"IR of {state.func_id.func_qualname}", state.func_ir.dump)
         return bool(changed)
 
     cls = type(f"Stream_{name}", (base,), {
         "_name": f"streamjit_{name}", "__init__": lambda self: base.__init__(self), "run_pass": run_pass})
-    analysis = base is AnalysisPass
     return register_pass(mutates_CFG=not analysis, analysis_only=analysis)(cls)
 
 
 _UNTYPED = [_numba_pass(m, typed=False) for m in UNTYPED_PASSES]
 _TYPED = [_numba_pass(m, typed=True) for m in TYPED_PASSES]
-_LOWERED = [_numba_pass(m, typed=False, base=AnalysisPass) for m in LOWERED_PASSES]
+_LOWERED = [_numba_pass(m, typed=False) for m in LOWERED_PASSES]
 
 
 def deciding_passes(last="legality", skip=()):

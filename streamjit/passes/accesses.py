@@ -13,6 +13,12 @@ from ..plan import LOOP_NOTE, METADATA_KEY, StreamResult
 from .affine import Affine, AffineAnalyzer
 from .scan import root_array, scan_kernel
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options", "views", "store_notes", "store_origin")
+PRODUCES = ("scan",)
+INVALIDATES = ()
+ANALYSIS_ONLY = True  # (it reads the IR and changes nothing in it)
+
 
 def _named(option, candidates):
     return set(candidates) if option is True else set(option or ())

@@ -63,6 +63,16 @@ from .loop_copies import clone_loop, rewrite_copy, scalar_bytes
 from .staging import disjoint_checks, staged_loop, why_not_staged
 from .stream_loads import unprefetched_options, why_plain
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options", "scan", "legal", "store_origin", "typed")
+PRODUCES = ("peels", "typed")
+# Not ``scan``: its readers after this pass use its arrays, which no split
+# changes, and the streamed loads it found, which stay where it found them
+# (the head loop is the original loop; `_unwrap_head` replaces only other
+# accesses); the copies are new blocks it does not list, whose loads are the
+# intrinsics already. ``legal`` goes stale: the nests it names are split.
+INVALIDATES = ("legal",)
+
 SIZE_GATE = "$streamjit_large"
 _TERMINAL = (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)
 

@@ -59,6 +59,11 @@ from .ir_build import Emitter, loop_nest, new_block
 from .rebindings import version_name
 from .retype import retype
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options", "typed")
+PRODUCES = ("views", "store_notes", "store_origin", "fallbacks", "typed")
+INVALIDATES = ()
+
 _INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
             operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
             operator.ipow: operator.pow}
@@ -108,7 +113,8 @@ def _fuse(state, scan, block, stmt, how, found, ndim, head, element_of, check=co
     moved = {id(n) for n in found.nodes}
     emit = Emitter(scope, loc, [s for s in block.body[:at] if id(s) not in moved] + found.views)
     for view in found.views:
-        state.typemap[view.target.name] = found.view_of[view.target.name][1]
+        if view.target.name in found.view_of:  # (not the globals of `codegen.sliced`'s calls)
+            state.typemap[view.target.name] = found.view_of[view.target.name][1]
     source, destination = head(emit)
     shape = emit.assign(ir.Expr.getattr(source, "shape", loc), hint="shape")
     extents = [emit.assign(ir.Expr.static_getitem(shape, d, None, loc), hint="extent") for d in range(ndim)]

@@ -56,6 +56,11 @@ from .. import codegen
 from .align_peel import SIZE_GATE
 from .ir_build import Emitter
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options", "fallbacks", "peels")
+PRODUCES = ()
+INVALIDATES = ()
+
 RAN = "$streamjit_ran"
 COUNTED = "$streamjit_counted"
 STAGED = "$streamjit_staged"

@@ -35,6 +35,11 @@ from numba.core.ir_utils import find_callname, get_definition, guard
 from ..numba_internals.ir import rebuild_definitions
 from .ir_build import Emitter, loop_nest, retarget
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ()
+PRODUCES = ()
+INVALIDATES = ()
+
 _NDINDEX = {("ndindex", "numpy"): range, ("pndindex", "numba"): prange}
 
 

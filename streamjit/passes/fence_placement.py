@@ -22,6 +22,11 @@ from numba.core.analysis import compute_cfg_from_blocks
 from .. import codegen
 from .ir_build import Emitter, new_block, retarget
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("peels",)
+PRODUCES = ()
+INVALIDATES = ()
+
 
 def _fence(block, loc):
     emit = Emitter(block.scope, loc)

@@ -16,6 +16,11 @@ import operator
 
 from numba.core import ir, types
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ()
+PRODUCES = ()
+INVALIDATES = ()
+
 
 def _is_fill(typemap, expr):
     if not (isinstance(expr, ir.Expr) and expr.op == "call" and len(expr.args) == 1 and not expr.kws):

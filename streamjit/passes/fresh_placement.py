@@ -35,6 +35,11 @@ from ..plan import METADATA_KEY
 from .. import codegen
 from .ir_build import Emitter
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("scan",)
+PRODUCES = ()
+INVALIDATES = ()
+
 UNINITIALIZED = {("empty", "numpy"), ("empty_like", "numpy")}
 
 

@@ -53,6 +53,12 @@ from .indices import index_atoms, is_slice
 from .affine import Affine, AffineAnalyzer
 from .parallel_blocks import is_block_loop
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options", "scan", "store_origin")
+PRODUCES = ("legal",)
+INVALIDATES = ()
+ANALYSIS_ONLY = True  # (it reads the IR and changes nothing in it)
+
 
 class _Refused(Exception):
     """A store that may not stream, and why."""

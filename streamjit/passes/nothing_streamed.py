@@ -20,6 +20,12 @@ from ..plan import LOOP_NOTE, METADATA_KEY, plain_scalar_note
 from ..post_o3.counts import count_marked_stores, kernel_functions
 from ..post_o3.module import Module
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options",)
+PRODUCES = ()
+INVALIDATES = ()
+ANALYSIS_ONLY = True  # (it reads the IR and changes nothing in it)
+
 
 def _reasons(result, name, stores, plain_scalar):
     """Why none of ``stores`` (an `ArrayReport` of the marked stores) streams; ``plain_scalar``:

@@ -31,6 +31,11 @@ from .scan import scan_kernel
 from .ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import retype
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options", "views", "store_origin", "typed")
+PRODUCES = ("typed",)
+INVALIDATES = ()
+
 # Iterations per block: each block ends in a store fence, which waits for the
 # write-combining buffers to drain; 16K-iteration blocks made a one-thread
 # float32 copy 1.21x the plain loop instead of 1.40x with these (256 MiB;

@@ -31,6 +31,11 @@ from numba.core.typed_passes import type_inference_stage
 
 from ..numba_internals.ir import rebuild_definitions
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("typed",)
+PRODUCES = ("typed",)
+INVALIDATES = ()
+
 _TERMINATORS = (ir.Jump, ir.Branch, ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)
 
 

@@ -20,6 +20,11 @@ from .. import codegen
 from .align_peel import SIZE_GATE
 from .ir_build import Emitter
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options", "scan", "peels")
+PRODUCES = ()
+INVALIDATES = ()
+
 
 def run_pass(state):
     """With a threshold, insert one size test at entry: whether the bytes of the arrays whose

@@ -44,6 +44,13 @@ from .ir_build import Emitter
 from .loop_work import COMPUTE_BOUND_OPS, array_operation_line, float_operations, own_labels
 from .peel_checks import itemsize
 
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+REQUIRES = ("options", "scan")
+PRODUCES = ()
+# Not ``scan``: the loads it replaces are tagged once, and the passes after
+# it read only the scan's arrays.
+INVALIDATES = ()
+
 
 def why_not_prefetched(scan, access):
     """Why a load is not prefetched, or None when it can be: outside every loop, in a loop that is

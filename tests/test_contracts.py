@@ -1,0 +1,91 @@
+"""The stream passes' declared contracts over `StreamFacts` (``REQUIRES``,
+``PRODUCES``, ``INVALIDATES``): the pipeline's order checked against them
+statically, and each run-time check made to fire by a pass broken on
+purpose."""
+
+import numpy as np
+import pytest
+from numba.core.compiler_machinery import AnalysisPass, _pass_registry
+
+import streamjit as sj
+from streamjit import pipeline
+from streamjit.passes import accesses, fills, legality
+from streamjit.passes.facts import FACTS, contract
+
+
+def unmet(phases):
+    """``[(pass, fact)]``: each fact a pass requires that no pass before it
+    produced, or one invalidated since (``phases``: the pipeline's lists of
+    pass modules; the pipeline itself sets ``options``, and ``typed``
+    before the first typed pass)."""
+    valid, missing = {"options"}, []
+    for typed, modules in phases:
+        valid |= {"typed"} if typed else set()
+        for module in modules:
+            requires, produces, invalidates = contract(module)
+            missing += [(pipeline._pass_name(module), f) for f in requires if f not in valid]
+            valid = valid - set(invalidates) | set(produces)
+    return missing
+
+
+PHASES = ((False, pipeline.UNTYPED_PASSES), (True, pipeline.TYPED_PASSES), (True, pipeline.LOWERED_PASSES))
+MODULES = pipeline.UNTYPED_PASSES + pipeline.TYPED_PASSES + pipeline.LOWERED_PASSES
+
+
+def test_every_fact_a_pass_requires_is_produced_before_it_and_not_invalidated_since():
+    assert unmet(PHASES) == []
+
+
+def test_the_order_check_finds_a_pass_moved_before_its_producer():
+    typed = list(pipeline.TYPED_PASSES)
+    typed.remove(accesses)
+    typed.insert(typed.index(legality) + 1, accesses)   # legality now reads the scan before it is made
+    assert ("legality", "scan") in unmet(((True, typed),))
+
+
+def test_the_declarations_name_facts_and_every_produced_fact_is_read():
+    declared = [f for module in MODULES for part in contract(module) for f in part]
+    assert set(declared) <= set(FACTS)
+    produced = {f for module in MODULES for f in contract(module)[1]}
+    required = {f for module in MODULES for f in contract(module)[0]}
+    assert produced <= required
+
+
+def test_only_passes_that_read_the_ir_register_as_analyses():
+    """accesses and legality only read the IR; nothing_streamed runs after lowering, on IR with Numba's dels."""
+    classes = pipeline._UNTYPED + pipeline._TYPED + pipeline._LOWERED
+    registered = {pipeline._pass_name(m): (_pass_registry.get(cls).analysis_only, _pass_registry.get(cls).mutates_CFG,
+                                            issubclass(cls, AnalysisPass)) for m, cls in zip(MODULES, classes)}
+    analyses = {"accesses", "legality", "nothing_streamed"}
+    assert registered == {name: (name in analyses, name not in analyses, name in analyses) for name in registered}
+
+
+def copy(dst, src):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+def compile_copy():
+    a = np.arange(64.0)
+    sj.stream_kernel(stream_stores=("dst",))(copy)(np.empty_like(a), a)
+
+
+def test_a_pass_using_a_fact_it_does_not_declare_is_named(monkeypatch):
+    def reads_the_scan(state):
+        return state.stream_facts.scan is not None
+
+    monkeypatch.setattr(fills, "run_pass", reads_the_scan)
+    with pytest.raises(AssertionError, match="stream pass 'fills' uses the fact 'scan'"):
+        compile_copy()
+
+
+def test_a_pass_requiring_a_fact_invalidated_before_it_is_named(monkeypatch):
+    monkeypatch.setattr(accesses, "INVALIDATES", ("store_origin",))
+    with pytest.raises(AssertionError, match="stream pass 'legality' requires store_origin"):
+        compile_copy()
+
+
+def test_a_pass_leaving_a_fact_it_produces_unset_is_named(monkeypatch):
+    monkeypatch.setattr(accesses, "run_pass", lambda state: False)
+    with pytest.raises(AssertionError, match="stream pass 'accesses' left scan unset"):
+        compile_copy()
