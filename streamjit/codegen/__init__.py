@@ -40,7 +40,7 @@ near plain ``numba.njit``).
 - ``exceeds``: whether the streamed arrays are above the size threshold.
 - ``copies_elementwise`` / ``same_shape`` / ``leads``: whether a whole-array
   store or an array expression can run as an element loop
-  (``passes/array_stores.py``);
+  (``passes/array_stores.py``); ``sliced``: a view of one of its operands;
   ``with_numpy_errors``: one element of an array expression, computed as
   Numba's array expressions compute it; ``where_element``: one of
   ``np.where``.
@@ -66,7 +66,7 @@ from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_conti
                      no_trailing_alias, rows_hold, same_alignment)
 from .control import CALL_PATHS, FALLBACK_CHECKS, keep_scalar, opaque, count_call, store_fence
 from .integers import larger, smaller
-from .fusion import copies_elementwise, leads, same_shape, where_element, with_numpy_errors
+from .fusion import copies_elementwise, leads, same_shape, sliced, where_element, with_numpy_errors
 from .placement import placed_apart
 from .staging import disjoint, staging_region, staging_slot
 
@@ -74,5 +74,5 @@ __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "n
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
            "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "rows_hold", "same_alignment", "CALL_PATHS",
            "FALLBACK_CHECKS", "keep_scalar", "opaque", "count_call", "store_fence", "copies_elementwise", "same_shape",
-           "leads", "where_element", "with_numpy_errors", "placed_apart",
+           "leads", "sliced", "where_element", "with_numpy_errors", "placed_apart",
            "buffer_store", "disjoint", "staging_region", "staging_slot", "smaller", "larger"]

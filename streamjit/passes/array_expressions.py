@@ -220,6 +220,7 @@ def _walk(typingctx, scan, block, end, value, ndim, top, kept, destination, cons
     # (inside: the fused temporaries being walked, innermost last, with the
     # views their top is read through; shapes: {temporary: its operands, unsliced})
     nodes, inside, shapes = {}, [], {}
+    getitems = {}  # {a view's variable: the getitem it computes}
 
     def movable(name):
         found = scan.defs.get(name, [])
@@ -238,9 +239,14 @@ def _walk(typingctx, scan, block, end, value, ndim, top, kept, destination, cons
                                                                        typemap[index.name]), {})
             if found is None or not isinstance(found.return_type, types.Array):
                 raise _NotFused(inside[-1][0])
-            target = Emitter(block.scope, block.loc).temp(f"operand.{name}")  # (unique in the function)
-            expression.views.append(ir.Assign(ir.Expr.getitem(ir.Var(block.scope, base, block.loc), index,
-                                                              block.loc), target, block.loc))
+            emit = Emitter(block.scope, block.loc)
+            target = emit.temp(f"operand.{name}")  # (unique in the function)
+            getitems[target.name] = ir.Expr.getitem(ir.Var(block.scope, base, block.loc), index, block.loc)
+            if _step_one_slices(typemap[index.name]):
+                emit.call(codegen.sliced, ir.Var(block.scope, base, block.loc), index, target=target)
+            else:
+                emit.assign(getitems[target.name], target=target)
+            expression.views += emit.stmts
             expression.view_of[(name, chain)] = target.name
             expression.view_of[target.name] = (name, found.return_type)
         return expression.view_of[(name, chain)]
@@ -345,7 +351,7 @@ def _walk(typingctx, scan, block, end, value, ndim, top, kept, destination, cons
         if name != value.name and not name.startswith("$") and expression.graph[(name, _)][0] not in LEAVES \
                 and isinstance(typemap[name], types.Array):
             expression.fused[name] = expression.fused.get(name, 0) + 1
-    made = {s.target.name: (s.value, expression.view_of[s.target.name][1]) for s in expression.views}
+    made = {name: (getitem, expression.view_of[name][1]) for name, getitem in getitems.items()}
     for name in expression.arrays:
         shifted = shift(scan, block, made, name, destination)
         if shifted is not None:
@@ -360,6 +366,12 @@ def _basic_index(ty):
     """An index of integers and slices (a view, not a gather)."""
     parts = list(ty) if isinstance(ty, types.BaseTuple) else [ty]
     return all(isinstance(p, (types.Integer, types.SliceType)) for p in parts)
+
+
+def _step_one_slices(ty):
+    """An index of slices without a step (`codegen.sliced` makes the view)."""
+    parts = list(ty) if isinstance(ty, types.BaseTuple) else [ty]
+    return bool(parts) and all(p == types.slice2_type for p in parts)
 
 
 def _escaped(func_ir, expression, consumers, top):
