@@ -1,7 +1,8 @@
 """``STREAMJIT_DUMP_AFTER=<name>`` (or ``all``): print the code after a named
 stage, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes. The
-names are those of the Numba-IR passes (`pipeline.py`) and of the stages run
-on the optimized LLVM module (`post_o3/stages.py`)."""
+names are those of the Numba-IR passes (`pipeline.py`) and of the steps of the
+LLVM build (`backend/stages.py`: ``loop_widths``, ``o3`` and the post-O3
+stages)."""
 
 import os
 

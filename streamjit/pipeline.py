@@ -44,8 +44,9 @@ helpers inlined, constants folded), before Numba's rewrites and parfors:
     are placed apart from its array arguments modulo a page;
 11. ``retype``: Numba's type inference over the inserted statements.
 
-Numba then lowers and optimizes as usual; ``backend/library.py`` runs the
-post-O3 stages of ``post_o3/stages.py`` on the optimized LLVM module
+Numba then lowers and optimizes; ``backend/library.py`` builds the LLVM
+module with the build list of ``backend/stages.py``: O3, then the post-O3
+stages of ``post_o3/stages.py`` on the optimized module
 (non-temporal tags, prefetches, AArch64 pairs, fences on the returns
 exceptions take out of a streamed nest). After Numba's lowering:
 
@@ -55,7 +56,8 @@ exceptions take out of a streamed nest). After Numba's lowering:
 
 ``STREAMJIT_DUMP_AFTER=<pass name>`` (or ``all``) prints the IR after that
 pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes; a
-post-O3 stage's name prints the LLVM module after that stage (`dump.py`).
+build step's name (`backend/stages.py`: ``loop_widths``, ``o3``, each post-O3
+stage) prints the LLVM module after that step (`dump.py`).
 ``STREAMJIT_VERIFY_EACH=1`` checks the IR after each pass that rewrites it,
 and the LLVM module after each build step, naming the one at fault
 (`verify.py`).
@@ -75,7 +77,7 @@ from numba.core.untyped_passes import InlineInlinables
 
 from .dump import DUMP_ENV, dump_after
 from .errors import StreamWarning
-from .post_o3.stages import STAGE_NAMES
+from .backend.stages import BUILD
 from .verify import verify_ir, verifying
 from .passes.facts import StreamFacts, guarded, record
 from .passes import (accesses, align_peel, array_stores, call_record, canonical_loops, fence_placement, fills,
@@ -148,10 +150,10 @@ def deciding_passes(last="legality", skip=()):
 
 def _check_dump_env(pm):
     """A ``STREAMJIT_DUMP_AFTER`` that names none of the passes in ``pm``
-    nor a post-O3 stage would dump nothing, silently: warn, listing the names."""
+    nor a build step would dump nothing, silently: warn, listing the names."""
     value = os.environ.get(DUMP_ENV)
     names = [cls.name().removeprefix("streamjit_") for cls, _ in pm.passes if cls.name().startswith("streamjit_")]
-    names += list(STAGE_NAMES) if names else []
+    names += list(BUILD) if names else []
     if value is not None and value != "all" and names and value not in names:
         warnings.warn(f"{DUMP_ENV}={value!r} names no streamjit pass or stage, so nothing is printed; the names: "
                       f"{', '.join(names)}, or 'all'", StreamWarning, stacklevel=2)

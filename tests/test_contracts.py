@@ -1,7 +1,9 @@
-"""The stream passes' declared contracts over `StreamFacts` (``REQUIRES``,
-``PRODUCES``, ``INVALIDATES``): the pipeline's order checked against them
-statically, and each run-time check made to fire by a pass broken on
-purpose."""
+"""The checks on the pipelines: the stream passes' declared contracts over
+`StreamFacts` (``REQUIRES``, ``PRODUCES``, ``INVALIDATES``), the pipeline's
+order checked against them statically and each run-time check made to fire
+by a pass broken on purpose; ``STREAMJIT_VERIFY_EACH`` naming a pass or a
+build step that leaves broken code; ``STREAMJIT_DUMP_AFTER`` on the build
+list's steps."""
 
 import numpy as np
 import pytest
@@ -9,7 +11,8 @@ from numba.core.compiler_machinery import AnalysisPass, _pass_registry
 
 import streamjit as sj
 from streamjit import pipeline
-from streamjit.passes import accesses, fills, legality
+from streamjit.passes import accesses, fence_placement, fills, legality
+from streamjit.post_o3 import keep_scalar
 from streamjit.passes.facts import FACTS, contract
 
 
@@ -89,3 +92,42 @@ def test_a_pass_leaving_a_fact_it_produces_unset_is_named(monkeypatch):
     monkeypatch.setattr(accesses, "run_pass", lambda state: False)
     with pytest.raises(AssertionError, match="stream pass 'accesses' left scan unset"):
         compile_copy()
+
+
+def test_verify_each_names_the_pass_that_broke_the_ir(monkeypatch):
+    def drops_a_terminator(state):
+        state.func_ir.blocks[min(state.func_ir.blocks)].body.pop()
+        return True
+
+    monkeypatch.setattr(fence_placement, "run_pass", drops_a_terminator)
+    monkeypatch.setenv("STREAMJIT_VERIFY_EACH", "1")
+    with pytest.raises(Exception, match="Numba IR after stream pass 'fence_placement' is invalid: .*Missing "
+                                        "block terminator"):
+        compile_copy()
+
+
+def test_verify_each_names_the_stage_that_broke_the_llvm_module(monkeypatch):
+    def emits_a_bad_function(module, target):
+        module.append("define i32 @streamjit.broken() {\n  ret void\n}")
+        return True
+
+    monkeypatch.setattr(keep_scalar, "run", emits_a_bad_function)
+    monkeypatch.setenv("STREAMJIT_VERIFY_EACH", "1")
+    with pytest.raises(Exception, match="LLVM module after build step 'keep_scalar' is invalid"):
+        compile_copy()
+
+
+def test_verify_each_passes_a_sound_build(monkeypatch):
+    monkeypatch.setenv("STREAMJIT_VERIFY_EACH", "1")
+    compile_copy()
+
+
+def test_dump_after_o3_prints_the_optimized_module_before_the_post_o3_stages(monkeypatch, capsys):
+    monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "o3")
+    compile_copy()
+    out = capsys.readouterr().out
+    header = "---- streamjit: LLVM IR of "
+    dumped = out[out.index(header):]
+    assert " after o3 ----" in dumped.splitlines()[0]
+    assert "define" in dumped and "streamjit.stream_store:dst" in dumped
+    assert "!nontemporal" not in dumped     # (the post-O3 stage `nontemporal` tags the stores afterwards)

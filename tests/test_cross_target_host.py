@@ -1,5 +1,5 @@
 """Inspecting the code for the host's own triple, CPU and features shows the
-host build: both builds run `backend/o3.build` (Numba's O3 for the target
+host build: both builds run `backend/stages.build` (Numba's O3 for the target
 machine, then the post-O3 stages), and its O3 leaves a module exactly as
 Numba's own code library does, whatever Numba's vectorizer and refprune
 flags say. (The build for another CPU once ran an O3 of its own, with SLP

@@ -15,7 +15,7 @@ import pytest
 from numba.core import config
 
 import streamjit as sj
-from streamjit.backend import o3
+from streamjit.backend import stages as build_list
 from streamjit.math_calls import math_call_notes, scalar_math_calls
 from streamjit.post_o3 import vector_math
 from streamjit.post_o3.module import Module
@@ -223,7 +223,7 @@ def test_prange_workers_call_libmvec(monkeypatch):
         seen.append((code, result[0]))
         return result
 
-    monkeypatch.setattr(o3, "run_post_o3", spy)
+    monkeypatch.setattr(build_list, "run_post_o3", spy)
 
     def sines(a):
         return np.sin(a) * 2.0

@@ -8,7 +8,7 @@ store fence for that target's (`retarget.py`, on the module's text; an
 x86 target takes a clone of the module, as the host build does: the order
 of a value's uses, which a module's history sets, steers the order of the
 phi operands O3 creates and so the register allocator's choices), and
-builds it as the host build does, through the same `o3.build`: Numba's O3 for that target machine,
+builds it as the host build does, through the same `stages.build`: Numba's O3 for that target machine,
 then the post-O3 stages (`post_o3/stages.py`, exit fences included), then
 assembly from the target machine. The machine is made as Numba's JIT makes
 its own, so a build for the host's triple, CPU and features gives the host
@@ -20,7 +20,7 @@ import llvmlite.binding as llvm
 from numba.core import config
 
 from ..protocol.targets import Target, arch_of
-from .o3 import build
+from .stages import build
 from .retarget import retarget_host_text
 
 _initialized = False

@@ -2,13 +2,13 @@
 makes Numba use it.
 
 Numba optimizes each function's final LLVM module inside its code library.
-``StreamCodeLibrary`` builds it with `o3.build` instead: Numba's O3, the
+``StreamCodeLibrary`` builds it with `stages.build` instead: Numba's O3, the
 same passes and flags, then the post-O3 stages on the optimized module
 (`post_o3/stages.py`), before machine code is generated. It keeps the
 rewritten text for `stream_report` (Numba's `inspect_llvm` shows the module
 only after the backend has changed it in place) and the text before
 optimization, to compile for other targets (`cross_target.py`, which builds
-it with the same `o3.build`).
+it with the same `stages.build`).
 
 `stream_code_libraries` makes Numba create such libraries while it compiles
 a streamjit kernel, so the rewrite reaches exactly the code compiled for
@@ -22,7 +22,8 @@ from numba.core.compiler_lock import global_compiler_lock
 
 from ..numba_internals.codegen import PARFOR_WORKER_PREFIX, NumbaCodeLibrary, library_class, set_library_class
 from ..protocol.targets import Target
-from .o3 import build, host_machine, timing_records
+from .o3 import host_machine, timing_records
+from .stages import build
 
 
 class StreamCodeLibrary(NumbaCodeLibrary):

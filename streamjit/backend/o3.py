@@ -1,22 +1,16 @@
-"""Build a linked module into final code: Numba's O3, then the post-O3 stages.
+"""Numba's O3, the ``o3`` step of the build list (`stages.py`): Numba's CPU
+optimization of a library's final module, as
+``CPUCodeLibrary._optimize_final_module`` runs it:
 
-The host build (`library.py`) and the build for another CPU
-(`cross_target.py`) both call `build`, for their own target machine, so
-they run the same sequence:
-
-1. ``o3``: the pre-O3 stage (`pre_o3/loop_widths.py`: vector widths the
-   streamed stores' markers ask for), then Numba's CPU optimization of a library's final module, as
-   ``CPUCodeLibrary._optimize_final_module`` runs it:
-   - a cheap module pipeline that inlines as much as it can, so the
-     reference-count pruner sees whole functions: O0 without vectorizers
-     (``NUMBA_OPT=max``: O3 with the loop vectorizer), then loop rotation,
-     instcombine and jump threading (unless ``NUMBA_OPT=0``), then refprune;
-   - Numba's text-level reference-count pruner instead, when
-     ``NUMBA_LLVM_REFPRUNE_PASS=0``;
-   - the full module pipeline: ``NUMBA_OPT``, the loop vectorizer as
-     ``NUMBA_LOOP_VECTORIZE`` says (on by default) and the SLP vectorizer as
-     ``NUMBA_SLP_VECTORIZE`` says (off by default), then refprune;
-2. the stages of `post_o3/stages.py`, on the optimized text.
+- a cheap module pipeline that inlines as much as it can, so the
+  reference-count pruner sees whole functions: O0 without vectorizers
+  (``NUMBA_OPT=max``: O3 with the loop vectorizer), then loop rotation,
+  instcombine and jump threading (unless ``NUMBA_OPT=0``), then refprune;
+- Numba's text-level reference-count pruner instead, when
+  ``NUMBA_LLVM_REFPRUNE_PASS=0``;
+- the full module pipeline: ``NUMBA_OPT``, the loop vectorizer as
+  ``NUMBA_LOOP_VECTORIZE`` says (on by default) and the SLP vectorizer as
+  ``NUMBA_SLP_VECTORIZE`` says (off by default), then refprune.
 
 What O3 does depends on the target machine (its vector width, its cost
 model), so it is run with the machine the code is built for: the host
@@ -32,21 +26,18 @@ as Numba's own method does.
 
 import contextlib
 
-import llvmlite.binding as llvm
 from numba.core import config
 from numba.core.llvm_bindings import create_pass_builder
 from numba.core.runtime.nrtopt import remove_redundant_nrt_refct
 
 from ..numba_internals.codegen import refprune_flags, target_machine, timing_record
-from ..post_o3.stages import run_post_o3
-from ..pre_o3 import loop_widths
 
 # The names Numba records the two pipelines' timings under (NUMBA_LLVM_PASS_TIMINGS).
 CHEAP = "Module passes (cheap optimization for refprune)"
 FULL = "Module passes (full optimization)"
 
 
-def _no_record(name, builder):
+def no_record(name, builder):
     return contextlib.nullcontext()
 
 
@@ -65,12 +56,11 @@ def _module_pipeline(machine, opt, loop_vectorize, slp_vectorize, cheap=False):
     return manager, builder
 
 
-def o3(module, machine, record=_no_record):
+def o3(module, machine, record=no_record):
     """Optimize the linked ``module`` for the target machine ``machine`` as
     Numba does (see the module docstring); return the optimized module (the
-    same object, unless the pre-O3 stage or the text-level pruner made a new one). ``record(name,
+    same object, unless the text-level pruner made a new one). ``record(name,
     pass_builder)`` is a context manager timing each pipeline."""
-    module = loop_widths.run(module)
     opt_max = config.OPT.is_opt_max
     cheap, cheap_builder = _module_pipeline(machine, 3 if opt_max else 0, loop_vectorize=opt_max,
                                             slp_vectorize=False, cheap=True)
@@ -82,21 +72,6 @@ def o3(module, machine, record=_no_record):
     with record(FULL, full_builder):
         full.run(module, full_builder)
     return module
-
-
-def build(module, machine, target, name="", code="kernel", record=_no_record):
-    """``(final module, its text)``: ``module`` (linked, unoptimized, with
-    the data layout of ``machine``) after `o3` and the post-O3 stages for
-    ``target`` (a `protocol.targets.Target`). ``name`` names the module in
-    dumps; ``code`` is `post_o3.stages.run_post_o3`'s."""
-    module = o3(module, machine, record)
-    text, changed = run_post_o3(str(module), target, name, code=code)
-    if changed:
-        rewritten = llvm.parse_assembly(text)
-        rewritten.verify()
-        rewritten.name = module.name
-        module = rewritten
-    return module, text
 
 
 def host_machine(library):

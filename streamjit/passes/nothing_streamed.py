@@ -13,12 +13,11 @@ warned about: the user did not name them, and the report notes say why.
 
 import re
 
-import llvmlite.binding as llvm
-
 from ..errors import given_in_kernel, warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY, plain_scalar_note
 from ..post_o3.counts import count_marked_stores, kernel_functions
 from ..post_o3.module import Module
+from ..protocol.targets import Target
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
 REQUIRES = ("options",)
@@ -60,7 +59,7 @@ def run_pass(state):
     # library keeps its text, not the records, which take several times the memory)
     module = Module(getattr(state.library, "streamed_llvm_ir", None) or "")
     functions = kernel_functions(module, state.cr.fndesc.mangled_name)
-    x86 = llvm.get_process_triple().startswith(("x86_64", "i686"))
+    x86 = Target().arch == "x86"
     for name in options.stream_stores:
         if name not in result.streamed_stores and name not in result.notes:
             continue  # never stored: `accesses.py` said so

@@ -31,8 +31,6 @@ kernel that allocates is compiled or loaded in the process (`switch_on`).
 import functools
 import re
 
-import llvmlite.binding as llvm
-
 from .module import Inst, Module, top_level_name
 from .pool import ALLOCATE_EXTERNAL, ALLOCATOR, CAP, DATA_ALIGN_BYTES, STATE_WORDS, SYMBOL, switch_on
 
@@ -128,8 +126,9 @@ def _keep_pooled_code_local(module, rewritten):
 
 def run(module, target):
     """Route every allocation of array memory through the pool (its
-    functions defined once: a module linked in may bring them along)."""
-    if not module.declares(ALLOCATE) or "linux" not in (target.triple or llvm.get_process_triple()):
+    functions defined once: a module linked in may bring them along; run
+    on Linux only: `stages.APPLIES`)."""
+    if not module.declares(ALLOCATE):
         return False
     rewritten = set()
     for function in module.functions:

@@ -48,9 +48,7 @@ def _paired(function, first, second):
 
 
 def run(module, target):
-    """Join adjacent 128-bit NT accesses, per block (AArch64 only)."""
-    if target.arch != "aarch64":
-        return False
+    """Join adjacent 128-bit NT accesses, per block (run on AArch64 only: `stages.APPLIES`)."""
     changed = False
     for function in module.functions:
         offsets = function.constant_offsets()

@@ -24,14 +24,16 @@ function on the records of `module.py`:
 9. ``array_pool``: the large arrays the kernel allocates reuse the memory
    of freed ones, instead of fresh pages.
 
-The host build (`backend/library.py`) and the inspection for other CPUs
-(`backend/cross_target.py`) both run `run_post_o3`, so they cannot drift
-apart. ``STREAMJIT_DUMP_AFTER=<stage name>`` prints the module after that
+They are the last steps of the build list (`backend/stages.py`): the host
+build (`backend/library.py`) and the inspection for other CPUs
+(`backend/cross_target.py`) both run it, so they cannot drift apart. Which
+targets a stage runs for is written in `APPLIES`, not inside the stage. ``STREAMJIT_DUMP_AFTER=<stage name>`` prints the module after that
 stage, for each module that holds streamjit marks, and for the kernel's own
 module where a stage has work on unmarked code.
 """
 
 from ..dump import dump_after
+from ..verify import verify_llvm, verifying
 from ..protocol.keep_scalar import MARKER as KEEP_SCALAR
 from ..protocol.markers import DOMAIN_NAME
 from . import (array_pool, exit_fences, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset,
@@ -46,6 +48,10 @@ STAGES = (keep_scalar, vector_math, stream_memset, widen_stores, nontemporal, pa
 # kernel's, compiled apart by Numba's parfor lowering); never the helpers
 # Numba links into `numba.njit` code too.
 UNMARKED_CODE_STAGES = {vector_math: ("kernel", "worker"), array_pool: ("kernel",)}
+# The targets a stage runs for, written here rather than inside the stage (a
+# `Target` predicate; every target where a stage is absent): the pairs are
+# AArch64's ``stnp``/``ldnp``, the pool is built on Linux's allocator.
+APPLIES = {pair_nontemporal: lambda target: target.arch == "aarch64", array_pool: lambda target: target.linux}
 
 
 def stage_name(stage):
@@ -75,9 +81,11 @@ def run_post_o3(text, target, module_name="", code="kernel"):
     module = Module(text)
     changed = False
     for stage in STAGES:
-        if code not in UNMARKED_CODE_STAGES.get(stage, (code,)):
+        if code not in UNMARKED_CODE_STAGES.get(stage, (code,)) or not APPLIES.get(stage, bool)(target):
             continue
         changed |= stage.run(module, target)
+        if verifying():
+            verify_llvm(module, stage_name(stage))
         if marked or unmarked_work:
             dump_after(stage_name(stage), f"LLVM IR of {module_name or 'the module'}", lambda: print(module))
     return (str(module), True) if changed else (text, False)

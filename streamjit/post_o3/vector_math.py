@@ -48,7 +48,6 @@ import re
 import llvmlite.binding as llvm
 from numba.core.codegen import get_host_cpu_features  # (Numba's: NUMBA_ENABLE_AVX=0 turns AVX off)
 
-from ..protocol.targets import host_build_cpu
 from .module import LOCAL, Inst
 
 # glibc's name for libmvec since 2.22, opened as dlopen finds it
@@ -145,13 +144,11 @@ def _target_isas(target):
     """`isas` of the post-O3 ``target`` (`protocol.targets.Target`): the host
     build's CPU and features as Numba's JIT has them, or another target's; ()
     where libmvec cannot be called."""
-    triple = target.triple or llvm.get_process_triple()
+    triple, cpu, features = target.resolved
     if LIBMVEC is None or not triple.startswith("x86_64") or "linux-gnu" not in triple:
         return ()
-    if target.triple is None:
-        cpu, features = host_build_cpu()
-        return isas(llvm.get_process_triple(), cpu, get_host_cpu_features() if features is None else features)
-    return isas(target.triple, target.cpu, target.features)
+    # (the host build's features None: the host CPU's own, as Numba's JIT sees them)
+    return isas(triple, cpu, get_host_cpu_features() if target.triple is None and features is None else features)
 
 
 def has_work(text):

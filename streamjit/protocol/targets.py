@@ -52,15 +52,14 @@ def host_build_cpu():
     return llvm.get_host_cpu_name(), (config.CPU_FEATURES or None)
 
 
-def scalar_fp_through_integer_register(triple=None, cpu=None, features=None):
+def scalar_fp_through_integer_register(triple, cpu, features):
     """Whether scalar floating-point NT stores must go through an integer
-    register on this host (or the ``triple``/``cpu``/``features`` given): x86
-    has ``movnti`` for 32- and 64-bit integers, and ``movntss``/``movntsd``
-    only with AMD's SSE4A; without it LLVM emits a tagged ``double`` store as
-    a plain ``movsd`` (and folds a bitcast to ``i64`` back into one), so only
-    inline assembly keeps the hint (measured: bench/README.md)."""
-    if triple is None:
-        triple, cpu, features = llvm.get_process_triple(), *host_build_cpu()
+    register for ``triple``/``cpu``/``features`` (features None: the host
+    CPU's own): x86 has ``movnti`` for 32- and 64-bit integers, and
+    ``movntss``/``movntsd`` only with AMD's SSE4A; without it LLVM emits a
+    tagged ``double`` store as a plain ``movsd`` (and folds a bitcast to
+    ``i64`` back into one), so only inline assembly keeps the hint
+    (measured: bench/README.md)."""
     if features is None:  # (the host CPU's own features)
         sse4a = llvm.get_host_cpu_features().get("sse4a", False)
     else:
@@ -71,20 +70,33 @@ def scalar_fp_through_integer_register(triple=None, cpu=None, features=None):
 @dataclass(frozen=True)
 class Target:
     """The machine a module is compiled for, as the post-O3 stages need it:
-    the host (``triple`` None) or another one (`cross_target.py`)."""
+    the host (``triple`` None) or another one (`cross_target.py`). What "the
+    host" is, is resolved here and nowhere else (`resolved`)."""
 
     triple: str = None
     cpu: str = None
     features: str = None
 
+    @functools.cached_property
+    def resolved(self):
+        """``(triple, cpu, features)``: the host's where ``triple`` is None
+        (the process's triple and `host_build_cpu`), else the fields."""
+        if self.triple is None:
+            return (llvm.get_process_triple(), *host_build_cpu())
+        return self.triple, self.cpu, self.features
+
     @property
     def arch(self):
-        return arch_of(self.triple or llvm.get_process_triple())
+        return arch_of(self.resolved[0])
+
+    @property
+    def linux(self):
+        return "linux" in self.resolved[0]
 
     @functools.cached_property
     def fp_through_integers(self):
         """See `scalar_fp_through_integer_register`."""
-        return scalar_fp_through_integer_register(self.triple, self.cpu, self.features)
+        return scalar_fp_through_integer_register(*self.resolved)
 
 
 def emit_store_fence(builder, triple):
