@@ -38,6 +38,7 @@ FULL = "Module passes (full optimization)"
 
 
 def no_record(name, builder):
+    """`o3`'s ``record`` that times nothing."""
     return contextlib.nullcontext()
 
 
