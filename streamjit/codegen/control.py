@@ -60,6 +60,57 @@ def opaque(typingctx, flag):
     return flag(flag), codegen
 
 
+@intrinsic
+def counter_cells(typingctx, count):
+    """The address (an intp) of ``count`` zeroed 64-bit counters in the
+    calling function's frame: what `prange` workers add to (`add_to_cell`)
+    where a sum in a variable would be a parfor reduction (Numba compiles
+    ``np.empty`` and a reduction function for those, and carries each sum
+    out of every worker)."""
+    if not isinstance(count, types.IntegerLiteral):
+        return None
+
+    def codegen(context, builder, sig, args):
+        cells = cgutils.alloca_once(builder, llir.ArrayType(llir.IntType(64), count.literal_value))
+        builder.store(cells.type.pointee(None), cells)
+        return builder.ptrtoint(cells, context.get_value_type(types.intp))
+
+    return signature(types.intp, count), codegen
+
+
+def _cell(builder, cells, slot):
+    """The address of counter ``slot`` (an int) of ``cells``."""
+    return builder.gep(builder.inttoptr(cells, llir.IntType(64).as_pointer()), [cells.type(slot)])
+
+
+@intrinsic
+def add_to_cell(typingctx, cells, slot, value):
+    """Add ``value`` (a boolean or an integer) to counter ``slot`` of
+    `counter_cells`' ``cells``, atomically (workers add at once)."""
+    if not (isinstance(cells, types.Integer) and isinstance(slot, types.IntegerLiteral)
+            and isinstance(value, (types.Boolean, types.Integer))):
+        return None
+
+    def codegen(context, builder, sig, args):
+        value = context.cast(builder, args[2], sig.args[2], types.int64)
+        builder.atomic_rmw("add", _cell(builder, args[0], slot.literal_value), value, "monotonic")
+        return context.get_dummy_value()
+
+    return signature(types.none, cells, slot, types.unliteral(value)), codegen
+
+
+@intrinsic
+def cell(typingctx, cells, slot):
+    """Counter ``slot`` of `counter_cells`' ``cells``, read where no worker runs."""
+    if not (isinstance(cells, types.Integer) and isinstance(slot, types.IntegerLiteral)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.load(_cell(builder, args[0], slot.literal_value))
+
+    return signature(types.int64, cells, slot), codegen
+
+
 # The paths `count_call` counts, in the order of its counters.
 CALL_PATHS = ("streamed", "below_threshold", "after_check", "plain", "staged", "unprefetched")
 # The run-time checks that can send a loop to its plain version, one bit

@@ -35,9 +35,14 @@ alignment of several streamed stores, contiguous rows, a source a few bytes
 behind a store modulo a page, a fused loop's operands), so that the report
 can say which check sent a call to the plain code, not only that one did.
 They are sums, not flags or'ed together, because with ``parallel=True``
-the aligned loops run inside `prange` workers (`parallel_blocks.py`), and
-``+`` is a reduction Numba's parfors carry out of a worker (``|`` is not):
-so parallel calls are counted as serial ones are.
+the aligned loops run inside `prange` workers (`parallel_blocks.py`), which
+add to them at once. There the counters are not variables but cells in
+the call's frame (``codegen.counter_cells``), which the workers add to
+atomically: a sum in a variable would be a parfor reduction, for which
+Numba compiles ``np.empty`` and a reduction function and carries each sum
+out of every worker (a prange triad's first call: 2.7 s CPU with them,
+1.5 s without, /tmp script around bench/compile_time.py's child, AMD EPYC
+Zen 3 VM).
 
 ``large`` is the size test (`size_check.py`; True without a threshold).
 Where no loop could be aligned every call counts as ``plain``, and the
@@ -66,6 +71,7 @@ COUNTED = "$streamjit_counted"
 STAGED = "$streamjit_staged"
 UNPREFETCHED = "$streamjit_unprefetched"
 FELL = {check: f"$streamjit_fell_{check}" for check in codegen.FALLBACK_CHECKS}
+CELLS = "$streamjit_cells"
 
 
 def _after(blocks, name, update):
@@ -79,9 +85,14 @@ def _after(blocks, name, update):
                 return
 
 
-def _count(emit, counter, value):
-    """``counter = counter + value``: a sum, a reduction a parfor can carry."""
-    emit.assign(ir.Expr.binop(operator.add, ir.Var(emit.scope, counter, emit.loc), value, emit.loc), target=counter)
+def _count(emit, counter, value, slots):
+    """``counter = counter + value``, or with ``slots`` ({counter: its
+    cell}) an add to its cell in `CELLS`."""
+    if slots:
+        emit.call(codegen.add_to_cell, ir.Var(emit.scope, CELLS, emit.loc), emit.const(slots[counter]), value)
+    else:
+        emit.assign(ir.Expr.binop(operator.add, ir.Var(emit.scope, counter, emit.loc), value, emit.loc),
+                    target=counter)
 
 
 def _failed(emit, passed):
@@ -119,9 +130,15 @@ def run_pass(state):
     copies = {STAGED: any(plan.staged for plan in facts.peels),
               UNPREFETCHED: any(plan.long_rows for plan in facts.peels)}
 
+    counters = (RAN, *(c for c, kept in copies.items() if kept), *FELL.values())
+    # (with parallel=True the counters are cells of the call's frame that prange workers add to)
+    slots = {counter: k for k, counter in enumerate(counters)} if options.parallel else {}
+
     def count(emit, counted, final=False):
         """``count_call`` of the counters as they stand, moving the call from ``counted``."""
         def var(name):
+            if name in slots:
+                return emit.call(codegen.cell, ir.Var(emit.scope, CELLS, emit.loc), emit.const(slots[name]))
             return ir.Var(emit.scope, name, emit.loc)
         large = var(SIZE_GATE) if gated else emit.const(True)
         fell = emit.tuple_([var(counter) for counter in FELL.values()])
@@ -141,7 +158,9 @@ def run_pass(state):
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     start = Emitter(entry.scope, entry.loc)
     # (hidden: on a path with no loop LLVM would fold it, duplicating the fence)
-    for counter in (RAN, *(c for c, kept in copies.items() if kept), *FELL.values()):
+    if slots:
+        start.call(codegen.counter_cells, start.const(len(counters)), target=CELLS)
+    for counter in () if slots else counters:
         start.call(codegen.opaque, start.const(0), target=counter)
     if not gated:
         count(start, start.const(-1))
@@ -153,21 +172,21 @@ def run_pass(state):
     # else LLVM duplicates the blocks after the test, the fence among them)
     for plan in facts.peels:
         def started(emit, _, plan=plan):
-            _count(emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs)))
+            _count(emit, RAN, emit.call(codegen.opaque, emit.binop(operator.gt, *plan.runs)), slots)
             if plan.staged:  # (the aligned loop ran staged: `staging.py`)
                 _count(emit, STAGED, emit.call(codegen.opaque, emit.binop(
                     operator.and_, emit.binop(operator.gt, *plan.runs),
-                    _failed(emit, ir.Var(emit.scope, plan.staged, emit.loc)))))
+                    _failed(emit, ir.Var(emit.scope, plan.staged, emit.loc)))), slots)
         after(plan.start, started)
         if plan.long_rows:  # (the aligned loop ran its copy without prefetches; its test runs only before it)
             after(plan.long_rows, lambda emit, long_rows: _count(
-                emit, UNPREFETCHED, emit.call(codegen.opaque, _failed(emit, long_rows))))
+                emit, UNPREFETCHED, emit.call(codegen.opaque, _failed(emit, long_rows)), slots))
         for check, variable in plan.checks.items():
             # (an empty loop's checks fail too: not a fallback)
             after(variable, lambda emit, passed, plan=plan, check=check: _count(emit, FELL[check], _failed(
-                emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0])))))
+                emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0]))), slots))
     for ok in facts.fallbacks:
-        after(ok, lambda emit, ok: _count(emit, FELL["operands"], _failed(emit, ok)))
+        after(ok, lambda emit, ok: _count(emit, FELL["operands"], _failed(emit, ok), slots))
     for block in blocks.values():
         if isinstance(block.body[-1], (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)):
             emit = Emitter(block.scope, block.body[-1].loc)
