@@ -1,6 +1,6 @@
 """MkDocs hook: the "How it works" page is generated from the code, not
 written by hand. ``<!-- streamjit:how-it-works -->`` in a page becomes the
-pass list of `streamjit/pipeline.py` (its ``UNTYPED_PASSES``,
+pass list of `streamjit/kernel/pipeline.py` (its ``UNTYPED_PASSES``,
 ``TYPED_PASSES`` and ``LOWERED_PASSES``, in order) and the stage list of
 `streamjit/post_o3/stages.py` (``STAGES``), each pass and stage with its
 module's docstring, and the package's folders with the first paragraph of
@@ -53,10 +53,10 @@ def _first_paragraph(doc):
 
 def how_it_works():
     """The generated Markdown."""
-    pipeline = importlib.import_module("streamjit.pipeline")
+    pipeline = importlib.import_module("streamjit.kernel.pipeline")
     stages = importlib.import_module("streamjit.post_o3.stages")
     lines = ["## The passes over Numba IR", "",
-             f"In the order `streamjit/pipeline.py` runs them (its docstring: `{_first_paragraph(pipeline.__doc__)}`). "
+             f"In the order `streamjit/kernel/pipeline.py` runs them (its docstring: `{_first_paragraph(pipeline.__doc__)}`). "
              "`STREAMJIT_DUMP_AFTER=<pass name>` (or `all`) prints the IR after a pass.", ""]
     number = 0
     for attribute, where in PHASES:
@@ -73,7 +73,7 @@ def how_it_works():
     for number, module in enumerate(stages.STAGES, 1):
         lines += [f"### {number}. `{stages.stage_name(module)}`", "", f"*`{_source_path(module)}`*", "",
                   _markdown(module.__doc__), ""]
-    root = Path(pipeline.__file__).parent
+    root = Path(importlib.import_module("streamjit").__file__).parent
     lines += ["## The package", "", "Each module and folder of `streamjit/`, with the first paragraph of its "
               "docstring (read from the source, not imported: some need optional packages):", ""]
     for info in sorted(pkgutil.iter_modules([str(root)]), key=lambda m: (not m.ispkg, m.name)):

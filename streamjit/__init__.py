@@ -11,12 +11,12 @@ from numba import prange
 
 from ._version import __version__
 
-from .versions import check_numba  # noqa: E402
+from .kernel.versions import check_numba  # noqa: E402
 
 check_numba()  # before anything compiles: outside the tested range, say so
 
 from .api import stream_kernel
-from .dispatcher import StreamDispatcher
+from .kernel.dispatcher import StreamDispatcher
 from .allocation import empty_like
 from .dropins import copyto, memcpy, preload
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning

@@ -1,11 +1,11 @@
-"""`stream_kernel`, the decorator: a `StreamDispatcher` (`dispatcher.py`) for
+"""`stream_kernel`, the decorator: a `StreamDispatcher` (`kernel/dispatcher.py`) for
 the CPU, a GPU kernel (`cuda/`) for ``target="cuda"``, or, under
-``NUMBA_DISABLE_JIT=1``, the function itself (`disabled.py`)."""
+``NUMBA_DISABLE_JIT=1``, the function itself (`kernel/disabled.py`)."""
 
 import inspect
 
-from .disabled import jit_disabled, python_function
-from .dispatcher import make_dispatcher
+from .kernel.disabled import jit_disabled, python_function
+from .kernel.dispatcher import make_dispatcher
 from .errors import StreamConfigError
 from .options import validate_options
 

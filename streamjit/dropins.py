@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from .disabled import jit_disabled
+from .kernel.disabled import jit_disabled
 from .api import stream_kernel
 from .numba_internals.runtime import thread_pool_launched
 from .threshold import copy_threshold, parallel_copy_bytes

@@ -1,6 +1,6 @@
 """``STREAMJIT_DUMP_AFTER=<name>`` (or ``all``): print the code after a named
 stage, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes. The
-names are those of the Numba-IR passes (`pipeline.py`) and of the steps of the
+names are those of the Numba-IR passes (`kernel/pipeline.py`) and of the steps of the
 LLVM build (`backend/stages.py`: ``loop_widths``, ``o3`` and the post-O3
 stages)."""
 

@@ -1,7 +1,7 @@
 """What a kernel was asked to stream, and what one compile of it decided.
 
 `StreamOptions` are the validated decorator options, fixed per dispatcher;
-the pipeline (`pipeline.py`) hands them to every pass as
+the pipeline (`kernel/pipeline.py`) hands them to every pass as
 ``state.stream_facts.options`` (`passes/facts.py`). `StreamResult` is what
 the passes decided for one signature (which arrays stream, which loops were
 split, why a store stayed plain); it travels in the compile result's

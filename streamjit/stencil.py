@@ -31,7 +31,7 @@ from inside jitted code (call the `numba.stencil` kernel there).
 The private parts of ``StencilFunc`` this relies on (its contexts, its
 ``_stencil_wrapper`` with ``compiler.compile_ir`` captured) go through
 `numba_internals.stencils`; they and the layout of the IR it generates are
-why Numba is pinned to the releases tested (`versions.py`).
+why Numba is pinned to the releases tested (`kernel/versions.py`).
 """
 
 from dataclasses import dataclass
@@ -47,13 +47,13 @@ from numba.np.numpy_support import as_dtype
 
 from .codegen.placement import placed_apart
 from .dask import is_dask_array, stencil_on_dask
-from .disabled import jit_disabled, python_stencil
+from .kernel.disabled import jit_disabled, python_stencil
 from .backend.library import stream_code_libraries
 from .numba_internals.dispatch import Reducible
 from .numba_internals.ir import rebuild_definitions
 from .numba_internals.stencils import loop_nest, stencil_func, target_context, typing_context
 from .options import did_you_mean, resolved, validate_options
-from .pipeline import compiler_for
+from .kernel.pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
 from .report import build_report
 

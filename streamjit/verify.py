@@ -2,7 +2,7 @@
 it, and name the step at fault, as Numba checks its IR after each of its
 passes in its own debugging mode and LLVM's ``-verify-each`` does.
 
-After each stream pass that rewrites Numba IR (`pipeline.py`): every block
+After each stream pass that rewrites Numba IR (`kernel/pipeline.py`): every block
 ends in its one terminator, the blocks share one scope, and Numba's
 post-processing (the control-flow graph, the variables' lifetimes) runs on
 a copy. After each step of the LLVM build (`backend/stages.py`): LLVM's

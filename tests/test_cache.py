@@ -175,7 +175,7 @@ def test_an_unresolved_declaration_is_seen():
     """An entry declaring a symbol nothing has installed loads only after
     the refresh: LLVM would stop the process on the call."""
     from numba.core.registry import cpu_target
-    from streamjit.cache import declared_symbols_resolve
+    from streamjit.kernel.cache import declared_symbols_resolve
 
     context = cpu_target.target_context
     assert declared_symbols_resolve(context, library_declaring("sqrt"))
@@ -195,7 +195,7 @@ def test_an_entry_calling_what_is_not_here_is_a_miss():
 
     from numba.core.compiler import CompileResult
     from numba.core.registry import cpu_target
-    from streamjit.cache import _InspectableCompileResults
+    from streamjit.kernel.cache import _InspectableCompileResults
 
     hooks_ran = []
     fields = dict.fromkeys(list(inspect.signature(CompileResult._rebuild).parameters)[1:])
@@ -266,7 +266,7 @@ def test_an_entry_is_tied_to_its_key(tmp_path):
     returning int64 bit patterns, in every later process). Two saves that
     read one index never share a data file here, and a file holding another
     key is never loaded as this one's."""
-    from streamjit.cache import _ChecksummedCacheFile
+    from streamjit.kernel.cache import _ChecksummedCacheFile
 
     def cache_file():
         return _ChecksummedCacheFile(cache_path=str(tmp_path), filename_base="k", source_stamp=("stamp", 1))
@@ -328,7 +328,7 @@ def test_editing_any_stage_changes_every_key(tmp_path):
     import shutil
 
     import streamjit
-    from streamjit.cache import compiler_digest, sources_digest
+    from streamjit.kernel.cache import compiler_digest, sources_digest
 
     package = os.path.dirname(streamjit.__file__)
     assert compiler_digest()[2] == sources_digest(package)

@@ -525,7 +525,7 @@ def test_a_compile_that_skipped_the_post_o3_stages_raises():
     import sys
 
     script = ("import contextlib, numpy as np, streamjit as sj\n"
-              "from streamjit import dispatcher\n"
+              "from streamjit.kernel import dispatcher\n"
               "dispatcher.stream_code_libraries = lambda codegen, kernel_name: contextlib.nullcontext()\n"
               "def copy(dst, src):\n"
               "    for i in range(src.shape[0]):\n"

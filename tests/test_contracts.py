@@ -10,7 +10,7 @@ import pytest
 from numba.core.compiler_machinery import AnalysisPass, _pass_registry
 
 import streamjit as sj
-from streamjit import pipeline
+from streamjit.kernel import pipeline
 from streamjit.passes import accesses, fence_placement, fills, legality
 from streamjit.post_o3 import keep_scalar
 from streamjit.passes.facts import FACTS, contract

@@ -16,7 +16,7 @@ from numba import types as T
 
 import cuda_kernels as K
 import streamjit as sj
-from streamjit import pipeline
+from streamjit.kernel import pipeline
 from streamjit.cuda import decision, legality, ptx
 from streamjit.cuda.source import parse
 from streamjit.passes.accesses import IN_PLACE_NOTE

@@ -113,7 +113,7 @@ def _suite_kernels():
     tests/kernels.py (the correctness and codegen suites'), and for the plain
     loops there that the codegen suite streams with options of its own."""
     import kernels as K
-    from streamjit.dispatcher import StreamDispatcher
+    from streamjit.kernel.dispatcher import StreamDispatcher
     from streamjit import machine
     from streamjit import options as options_module
 

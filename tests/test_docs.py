@@ -77,7 +77,7 @@ def test_how_it_works_lists_every_pass_and_stage_in_order():
         import hooks
     finally:
         sys.path.remove(str(DOCS))
-    from streamjit import pipeline
+    from streamjit.kernel import pipeline
     from streamjit.post_o3 import stages
 
     text = hooks.how_it_works()

@@ -172,7 +172,7 @@ LONG_MODULES = {
     "passes/scan.py": "reads a function's stores, loads and loops into the facts every pass shares",
     "passes/array_stores.py": "rewrites slice stores of array expressions into element loops",
     "passes/array_expressions.py": "decides which temporaries fuse into their consumers' loops",
-    "dispatcher.py": "the StreamDispatcher: options, compile with the stream pipeline, report, inspect",
+    "kernel/dispatcher.py": "the StreamDispatcher: options, compile with the stream pipeline, report, inspect",
     "dropins.py": "copyto and memcpy, streamed, threaded above glibc's threshold",
     "machine.py": "the machine profile: its rows, their records and the profile file",
     "post_o3/module.py": "the one reader and writer of LLVM IR text",

@@ -11,7 +11,7 @@ import pytest
 
 import streamjit as sj
 from cuda_kernels import checkout_env
-from streamjit.versions import NEWEST, OLDEST, check_numba
+from streamjit.kernel.versions import NEWEST, OLDEST, check_numba
 
 PYPROJECT = os.path.join(os.path.dirname(__file__), os.pardir, "pyproject.toml")
 

@@ -4,7 +4,7 @@ whether streaming them is legal.
 `target="cuda"` applies the same rule with the same errors as the CPU
 path, so this module does not re-derive it: it runs Numba's CPU nopython
 front end on the loop function, with the stream passes that decide (those
-of ``pipeline.py`` up to ``legality``, in its order), and stops before
+of ``kernel/pipeline.py`` up to ``legality``, in its order), and stops before
 lowering. What it returns is the `StreamResult` those passes build
 (streamed stores and loads, notes), and which variables hold an array
 parameter by their account; a store that may not stream raises the
@@ -18,7 +18,7 @@ from numba.core import compiler, types
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.registry import cpu_target
 
-from .. import pipeline
+from ..kernel import pipeline
 from ..numba_internals.compiler import EarlyPipelineCompletion
 from ..passes.facts import StreamFacts
 from ..plan import METADATA_KEY, StreamResult

@@ -6,7 +6,7 @@ package and nowhere else: each module here wraps one Numba subsystem in
 small named functions (or a base class whose hooks have public names), and
 the rest of streamjit calls those. `tests/test_numba_seam.py` enforces it
 (its rule is written there) and holds a contract test per assumption
-below, run on every Numba release CI installs (`versions.py`, `.ci/run`).
+below, run on every Numba release CI installs (`kernel/versions.py`, `.ci/run`).
 The modules import nothing of streamjit's, so every floor may use them.
 
 Inventory (``name``: what streamjit uses it for; module here). Every name
@@ -29,10 +29,10 @@ codegen (code generation, ``numba.core.codegen``):
       (`refprune_flags`; `backend/o3.py`)
   ``CPUCodegen._engine`` (``is_symbol_defined``, ``get_global_value_address``):
       whether a cached entry's symbols resolve, the call counters' address
-      (`symbol_defined`, `global_value_address`; `cache.py`, `dispatcher.py`)
+      (`symbol_defined`, `global_value_address`; `kernel/cache.py`, `kernel/dispatcher.py`)
   the cached form ``(name, "object", (object code, bitcode))`` of
       ``serialize_using_object_code``: the bitcode read for its symbols
-      (`cached_bitcode`; `cache.py`)
+      (`cached_bitcode`; `kernel/cache.py`)
 caching (the on-disk cache, ``numba.core.caching``):
   ``IndexDataCacheFile._data_name``, ``_data_path``, ``_index_path``,
       ``_load_index``, ``_save_index``, ``_dump``, ``_open_for_write``: the
@@ -76,7 +76,7 @@ runtime (``numba.core.runtime``, ``numba.np.ufunc.parallel``):
       (`nrt_function_address`; `post_o3/array_pool.py`); its ``c_helpers``,
       installed for LLVM under the names ``rtsys.initialize`` gives them,
       without the NRT module it compiles, for cached code
-      (`install_runtime_symbols`; `cache.py`)
+      (`install_runtime_symbols`; `kernel/cache.py`)
   ``parallel._is_initialized``: the copy threads counted without launching
       the threading layer (`thread_pool_launched`; `dropins.py`)
 stencils (``numba.stencils.stencil``):

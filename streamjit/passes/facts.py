@@ -3,7 +3,7 @@
 Numba's passes share a ``StateDict`` (``state.func_ir``, ``state.typemap``,
 ...). The stream passes keep all they hand to later passes in one
 attribute of it, ``state.stream_facts``: a `StreamFacts` that the pipeline
-(`pipeline.py`) makes before the first pass. Who produces and who reads each
+(`kernel/pipeline.py`) makes before the first pass. Who produces and who reads each
 field is declared by the passes themselves, as LLVM's ``AnalysisUsage`` does:
 each pass module names the fields it reads (``REQUIRES``), sets
 (``PRODUCES``) and leaves stale (``INVALIDATES``); the pipeline checks them

@@ -1,6 +1,6 @@
 """The stages run on the optimized LLVM module, in order.
 
-Read this like `pipeline.py`, which lists the Numba-IR passes: Numba lowers
+Read this like `kernel/pipeline.py`, which lists the Numba-IR passes: Numba lowers
 and runs O3, then these stages rewrite the optimized module's text, each one
 module with one entry point ``run(module, target) -> changed``, working per
 function on the records of `module.py`:

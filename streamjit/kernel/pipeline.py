@@ -75,12 +75,12 @@ from numba.core.compiler_machinery import AnalysisPass, FunctionPass, register_p
 from numba.core.typed_passes import InlineOverloads, NativeLowering, NativeParforLowering
 from numba.core.untyped_passes import InlineInlinables
 
-from .dump import DUMP_ENV, dump_after
-from .errors import StreamWarning
-from .backend.stages import BUILD
-from .verify import verify_ir, verifying
-from .passes.facts import StreamFacts, guarded, record
-from .passes import (accesses, align_peel, array_stores, call_record, canonical_loops, fence_placement, fills,
+from ..dump import DUMP_ENV, dump_after
+from ..errors import StreamWarning
+from ..backend.stages import BUILD
+from ..verify import verify_ir, verifying
+from ..passes.facts import StreamFacts, guarded, record
+from ..passes import (accesses, align_peel, array_stores, call_record, canonical_loops, fence_placement, fills,
                      fresh_placement, legality, nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
 
 UNTYPED_PASSES = (canonical_loops,)

@@ -45,12 +45,12 @@ import llvmlite.binding as llvm
 import numba
 from numba.core.caching import CompileResultCacheImpl
 
-from .errors import StreamWarning
-from .numba_internals.caching import CacheFile, FunctionCache, reload_hooks
-from .numba_internals.codegen import cached_bitcode, symbol_defined
-from .numba_internals.runtime import install_runtime_symbols
-from .plan import METADATA_KEY
-from .post_o3 import array_pool, vector_math
+from ..errors import StreamWarning
+from ..numba_internals.caching import CacheFile, FunctionCache, reload_hooks
+from ..numba_internals.codegen import cached_bitcode, symbol_defined
+from ..numba_internals.runtime import install_runtime_symbols
+from ..plan import METADATA_KEY
+from ..post_o3 import array_pool, vector_math
 
 _DIGEST_BYTES = hashlib.sha256().digest_size
 
@@ -75,7 +75,8 @@ def compiler_digest():
     of every entry's key, as Triton hashes its compiler into its cache keys:
     an edited or upgraded streamjit never runs an entry another one wrote
     (nor reads its call counters past their end)."""
-    return (numba.__version__, llvmlite.__version__, sources_digest(os.path.dirname(os.path.abspath(__file__))))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # streamjit/, above kernel/
+    return (numba.__version__, llvmlite.__version__, sources_digest(package))
 
 
 def _same_in_every_process(value):

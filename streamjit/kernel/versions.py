@@ -17,7 +17,7 @@ import warnings
 
 import numba
 
-from .errors import StreamWarning
+from ..errors import StreamWarning
 
 OLDEST = (0, 66)  # the oldest Numba release tested (its core suite, in CI)
 NEWEST = (0, 68)  # the newest (the whole suite)

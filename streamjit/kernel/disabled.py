@@ -19,8 +19,8 @@ import itertools
 import numpy as np
 from numba.core import config
 
-from .codegen import CALL_PATHS, FALLBACK_CHECKS
-from .plan import StreamResult
+from ..codegen import CALL_PATHS, FALLBACK_CHECKS
+from ..plan import StreamResult
 
 
 def jit_disabled():

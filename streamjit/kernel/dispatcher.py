@@ -22,17 +22,17 @@ from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 from .cache import StreamFunctionCache, numba_options_key
-from .errors import StreamError, warnings_once
-from .backend.cross_target import compile_for_target
-from .backend.library import stream_code_libraries
-from .numba_internals.dispatch import (Reducible, dispatcher_cache, dispatcher_uuid, set_dispatcher_cache,
+from ..errors import StreamError, warnings_once
+from ..backend.cross_target import compile_for_target
+from ..backend.library import stream_code_libraries
+from ..numba_internals.dispatch import (Reducible, dispatcher_cache, dispatcher_uuid, set_dispatcher_cache,
                                        set_dispatcher_uuid, set_pipeline_class, unpickled_dispatcher)
-from .options import resolved, validate_options
+from ..options import resolved, validate_options
 from .pipeline import compiler_for
-from .plan import METADATA_KEY, StreamResult
-from .report import build_report
-from .codegen import CALL_PATHS, FALLBACK_CHECKS
-from .call_records import listen_for_fallbacks, summed_counters
+from ..plan import METADATA_KEY, StreamResult
+from ..report import build_report
+from ..codegen import CALL_PATHS, FALLBACK_CHECKS
+from ..call_records import listen_for_fallbacks, summed_counters
 
 
 class StreamDispatcher(Reducible, CPUDispatcher):
