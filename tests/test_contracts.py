@@ -13,7 +13,7 @@ import streamjit as sj
 from streamjit.kernel import pipeline
 from streamjit.passes import accesses, fence_placement, fills, legality
 from streamjit.post_o3 import keep_scalar
-from streamjit.passes.facts import FACTS, contract
+from streamjit.passes.analysis.facts import FACTS, contract
 
 
 def unmet(phases):

@@ -327,7 +327,7 @@ def test_an_array_the_kernel_allocates_again_is_one_array_and_a_prefetched_sourc
 
 
 def test_versions_of_an_ssa_name_are_its_own():
-    from streamjit.passes.rebindings import version_name
+    from streamjit.passes.analysis.rebindings import version_name
     assert version_name("pn") == version_name("pn.1") == version_name("pn.1.1") == "pn"
     assert version_name("$12load.3") == "$12load"
 

@@ -20,7 +20,7 @@ from numba.core.registry import cpu_target
 
 from ..kernel import pipeline
 from ..numba_internals.compiler import EarlyPipelineCompletion
-from ..passes.facts import StreamFacts
+from ..passes.analysis.facts import StreamFacts
 from ..plan import METADATA_KEY, StreamResult
 
 # The deciding passes are the pipeline's up to `legality`, without

@@ -79,7 +79,7 @@ from ..dump import DUMP_ENV, dump_after
 from ..errors import StreamWarning
 from ..backend.stages import BUILD
 from ..verify import verify_ir, verifying
-from ..passes.facts import StreamFacts, guarded, record
+from ..passes.analysis.facts import StreamFacts, guarded, record
 from ..passes import (accesses, align_peel, array_stores, call_record, canonical_loops, fence_placement, fills,
                      fresh_placement, legality, nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
 

@@ -10,8 +10,8 @@ from numba.core import ir, types
 
 from ..errors import StreamConfigError, warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY, StreamResult
-from .affine import Affine, AffineAnalyzer
-from .scan import root_array, scan_kernel
+from .analysis.affine import Affine, AffineAnalyzer
+from .analysis.scan import root_array, scan_kernel
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
 REQUIRES = ("options", "views", "store_notes", "store_origin")

@@ -53,12 +53,12 @@ from numba.core import ir, types
 from ..plan import METADATA_KEY, NOT_STAGED
 from ..protocol.targets import STREAM_ALIGN_BYTES
 from .. import codegen
-from .rebindings import version_name
+from .analysis.rebindings import version_name
 from .accesses import UPDATE_NOTE, updates_stay_plain
-from .affine import AffineAnalyzer, emit_index
-from .indices import int_constant
-from .ir_build import Emitter, new_block, retarget, drop_definition
-from .peel_checks import itemsize, run_time_checks
+from .analysis.affine import AffineAnalyzer, emit_index
+from .analysis.indices import int_constant
+from .rewrite.ir_build import Emitter, new_block, retarget, drop_definition
+from .rewrite.peel_checks import itemsize, run_time_checks
 from .loop_copies import clone_loop, rewrite_copy, scalar_bytes
 from .staging import disjoint_checks, staged_loop, why_not_staged
 from .stream_loads import unprefetched_options, why_plain

@@ -50,13 +50,13 @@ from numba.np.numpy_support import as_dtype
 from ..errors import warn_in_kernel
 from .. import codegen
 from .accesses import streamed_store_names
-from .indices import (disjoint_subscripts, index_atoms, is_element_index, is_int, is_slice, reads_what_it_writes,
-                      subscript_key)
+from .analysis.indices import (disjoint_subscripts, index_atoms, is_element_index, is_int, is_slice,
+                               reads_what_it_writes, subscript_key)
 from ..plan import FUSED_TEMPORARY
-from .array_expressions import apply, element, expression, fusable
-from .scan import scan_kernel, views_array
-from .ir_build import Emitter, loop_nest, new_block
-from .rebindings import version_name
+from .rewrite.array_expressions import apply, element, expression, fusable
+from .analysis.scan import scan_kernel, views_array
+from .rewrite.ir_build import Emitter, loop_nest, new_block
+from .analysis.rebindings import version_name
 from .retype import retype
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).

@@ -59,7 +59,7 @@ from numba.core import ir
 from ..plan import METADATA_KEY
 from .. import codegen
 from .align_peel import SIZE_GATE
-from .ir_build import Emitter
+from .rewrite.ir_build import Emitter
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
 REQUIRES = ("options", "fallbacks", "peels")

@@ -33,7 +33,7 @@ from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.ir_utils import find_callname, get_definition, guard
 
 from ..numba_internals.ir import rebuild_definitions
-from .ir_build import Emitter, loop_nest, retarget
+from .rewrite.ir_build import Emitter, loop_nest, retarget
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
 REQUIRES = ()

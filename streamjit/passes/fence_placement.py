@@ -20,7 +20,7 @@ from numba.core import ir
 from numba.core.analysis import compute_cfg_from_blocks
 
 from .. import codegen
-from .ir_build import Emitter, new_block, retarget
+from .rewrite.ir_build import Emitter, new_block, retarget
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
 REQUIRES = ("peels",)

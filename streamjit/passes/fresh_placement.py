@@ -33,7 +33,7 @@ from numba.core.ir_utils import find_callname, guard
 from ..numba_internals.ir import rebuild_definitions
 from ..plan import METADATA_KEY
 from .. import codegen
-from .ir_build import Emitter
+from .rewrite.ir_build import Emitter
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
 REQUIRES = ("scan",)

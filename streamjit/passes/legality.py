@@ -49,8 +49,8 @@ from numba.core import ir, types
 
 from ..errors import StreamLegalityError
 from ..plan import LOOP_NOTE, METADATA_KEY
-from .indices import index_atoms, is_slice
-from .affine import Affine, AffineAnalyzer
+from .analysis.indices import index_atoms, is_slice
+from .analysis.affine import Affine, AffineAnalyzer
 from .parallel_blocks import is_block_loop
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).

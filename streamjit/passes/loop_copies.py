@@ -17,9 +17,9 @@ from .. import codegen
 from ..machine import WIDE_VECTOR_BYTES
 from ..cpu_defaults import UNMEASURED
 from ..protocol.markers import parse_load_marker, store_marker
-from .ir_build import Emitter, retarget
-from .loop_work import float_operations
-from .peel_checks import itemsize
+from .rewrite.ir_build import Emitter, retarget
+from .analysis.loop_work import float_operations
+from .rewrite.peel_checks import itemsize
 from .retype import copy_types
 from .stream_loads import loads_a_stencil, marker_of
 

@@ -27,8 +27,8 @@ from numba.core import ir
 
 from .. import codegen
 from .accesses import streamed_store_names
-from .scan import scan_kernel
-from .ir_build import Emitter, new_block, retarget, drop_definition
+from .analysis.scan import scan_kernel
+from .rewrite.ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import retype
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).

@@ -61,11 +61,11 @@ from numba.core import ir, types
 from .. import codegen
 from ..machine import line_bytes
 from ..protocol.markers import store_marker
-from .affine import emit_index
-from .indices import int_constant
-from .ir_build import Emitter, loop_nest, new_block, retarget
+from .analysis.affine import emit_index
+from .analysis.indices import int_constant
+from .rewrite.ir_build import Emitter, loop_nest, new_block, retarget
 from .loop_copies import clone_loop, rewrite_copy
-from .peel_checks import itemsize
+from .rewrite.peel_checks import itemsize
 
 def _skips_a_store(scan, loop, stored_labels):
     """Whether one iteration of ``loop`` can pass none of ``stored_labels``

@@ -38,11 +38,11 @@ from .. import codegen
 from ..protocol.markers import load_marker
 from ..machine import LoadStage, line_bytes
 from ..plan import METADATA_KEY
-from .affine import AffineAnalyzer
-from .indices import index_atoms, is_int, without_ellipsis
-from .ir_build import Emitter
-from .loop_work import COMPUTE_BOUND_OPS, array_operation_line, float_operations, own_labels
-from .peel_checks import itemsize
+from .analysis.affine import AffineAnalyzer
+from .analysis.indices import index_atoms, is_int, without_ellipsis
+from .rewrite.ir_build import Emitter
+from .analysis.loop_work import COMPUTE_BOUND_OPS, array_operation_line, float_operations, own_labels
+from .rewrite.peel_checks import itemsize
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
 REQUIRES = ("options", "scan")

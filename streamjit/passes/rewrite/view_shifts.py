@@ -26,8 +26,8 @@ whose overlap check is made).
 
 from numba.core import ir, types
 
-from .indices import index_atoms, int_constant, is_slice
-from .scan import views_array
+from ..analysis.indices import index_atoms, int_constant, is_slice
+from ..analysis.scan import views_array
 
 
 def _slice_starts(scan, value):

@@ -22,8 +22,8 @@ from dataclasses import replace
 from numba.core import ir
 from numba.np.numpy_support import as_dtype
 
-from .. import codegen
-from .affine import emit_index
+from ... import codegen
+from ..analysis.affine import emit_index
 
 
 def _bounds_checks(scan, emitter, plan, first, last):

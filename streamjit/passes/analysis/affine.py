@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from numba.core import ir, types
 
-from .. import codegen
-from ..numba_internals.ir import expr_fields, set_expr_fields
+from ... import codegen
+from ...numba_internals.ir import expr_fields, set_expr_fields
 
 _ADD = (operator.add, operator.iadd)
 _SUB = (operator.sub, operator.isub)

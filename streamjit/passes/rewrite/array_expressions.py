@@ -81,9 +81,9 @@ import numpy as np
 from numba.core import ir, types
 from numba.np.numpy_support import as_dtype
 
-from .. import codegen
+from ... import codegen
 from .ir_build import Emitter
-from .scan import views_array
+from ..analysis.scan import views_array
 from .view_shifts import shift
 
 ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
