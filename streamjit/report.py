@@ -30,10 +30,10 @@ from .machine import machine_profile
 from .math_calls import math_call_notes, math_calls, vector_math_functions
 from .plan import FUSED_TEMPORARY, LOOP_NOTE, NOT_STAGED, plain_scalar_note
 from .post_o3.array_pool import POOLED, POOLED_FROM_BYTES
-from .post_o3.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
+from .llvm_text.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
 from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
-from .post_o3.module import LOCAL, Module, argument_field
-from .post_o3.stream_memset import FILL
+from .llvm_text.module import LOCAL, Module, argument_field
+from .protocol.markers import FILL
 
 # Numba passes an array argument as its fields (`argument_field`); the
 # position of the data pointer among them, from Numba's data model
@@ -276,7 +276,7 @@ def _origin_arrays(pointer, definitions, seen=None):
 
 
 def count_array_accesses(functions, arrays, aliases=None):
-    """Per-array access counts of LLVM functions (`post_o3.module.Function`);
+    """Per-array access counts of LLVM functions (`llvm_text.module.Function`);
     ``aliases``: {argument name: array name} for the views
     `passes/array_stores.py` made, which reach ``prange`` workers as
     arguments of their own."""

@@ -13,7 +13,7 @@ import pytest
 
 import streamjit as sj
 from streamjit.post_o3.exit_fences import unfenced_returns
-from streamjit.post_o3.module import Module
+from streamjit.llvm_text.module import Module
 
 
 def return_after(out, a, b, stop):

@@ -175,7 +175,7 @@ LONG_MODULES = {
     "kernel/dispatcher.py": "the StreamDispatcher: options, compile with the stream pipeline, report, inspect",
     "dropins.py": "copyto and memcpy, streamed, threaded above glibc's threshold",
     "machine.py": "the machine profile: its rows, their records and the profile file",
-    "post_o3/module.py": "the one reader and writer of LLVM IR text",
+    "llvm_text/module.py": "the one reader and writer of LLVM IR text",
     "post_o3/pool.py": "the per-process pool of freed array blocks: its never-freed state, its functions, its cap",
     "report.py": "stream_report: what one signature's code does, read from the code, and how it prints",
 }

@@ -11,7 +11,7 @@ from numba.core import config
 
 import streamjit as sj
 from streamjit.post_o3 import vector_math
-from streamjit.post_o3.module import Module
+from streamjit.llvm_text.module import Module
 from streamjit.math_calls import math_call_notes, math_calls, scalar_math_calls
 
 

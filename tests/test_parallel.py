@@ -16,7 +16,7 @@ from asm_paths import fence_paths, nt_stores_and_unfenced
 from streamjit.codegen import CALL_PATHS
 from streamjit.passes.parallel_blocks import BLOCK
 from streamjit.post_o3 import exit_fences, stages
-from streamjit.post_o3.counts import is_store_fence
+from streamjit.llvm_text.counts import is_store_fence
 from helpers import needs_x86_avx, random_array
 
 

@@ -4,7 +4,7 @@
 code generation emitted, *before* O3 (kept by `library.StreamCodeLibrary`):
 what O3 vectorizes depends on the target. For a target other than x86,
 that module's text (not the optimized module the post-O3 stages read
-through `post_o3/module.py`'s `Module`) is rewritten here, before any
+through `llvm_text/module.py`'s `Module`) is rewritten here, before any
 stage, by whole-line patterns over the few host-specific things it holds
 (the host's data layout and triple, x86's store fence, the x86-only atomic
 intrinsics x86's middle end made of Numba's reference counts), with the
@@ -13,7 +13,7 @@ reader's identifier grammar (`NAME`).
 
 import re
 
-from ..post_o3.module import NAME, unquoted
+from ..llvm_text.module import NAME, unquoted
 from ..protocol.targets import arch_of
 
 _TARGET_HEADER = re.compile(r"^target (?:datalayout|triple) = .*$", re.M)

@@ -25,7 +25,7 @@ import tempfile
 from collections import Counter
 
 from ..errors import StreamError
-from ..post_o3.counts import ArrayReport
+from ..llvm_text.counts import ArrayReport
 from ..report import StreamReport
 
 _HINT = re.compile(r"//\s*sj:(\w+):(\w*)")

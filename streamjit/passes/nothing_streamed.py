@@ -5,7 +5,7 @@ Runs after Numba's lowering, when the optimized module exists: whether a
 store became a non-temporal store is only known there (the loop may not
 have vectorized, the target may have no scalar non-temporal store), so the
 check reads the code, as `stream_report` does, not the plan: the records
-the post-O3 stages left, counted by `post_o3/counts.py`. The warning gives
+the post-O3 stages left, counted by `llvm_text/counts.py`. The warning gives
 the reasons the passes recorded (`StreamResult.notes`) and is shown
 at the user's kernel. Arrays streamed under ``stream_stores=True`` are not
 warned about: the user did not name them, and the report notes say why.
@@ -15,8 +15,8 @@ import re
 
 from ..errors import given_in_kernel, warn_in_kernel
 from ..plan import LOOP_NOTE, METADATA_KEY, plain_scalar_note
-from ..post_o3.counts import count_marked_stores, kernel_functions
-from ..post_o3.module import Module
+from ..llvm_text.counts import count_marked_stores, kernel_functions
+from ..llvm_text.module import Module
 from ..protocol.targets import Target
 
 # The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).

@@ -1,2 +1,3 @@
 """What runs on the optimized LLVM module, after Numba's O3 and before
-machine code: the reader (`module.py`) and the stages (`stages.py`)."""
+machine code: the stages (`stages.py` lists them), each reading and
+writing the module through the reader of `llvm_text/`."""

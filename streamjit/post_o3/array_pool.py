@@ -31,7 +31,7 @@ kernel that allocates is compiled or loaded in the process (`switch_on`).
 import functools
 import re
 
-from .module import Inst, Module, top_level_name
+from ..llvm_text.module import Inst, Module, top_level_name
 from .pool import ALLOCATE_EXTERNAL, ALLOCATOR, CAP, DATA_ALIGN_BYTES, STATE_WORDS, SYMBOL, switch_on
 
 ALLOCATE = "NRT_MemInfo_alloc_aligned"

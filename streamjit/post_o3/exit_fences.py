@@ -17,9 +17,9 @@ called inside a streamed nest, whose fence follows the call.
 
 import collections
 
-from .counts import is_nt_store, is_store_fence
-from .module import Inst
-from .stream_memset import FILL
+from ..llvm_text.counts import is_nt_store, is_store_fence
+from ..llvm_text.module import Inst
+from ..protocol.markers import FILL
 
 EXIT_FENCE_MARK = "; streamjit: exit fence"
 

@@ -31,16 +31,15 @@ load on most CPUs, and cost 20% on the Intel Xeon VM of
 
 import llvmlite.binding as llvm
 
-from ..protocol.markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, parse_load_marker, parse_store_marker
-from .module import ELEMENT_BYTES, Inst, vector_shape
+from ..protocol.markers import (MOVNTI_ASM, STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, parse_load_marker,
+                                 parse_store_marker)
+from ..llvm_text.module import ELEMENT_BYTES, Inst, vector_shape
 
 # Vector NT accesses exist for 16-byte (SSE, NEON q) registers and wider.
 _MIN_VECTOR_BYTES = 16
 _SCALAR_TYPES = ("float", "double", "i32", "i64")
 # the integer register and movnti suffix for each floating-point type
 _INTEGER = {"float": ("i32", "l"), "double": ("i64", "q")}
-# how `_movnti`'s inline assembly starts, as the final module prints it
-MOVNTI_ASM = 'asm sideeffect "movnti'
 
 
 def _streamable(inst, scalar_bytes):

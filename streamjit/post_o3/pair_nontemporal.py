@@ -15,7 +15,7 @@ aligned loop), with nothing between them:
       -> %ab = load <8 x float>, ptr %p ; %a, %b = its two halves
 """
 
-from .module import LOCAL, Inst, type_bytes, vector_shape
+from ..llvm_text.module import LOCAL, Inst, type_bytes, vector_shape
 
 
 def _adjacent_halves(offsets, first, second):

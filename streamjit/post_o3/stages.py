@@ -3,7 +3,7 @@
 Read this like `kernel/pipeline.py`, which lists the Numba-IR passes: Numba lowers
 and runs O3, then these stages rewrite the optimized module's text, each one
 module with one entry point ``run(module, target) -> changed``, working per
-function on the records of `module.py`:
+function on the records of `llvm_text/module.py`:
 
 1. ``keep_scalar``: the calls that kept the peeled head loops scalar go;
 2. ``vector_math``: under fastmath, vector calls of ``sin``, ``cos``,
@@ -38,7 +38,7 @@ from ..protocol.keep_scalar import MARKER as KEEP_SCALAR
 from ..protocol.markers import DOMAIN_NAME
 from . import (array_pool, exit_fences, keep_scalar, nontemporal, pair_nontemporal, prefetch, stream_memset,
                vector_math, widen_stores)
-from .module import Module
+from ..llvm_text.module import Module
 
 STAGES = (keep_scalar, vector_math, stream_memset, widen_stores, nontemporal, pair_nontemporal, prefetch,
           exit_fences, array_pool)

@@ -14,11 +14,10 @@ below its threshold), carry no mark and stay ``memset``: in cache it is the
 faster fill.
 """
 
-from ..protocol.markers import STREAM_STORE_SCOPE
-from .module import Inst, argument_align
+from ..protocol.markers import FILL, STREAM_STORE_SCOPE
+from ..llvm_text.module import Inst, argument_align
 
 MEMSET = "llvm.memset.p0.i64"
-FILL = "streamjit.stream_fill"
 _MIN_BYTES = 16
 
 

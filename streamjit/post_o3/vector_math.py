@@ -48,7 +48,7 @@ import re
 import llvmlite.binding as llvm
 from numba.core.codegen import get_host_cpu_features  # (Numba's: NUMBA_ENABLE_AVX=0 turns AVX off)
 
-from .module import LOCAL, Inst
+from ..llvm_text.module import LOCAL, Inst
 
 # glibc's name for libmvec since 2.22, opened as dlopen finds it
 # (`ctypes.util.find_library` would run ldconfig at every import).

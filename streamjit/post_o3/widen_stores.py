@@ -35,7 +35,7 @@ stores.
 """
 
 from ..protocol.markers import STREAM_STORE_SCOPE
-from .module import LOCAL, Inst, type_bytes, vector_shape
+from ..llvm_text.module import LOCAL, Inst, type_bytes, vector_shape
 
 _MIN_BYTES = 16
 _MAX_BYTES = 64

@@ -26,7 +26,7 @@ A module with no such marker is returned as it is, unparsed.
 import llvmlite.binding as llvm
 from numba.core.controlflow import CFGraph
 
-from ..post_o3.module import Module
+from ..llvm_text.module import Module
 from ..protocol.markers import STREAM_STORE_SCOPE, parse_store_marker
 
 

@@ -5,7 +5,7 @@ A streamed store or load is emitted as an ordinary one carrying an
 metadata kinds but keeps alias scopes on the vector instructions it creates,
 and since no instruction lists our scopes in `!noalias`, the marks change no
 aliasing decision. After optimization, the post-O3 stages find the marked
-instructions by their scope names (`post_o3/module.Module.marked_scope_lists`).
+instructions by their scope names (`llvm_text/module.Module.marked_scope_lists`).
 
 A load's scope name carries how it is lowered (`load_marker`: the prefetch
 hint, the distance in bytes, 0 for none, and ``nt`` where it may become a
@@ -24,6 +24,12 @@ import llvmlite.ir as llir
 DOMAIN_NAME = "streamjit"
 STREAM_STORE_SCOPE = "streamjit.stream_store"
 STREAM_LOAD_SCOPE = "streamjit.stream_load"
+# what two post-O3 stages leave in the module, read back by the counts
+# (`llvm_text/counts.py`): how `post_o3/nontemporal.py`'s ``movnti`` inline
+# assembly starts, as the final module prints it, and the name of the
+# streamed fill `post_o3/stream_memset.py` defines (``FILL.<width>``)
+MOVNTI_ASM = 'asm sideeffect "movnti'
+FILL = "streamjit.stream_fill"
 
 
 def _mark(builder, instruction, scope_name):

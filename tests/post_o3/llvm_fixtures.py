@@ -5,7 +5,7 @@ import os
 import llvmlite.binding as llvm
 
 from streamjit.protocol.targets import Target
-from streamjit.post_o3.module import Module
+from streamjit.llvm_text.module import Module
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 # the machines the fixtures were captured for, named so the tests do not depend on the host

@@ -15,7 +15,7 @@ from numba.core.runtime import rtsys
 
 import streamjit as sj
 from streamjit.post_o3 import array_pool, pool
-from streamjit.post_o3.module import Module
+from streamjit.llvm_text.module import Module
 
 ALLOCATING = """
 declare noalias ptr @NRT_MemInfo_alloc_aligned(i64, i32)

@@ -47,7 +47,7 @@ def test_unfenced_returns_follow_loops_and_chains_of_blocks():
     """The returns an NT store reaches without a fence are found through a
     loop back to itself and a chain of blocks; a path through a fence, and
     a return before the store, are not counted."""
-    from streamjit.post_o3.module import Module
+    from streamjit.llvm_text.module import Module
 
     module = Module("""define void @f(ptr %p, i1 %c) {
 entry:

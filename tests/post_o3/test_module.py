@@ -1,4 +1,4 @@
-"""The reader of the optimized module (`streamjit/post_o3/module.py`)."""
+"""The reader of the optimized module (`streamjit/llvm_text/module.py`)."""
 
 import os
 import re
@@ -7,7 +7,7 @@ import llvmlite.binding as llvm
 import pytest
 from llvm_fixtures import FIXTURES, fixture_text, instructions
 
-from streamjit.post_o3.module import Module, split_operands
+from streamjit.llvm_text.module import Module, split_operands
 
 ALL = sorted(os.listdir(FIXTURES))
 

@@ -7,7 +7,7 @@ from llvm_fixtures import X86, X86_SSE4A, after, fixture_text, instructions, ver
 
 from streamjit.protocol.markers import STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE
 from streamjit.post_o3 import nontemporal
-from streamjit.post_o3.module import Module
+from streamjit.llvm_text.module import Module
 
 
 def _marked(module, scope):

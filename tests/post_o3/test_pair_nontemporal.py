@@ -6,7 +6,7 @@ import re
 from llvm_fixtures import NEON, X86, after, fixture_text, instructions, verified
 
 from streamjit.post_o3 import nontemporal, pair_nontemporal
-from streamjit.post_o3.module import Module
+from streamjit.llvm_text.module import Module
 from streamjit.post_o3.stages import APPLIES, run_post_o3
 
 

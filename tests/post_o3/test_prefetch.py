@@ -6,7 +6,7 @@ import re
 from llvm_fixtures import after, instructions, verified
 
 from streamjit.post_o3 import prefetch
-from streamjit.post_o3.module import Module
+from streamjit.llvm_text.module import Module
 
 PREFETCH = re.compile(r"(%streamjit\.prefetch\.\d+) = getelementptr i8, ptr (%[-\w.$]+|%\"[^\"]*\"), i64 2048\n"
                       r"  call void @llvm\.prefetch\.p0\(ptr \1, i32 0, i32 0, i32 1\)\n"

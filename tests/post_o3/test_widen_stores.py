@@ -7,7 +7,7 @@ import pytest
 from llvm_fixtures import NEON, X86, after, fixture_text, instructions, verified
 
 from streamjit.post_o3 import nontemporal, widen_stores
-from streamjit.post_o3.module import Module
+from streamjit.llvm_text.module import Module
 
 NARROW = re.compile(r"store <4 x i8> (%[-\w.$\"]+|%\"[^\"]*\"), ptr (%[-\w.$]+|%\"[^\"]*\"), align (\d+)")
 

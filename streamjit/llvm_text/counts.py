@@ -2,16 +2,14 @@
 the report, the nothing-streamed check and the exit fences share.
 
 Each record of `module.py` is one of: a store (non-temporal or plain, vector
-or scalar), a scalar store made ``movnti`` (`nontemporal.py`), a streamed
-fill (`stream_memset.py`), a masked store, a load, a prefetch, a store
+or scalar), a scalar store made ``movnti`` (`post_o3/nontemporal.py`), a
+streamed fill (`post_o3/stream_memset.py`), a masked store, a load, a prefetch, a store
 fence; counted per array in an `ArrayReport`.
 """
 
 from dataclasses import dataclass, field
 
-from ..protocol.markers import STREAM_STORE_SCOPE, parse_store_marker
-from .nontemporal import MOVNTI_ASM
-from .stream_memset import FILL
+from ..protocol.markers import FILL, MOVNTI_ASM, STREAM_STORE_SCOPE, parse_store_marker
 
 # every target's store fence (`protocol/targets.emit_store_fence`)
 _FENCE_CALLS = ("llvm.x86.sse.sfence", "llvm.aarch64.dmb")

@@ -1,0 +1,4 @@
+"""The one reader and writer of LLVM IR text (`module.py`) and what a
+module's instructions do to memory, counted per array (`counts.py`). Read
+before O3 (`pre_o3/`), after it (`post_o3/`), by the report and by the
+build for another target (`backend/retarget.py`)."""
