@@ -26,7 +26,7 @@ import numpy as np
 
 from streamjit import measure
 from streamjit.calibration import kernel_with_stages
-from streamjit.machine import WIDE_VECTOR_BYTES, LoadStage, machine_profile
+from streamjit.machine.profile import WIDE_VECTOR_BYTES, LoadStage, machine_profile
 from streamjit.passes import loop_copies
 
 CHAINS = (8, 12, 16, 17, 20, 24, 32)

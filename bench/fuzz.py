@@ -28,7 +28,7 @@ def suite_profile(page_alias_bytes):
     loop runs for operands a few bytes apart modulo 4 KiB, on every CPU)."""
     import tempfile
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="streamjit-fuzz-")
-    from streamjit.machine import LoadStage, stage_record, update_profile_file
+    from streamjit.machine.profile import LoadStage, stage_record, update_profile_file
     stages = {"stream_loads": LoadStage("nta", 2048, True), "sources": LoadStage(), "stencil_sources": LoadStage()}
     update_profile_file({"profile": {**{name: stage_record(stage) for name, stage in stages.items()},
                                      "page_alias_bytes": page_alias_bytes, "scalar_nt_bytes": [4, 8],

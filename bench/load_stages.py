@@ -27,7 +27,7 @@ import sys
 import numpy as np
 
 from streamjit import calibration, calibration_stencils, measure
-from streamjit.machine import LoadStage
+from streamjit.machine.profile import LoadStage
 
 from ping_pong import STEPS, heat3d_swap, jacobi_swap
 

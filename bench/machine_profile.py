@@ -58,8 +58,8 @@ import numpy as np
 
 import streamjit as sj
 from streamjit import calibration, calibration_stencils, measure
-from streamjit.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
-from streamjit.machine import LoadStage, cache_sizes, machine_profile
+from streamjit.machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
+from streamjit.machine.profile import LoadStage, cache_sizes, machine_profile
 from streamjit.codegen.placement import placed_apart
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -20,7 +20,7 @@ import numpy as np
 
 from streamjit import measure
 from streamjit.calibration import kernel_with_stages
-from streamjit.machine import SCALAR_NT_ITEM_BYTES, LoadStage, machine_profile
+from streamjit.machine.profile import SCALAR_NT_ITEM_BYTES, LoadStage, machine_profile
 
 
 def build(func, scalar_nt, dtype, sources):

@@ -23,7 +23,7 @@ import numpy as np
 import streamjit as sj
 from streamjit import measure
 from streamjit.measure import gather, spmv
-from streamjit.machine import machine_profile
+from streamjit.machine.profile import machine_profile
 
 DISTANCES = (0, 256, 512, 1024, 2048, 4096)
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from streamjit import measure
 from streamjit.calibration import kernel_with_stages
-from streamjit.machine import LoadStage
+from streamjit.machine.profile import LoadStage
 
 from ping_pong import STEPS, heat3d_swap, jacobi_swap
 

@@ -20,7 +20,7 @@ from .errors import StreamWarning
 
 def demo(args):
     from .info import profile_state
-    from .machine import machine_profile
+    from .machine.profile import machine_profile
 
     print(f"streamjit demo: STREAM kernels, {args.mib} MiB per array, float32, destinations misaligned by one "
           f"element\n{measure.host_description()}\nmachine profile: {profile_state(machine_profile())}\n")
@@ -114,7 +114,7 @@ def _failed(save, measured):
 def _saved(save, measured):
     """``save()``'s path; None, having printed ``measured`` (what would have
     been saved) and one line with the path, when the file cannot be written."""
-    from .machine import profile_file
+    from .machine.profile import profile_file
 
     try:
         return save()
@@ -178,8 +178,8 @@ def _minutes(seconds):
 def _calibrate(args):
     from . import calibration as cal
     from .calibration_stencils import HDIFF_COMPILE_SECONDS, measure_stencil_sources, save_stencil_sources
-    from .machine import check_writable, profile_file, vector_isa
-    from .threshold import glibc_streaming_bytes, save_calibration, stored_thresholds, usable_cache_bytes
+    from .machine.profile import check_writable, profile_file, vector_isa
+    from .machine.threshold import glibc_streaming_bytes, save_calibration, stored_thresholds, usable_cache_bytes
 
     try:
         check_writable()

@@ -49,9 +49,9 @@ import statistics
 import numpy as np
 
 from . import measure
-from .cpu_defaults import STALLING_PAGE_ALIAS_BYTES
+from .machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 from .kernel.dispatcher import StreamDispatcher
-from .machine import (SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
+from .machine.profile import (SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
                       update_profile_file, vector_isa)
 from .options import validate_options
 

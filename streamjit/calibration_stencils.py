@@ -23,7 +23,7 @@ chosen by `calibration.choose` (a candidate that loses on one loses).
 import numpy as np
 
 from . import calibration, measure
-from .machine import LoadStage, cpu_name, machine_profile, stage_record, update_profile_file
+from .machine.profile import LoadStage, cpu_name, machine_profile, stage_record, update_profile_file
 
 
 def heat7(out, u):

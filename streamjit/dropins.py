@@ -27,7 +27,7 @@ import numpy as np
 from .kernel.disabled import jit_disabled
 from .api import stream_kernel
 from .numba_internals.runtime import thread_pool_launched
-from .threshold import copy_threshold, parallel_copy_bytes
+from .machine.threshold import copy_threshold, parallel_copy_bytes
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")
 

@@ -31,9 +31,9 @@ import inspect
 import warnings
 
 from .errors import StreamConfigError, StreamWarning
-from .machine import HINT_DISTANCE, PREFETCH_HINTS, machine_profile
+from .machine.profile import HINT_DISTANCE, PREFETCH_HINTS, machine_profile
 from .plan import StreamOptions
-from .threshold import MAX_BYTES, default_threshold
+from .machine.threshold import MAX_BYTES, default_threshold
 
 # Every keyword numba.njit takes, passed through with Numba's meaning (the
 # target options of Numba's CPU dispatcher, and its ``cache`` and

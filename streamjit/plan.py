@@ -11,7 +11,7 @@ metadata, where `stream_report` reads it.
 from dataclasses import dataclass, field, fields
 
 from ._version import __version__
-from .machine import SCALAR_NT_ITEM_BYTES, LoadStage
+from .machine.profile import SCALAR_NT_ITEM_BYTES, LoadStage
 
 METADATA_KEY = "streamjit"
 # The note on a streamed array stored by the kernel's own loops (how its

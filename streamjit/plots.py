@@ -5,9 +5,9 @@ saves it as PNG when given a path (with a non-interactive backend), and
 returns it, so a notebook shows it inline.
 """
 
-from .machine import cpu_name
+from .machine.profile import cpu_name
 from .measure import MIB
-from .threshold import default_threshold, usable_cache_bytes
+from .machine.threshold import default_threshold, usable_cache_bytes
 
 
 def _pyplot(path):

@@ -25,8 +25,8 @@ from numba.core.datamodel import default_manager
 from numba.core.ir_utils import legalize_names
 
 from .protocol.targets import count_asm_streaming
-from .cpu_defaults import UNMEASURED
-from .machine import machine_profile
+from .machine.cpu_defaults import UNMEASURED
+from .machine.profile import machine_profile
 from .math_calls import math_call_notes, math_calls, vector_math_functions
 from .plan import FUSED_TEMPORARY, LOOP_NOTE, NOT_STAGED, plain_scalar_note
 from .post_o3.array_pool import POOLED, POOLED_FROM_BYTES

@@ -20,7 +20,7 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="streamjit-tests-")
 # arrays run the streamed code they test (under the machine's "auto", tens of
 # MiB, they would run the plain loop). Tests of "auto" itself clear it.
 os.environ["STREAMJIT_THRESHOLD"] = "0"
-from streamjit.machine import LoadStage, stage_record, update_profile_file  # noqa: E402
+from streamjit.machine.profile import LoadStage, stage_record, update_profile_file  # noqa: E402
 
 # and the run-time 4K-aliasing check of the CPUs where it stalls (Zen 2), so
 # that its fallback runs everywhere; and scalar NT stores of every item size,

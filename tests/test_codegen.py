@@ -12,7 +12,8 @@ import pytest
 
 import kernels as K
 import streamjit as sj
-from streamjit import machine, options
+from streamjit.machine import profile as machine
+from streamjit import options
 from streamjit.codegen import CALL_PATHS
 from streamjit.pre_o3 import loop_widths
 from streamjit.protocol.targets import count_asm_streaming

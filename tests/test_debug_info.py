@@ -114,7 +114,7 @@ def _suite_kernels():
     loops there that the codegen suite streams with options of its own."""
     import kernels as K
     from streamjit.kernel.dispatcher import StreamDispatcher
-    from streamjit import machine
+    from streamjit.machine import profile as machine
     from streamjit import options as options_module
 
     rng = np.random.default_rng(3)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from streamjit import machine
+from streamjit.machine import profile as machine
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import dependent_chains  # noqa: E402

@@ -75,8 +75,8 @@ def test_the_scan_finds_a_cycle():
 
 def test_the_bottom_floor_imports_only_the_warning_class_and_the_measured_defaults():
     graph = import_graph()
-    assert graph["streamjit.machine"] == {"streamjit.errors", "streamjit.cpu_defaults"}
-    assert graph["streamjit.cpu_defaults"] == set()
+    assert graph["streamjit.machine.profile"] == {"streamjit.errors", "streamjit.machine.cpu_defaults"}
+    assert graph["streamjit.machine.cpu_defaults"] == set()
 
 
 # From the bottom up; packages on one floor stand side by side, neither
@@ -174,7 +174,7 @@ LONG_MODULES = {
     "passes/rewrite/array_expressions.py": "decides which temporaries fuse into their consumers' loops",
     "kernel/dispatcher.py": "the StreamDispatcher: options, compile with the stream pipeline, report, inspect",
     "dropins.py": "copyto and memcpy, streamed, threaded above glibc's threshold",
-    "machine.py": "the machine profile: its rows, their records and the profile file",
+    "machine/profile.py": "the machine profile: its rows, their records and the profile file",
     "llvm_text/module.py": "the one reader and writer of LLVM IR text",
     "post_o3/pool.py": "the per-process pool of freed array blocks: its never-freed state, its functions, its cap",
     "report.py": "stream_report: what one signature's code does, read from the code, and how it prints",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from streamjit import calibration
-from streamjit.machine import LoadStage
+from streamjit.machine.profile import LoadStage
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import load_stages  # noqa: E402

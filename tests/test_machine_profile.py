@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import calibration, info, machine, measure
-from streamjit.cpu_defaults import STALLING_PAGE_ALIAS_BYTES, UNMEASURED
-from streamjit.machine import LoadStage
+from streamjit import calibration, info, measure
+from streamjit.machine import profile as machine
+from streamjit.machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES, UNMEASURED
+from streamjit.machine.profile import LoadStage
 from helpers import needs_x86_avx
 
 
@@ -270,7 +271,7 @@ def test_calibrated_file_is_read_and_bad_entries_fall_back(profile_dir):
 
 
 def test_profile_writes_merge_under_a_lock(profile_dir, monkeypatch):
-    from streamjit import threshold as th
+    from streamjit.machine import threshold as th
     monkeypatch.delenv(th.ENV_VAR, raising=False)    # (the suite's conftest sets it)
     th.save_calibration({"kernel": 777}, {"kernel": [1]})
     calibration.save_load_stages(LoadStage("t1", 512), LoadStage(), {"sources": "why"}, [])
@@ -483,7 +484,7 @@ DAMAGED = [
 @pytest.mark.parametrize("content, keys", DAMAGED, ids=[f"damaged-{k}" for k in range(len(DAMAGED))])
 def test_a_damaged_profile_file_is_ignored_entry_by_entry_with_one_warning_each(profile_dir, monkeypatch, content,
                                                                                 keys):
-    from streamjit import threshold as th
+    from streamjit.machine import threshold as th
     monkeypatch.delenv(th.ENV_VAR, raising=False)
     path = machine.profile_file()
     machine.os.makedirs(machine.os.path.dirname(path))
@@ -565,7 +566,7 @@ def test_a_stored_choice_is_kept_unless_beaten_clearly():
 
 def test_calibrate_says_when_the_machine_is_loaded_and_keeps_the_stored_thresholds(profile_dir, monkeypatch, capsys,
                                                                                       profile_rows_measured_apart):
-    from streamjit import threshold as th
+    from streamjit.machine import threshold as th
     from streamjit.__main__ import main
     monkeypatch.delenv(th.ENV_VAR, raising=False)
     th.save_calibration({"copy": 12345, "kernel": 23456}, {})

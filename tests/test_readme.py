@@ -54,7 +54,7 @@ def test_the_tour_runs_as_written_and_prints_what_the_readme_shows(index, tmp_pa
                           timeout=600)
     assert done.returncode == 0, done.stderr
     printed = done.stdout.rstrip("\n")
-    threshold = subprocess.run([sys.executable, "-c", "from streamjit.threshold import default_threshold; "
+    threshold = subprocess.run([sys.executable, "-c", "from streamjit.machine.threshold import default_threshold; "
                                 "print(default_threshold()[0])"], cwd=tmp_path, env=env, capture_output=True,
                                text=True, timeout=600, check=True)
     pattern = expected_pattern(output, int(threshold.stdout))

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import streamjit as sj
-from streamjit import machine, options
+from streamjit.machine import profile as machine
+from streamjit import options
 
 # (x86 vector NT stores, by register: "x", "y" or "z")
 VECTOR_NT_STORE = re.compile(r"^\s*vmovnt(?:ps|pd|dq)\s+%([xyz])mm\d+,", re.M)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import calibration, codegen, machine, measure
-from streamjit.machine import LoadStage
+from streamjit import calibration, codegen, measure
+from streamjit.machine import profile as machine
+from streamjit.machine.profile import LoadStage
 from helpers import needs_x86_avx
 from kernels import residual
 

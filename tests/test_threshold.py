@@ -13,7 +13,7 @@ import pytest
 
 import streamjit as sj
 from streamjit import measure
-from streamjit import threshold as th
+from streamjit.machine import threshold as th
 from streamjit.__main__ import main
 
 

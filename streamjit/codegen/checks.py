@@ -132,7 +132,7 @@ def same_alignment(typingctx, arr, index, anchor, anchor_index):
 # flight (4K aliasing: the core compares the low 12 address bits), and a
 # non-temporal store stays in flight until it reaches memory. Whether that
 # stalls, and over how many bytes, is the machine profile's
-# ``page_alias_bytes`` row (machine.py: 192 on Zen 2, none on Zen 4 and Intel).
+# ``page_alias_bytes`` row (machine/profile.py: 192 on Zen 2, none on Zen 4 and Intel).
 
 
 @intrinsic

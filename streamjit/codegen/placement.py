@@ -38,7 +38,7 @@ from numba.core import cgutils
 from numba.np.arrayobj import make_array, populate_array
 from numba.np.numpy_support import as_dtype
 
-from ..machine import line_bytes
+from ..machine.profile import line_bytes
 from ..numba_internals.arrays import allocate_array, structure_value
 from ..protocol.targets import PAGE_BYTES
 from .arrays import array_field
@@ -50,7 +50,7 @@ from .registration import intrinsic
 # swept this size (16 pages, 64 KiB).
 PLACED_FROM_BYTES = 16 * PAGE_BYTES
 # How close, modulo a page, a fresh array's start may come to an input row's:
-# the widest aliasing window measured (192 bytes, machine.py's Zen 2 row:
+# the widest aliasing window measured (192 bytes, machine/profile.py's Zen 2 row:
 # the 4K aliasing table of bench/README.md's first "AMD EPYC Zen 2 VM"
 # section, 256 MiB float32 per placement of the output, measured on that VM;
 # `bench/machine_profile.py` measures the row now) plus a stencil's reach of

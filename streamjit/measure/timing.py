@@ -10,7 +10,7 @@ import time
 import numba
 import numpy as np
 
-from ..machine import cpu_name
+from ..machine.profile import cpu_name
 
 MIB = 1 << 20
 

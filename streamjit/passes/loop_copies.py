@@ -14,8 +14,8 @@ import copy
 from numba.core import ir
 
 from .. import codegen
-from ..machine import WIDE_VECTOR_BYTES
-from ..cpu_defaults import UNMEASURED
+from ..machine.profile import WIDE_VECTOR_BYTES
+from ..machine.cpu_defaults import UNMEASURED
 from ..protocol.markers import parse_load_marker, store_marker
 from .rewrite.ir_build import Emitter, retarget
 from .analysis.loop_work import float_operations

@@ -59,7 +59,7 @@ import operator
 from numba.core import ir, types
 
 from .. import codegen
-from ..machine import line_bytes
+from ..machine.profile import line_bytes
 from ..protocol.markers import store_marker
 from .analysis.affine import emit_index
 from .analysis.indices import int_constant

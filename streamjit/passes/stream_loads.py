@@ -4,7 +4,7 @@ Every element load of a streamed array becomes a tagged load
 (``stream_load``; inside an aligned loop `align_peel.py` already made it
 ``direct_stream_load`` or ``load_at``) whose marker says how the LLVM
 rewrite lowers it: the machine profile's choice for streamed loads
-(`machine.py`: a prefetch hint and distance, non-temporal loads or not),
+(`machine/profile.py`: a prefetch hint and distance, non-temporal loads or not),
 which on some CPUs is plain loads. In the aligned loops of streamed stores,
 the unit-stride sources that are not streamed may be prefetched too (the
 profile's ``sources`` stage, its ``stencil_sources`` in a stencil's loop;
@@ -36,7 +36,7 @@ from numba.core import ir, types
 
 from .. import codegen
 from ..protocol.markers import load_marker
-from ..machine import LoadStage, line_bytes
+from ..machine.profile import LoadStage, line_bytes
 from ..plan import METADATA_KEY
 from .analysis.affine import AffineAnalyzer
 from .analysis.indices import index_atoms, is_int, without_ellipsis

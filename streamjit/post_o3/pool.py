@@ -44,7 +44,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..errors import StreamConfigError
-from ..machine import environment_bytes
+from ..machine.profile import environment_bytes
 from ..numba_internals.runtime import nrt_function_address
 from ..protocol.targets import PAGE_BYTES
 

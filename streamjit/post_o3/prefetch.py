@@ -24,7 +24,7 @@ let every optimization round add another copy: four prefetches per line.)
 """
 
 from ..protocol.markers import STREAM_LOAD_SCOPE, parse_load_marker
-from ..machine import PREFETCH_HINTS, line_bytes
+from ..machine.profile import PREFETCH_HINTS, line_bytes
 from ..llvm_text.module import Inst
 
 PREFETCH = "llvm.prefetch.p0"

@@ -120,7 +120,7 @@ def _second_function(text, function, offsets):
 
 def capture_plain():
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="streamjit-capture-")  # (not the user's profile)
-    from streamjit.machine import LoadStage, stage_record, update_profile_file
+    from streamjit.machine.profile import LoadStage, stage_record, update_profile_file
     # the suite's machine profile (tests/conftest.py): streamed loads prefetched nta 2 KiB ahead, non-temporal;
     # scalar NT stores of every item size
     update_profile_file({"profile": {"stream_loads": stage_record(LoadStage("nta", 2048, True)),

@@ -23,7 +23,7 @@ import functools
 import os
 import subprocess
 
-from .machine import MAX_BYTES, environment_bytes, cache_sizes, profile_file, read_profile_file, update_profile_file
+from .profile import MAX_BYTES, environment_bytes, cache_sizes, profile_file, read_profile_file, update_profile_file
 
 # kind -> (environment variable, key in the calibration file, share of the
 # last-level cache, fallback bytes). The shares are the crossovers measured

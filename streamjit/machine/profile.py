@@ -43,7 +43,7 @@ import llvmlite.binding as llvm
 import platformdirs
 
 from .cpu_defaults import UNMEASURED, measured_rows
-from .errors import StreamWarning
+from ..errors import StreamWarning
 
 # Prefetch hints, as `llvm.prefetch`'s locality argument: NTA is 0 (no
 # temporal locality), T2 1, T1 2, T0 3. "none": no software prefetch.

@@ -1,0 +1,6 @@
+"""What streamjit knows of the CPU it runs on, below the compiler: the
+machine profile, its rows, their records and the profile file
+(`profile.py`), the defaults measured per vendor and family
+(`cpu_defaults.py`) and the copy and streaming thresholds
+(`threshold.py`). Nothing here compiles a kernel: what measures the rows
+(`measure/calibration.py`) stands above the compiler."""
