@@ -20,7 +20,7 @@ from .kernel.dispatcher import StreamDispatcher
 from .allocation import empty_like
 from .dropins import copyto, memcpy, preload
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
-from .report import ArrayReport, StreamReport
+from .inspection.report import ArrayReport, StreamReport
 from .post_o3.pool import memory_stats, release_memory
 from .stencil import stencil
 

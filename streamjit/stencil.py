@@ -55,7 +55,7 @@ from .numba_internals.stencils import loop_nest, stencil_func, target_context, t
 from .options import did_you_mean, resolved, validate_options
 from .kernel.pipeline import compiler_for
 from .plan import METADATA_KEY, StreamResult
-from .report import build_report
+from .inspection.report import build_report
 
 STREAM_OPTIONS = ("stream_stores", "stream_loads", "threshold", "prefetch_distance", "prefetch_hint", "parallel")
 NUMBA_STENCIL_OPTIONS = ("cval", "standard_indexing", "neighborhood")  # what numba.stencil accepts

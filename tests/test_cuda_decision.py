@@ -22,7 +22,7 @@ from streamjit.cuda.source import parse
 from streamjit.passes.accesses import IN_PLACE_NOTE
 from streamjit.plan import StreamOptions
 from streamjit.llvm_text.counts import ArrayReport
-from streamjit.report import COLUMN_HEADS, COLUMNS
+from streamjit.inspection.report import COLUMN_HEADS, COLUMNS
 
 pytestmark = pytest.mark.skipif(bool(K.MISSING_TOOLCHAIN), reason=K.MISSING_TOOLCHAIN)
 

@@ -177,7 +177,7 @@ LONG_MODULES = {
     "machine/profile.py": "the machine profile: its rows, their records and the profile file",
     "llvm_text/module.py": "the one reader and writer of LLVM IR text",
     "post_o3/pool.py": "the per-process pool of freed array blocks: its never-freed state, its functions, its cap",
-    "report.py": "stream_report: what one signature's code does, read from the code, and how it prints",
+    "inspection/report.py": "stream_report: what one signature's code does, read from the code, and how it prints",
 }
 
 

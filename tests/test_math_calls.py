@@ -12,7 +12,7 @@ from numba.core import config
 import streamjit as sj
 from streamjit.post_o3 import vector_math
 from streamjit.llvm_text.module import Module
-from streamjit.math_calls import math_call_notes, math_calls, scalar_math_calls
+from streamjit.inspection.math_calls import math_call_notes, math_calls, scalar_math_calls
 
 
 def _line_of(kernel, text):

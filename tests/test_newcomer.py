@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit.report import FALLBACK_REMEDIES, FALLBACK_WORDS
+from streamjit.inspection.report import FALLBACK_REMEDIES, FALLBACK_WORDS
 
 N = 1 << 16  # 512 KiB of float64: allocated by mmap, at a fixed offset in a page, as large arrays are
 

@@ -16,7 +16,7 @@ import pytest
 
 import streamjit as sj
 from streamjit.codegen import CALL_PATHS
-from streamjit.report import COLUMNS
+from streamjit.inspection.report import COLUMNS
 
 # the benchmark's kernels (bench/ping_pong.py): one definition, timed there, checked here
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))

@@ -11,7 +11,7 @@ import pytest
 
 import streamjit as sj
 from streamjit.codegen import CALL_PATHS
-from streamjit.report import COLUMN_HEADS, LEGEND, ArrayReport, StreamReport
+from streamjit.inspection.report import COLUMN_HEADS, LEGEND, ArrayReport, StreamReport
 import kernels as K
 
 

@@ -16,7 +16,7 @@ from numba.core import config
 
 import streamjit as sj
 from streamjit.backend import stages as build_list
-from streamjit.math_calls import math_call_notes, scalar_math_calls
+from streamjit.inspection.math_calls import math_call_notes, scalar_math_calls
 from streamjit.post_o3 import vector_math
 from streamjit.llvm_text.module import Module
 from streamjit.post_o3.stages import run_post_o3

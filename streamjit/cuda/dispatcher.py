@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import StreamConfigError, StreamError
 from ..options import validate_options
 from ..plan import LOOP_NOTE, StreamOptions, StreamResult
-from ..report import what_was_done
+from ..inspection.report import what_was_done
 from . import async_loads, decision, grid, hints, ptx, vector
 from .intrinsics import LOAD_CACHE
 from .source import Kernel, build, parse

@@ -26,7 +26,7 @@ from collections import Counter
 
 from ..errors import StreamError
 from ..llvm_text.counts import ArrayReport
-from ..report import StreamReport
+from ..inspection.report import StreamReport
 
 _HINT = re.compile(r"//\s*sj:(\w+):(\w*)")
 # SASS opcodes that show the hints, counted in the report

@@ -30,9 +30,9 @@ from ..numba_internals.dispatch import (Reducible, dispatcher_cache, dispatcher_
 from ..options import resolved, validate_options
 from .pipeline import compiler_for
 from ..plan import METADATA_KEY, StreamResult
-from ..report import build_report
+from ..inspection.report import build_report
 from ..codegen import CALL_PATHS, FALLBACK_CHECKS
-from ..call_records import listen_for_fallbacks, summed_counters
+from ..inspection.call_records import listen_for_fallbacks, summed_counters
 
 
 class StreamDispatcher(Reducible, CPUDispatcher):

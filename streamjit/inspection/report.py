@@ -24,16 +24,16 @@ from numba import types
 from numba.core.datamodel import default_manager
 from numba.core.ir_utils import legalize_names
 
-from .protocol.targets import count_asm_streaming
-from .machine.cpu_defaults import UNMEASURED
-from .machine.profile import machine_profile
+from ..protocol.targets import count_asm_streaming
+from ..machine.cpu_defaults import UNMEASURED
+from ..machine.profile import machine_profile
 from .math_calls import math_call_notes, math_calls, vector_math_functions
-from .plan import FUSED_TEMPORARY, LOOP_NOTE, NOT_STAGED, plain_scalar_note
-from .post_o3.array_pool import POOLED, POOLED_FROM_BYTES
-from .llvm_text.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
-from .post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
-from .llvm_text.module import LOCAL, Module, argument_field
-from .protocol.markers import FILL
+from ..plan import FUSED_TEMPORARY, LOOP_NOTE, NOT_STAGED, plain_scalar_note
+from ..post_o3.array_pool import POOLED, POOLED_FROM_BYTES
+from ..llvm_text.counts import ArrayReport, access_kind, count_marked_stores, kernel_functions
+from ..post_o3.exit_fences import EXIT_FENCE_MARK, unfenced_returns
+from ..llvm_text.module import LOCAL, Module, argument_field
+from ..protocol.markers import FILL
 
 # Numba passes an array argument as its fields (`argument_field`); the
 # position of the data pointer among them, from Numba's data model

@@ -16,11 +16,11 @@ import sys
 import warnings
 import weakref
 
-from .codegen import CALL_PATHS, FALLBACK_CHECKS
-from .codegen.control import on_first_fallback
-from .errors import StreamWarning
-from .numba_internals.codegen import global_value_address
-from .plan import METADATA_KEY
+from ..codegen import CALL_PATHS, FALLBACK_CHECKS
+from ..codegen.control import on_first_fallback
+from ..errors import StreamWarning
+from ..numba_internals.codegen import global_value_address
+from ..plan import METADATA_KEY
 from .report import FALLBACK_REMEDIES, FALLBACK_WORDS
 
 COUNTERS = len(CALL_PATHS) + len(FALLBACK_CHECKS)
@@ -86,7 +86,7 @@ def _caller_frame():
     """The innermost Python frame outside streamjit: the line that called
     the kernel (compiled code has no frame), or None."""
     frame = sys._getframe(1)
-    package = __name__.rpartition(".")[0]
+    package = __name__.partition(".")[0]
     while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == package:
         frame = frame.f_back
     return frame

@@ -12,7 +12,7 @@ from numba import types
 from numba.core import config, ir
 from numba.core.analysis import compute_cfg_from_blocks
 
-from .post_o3 import vector_math
+from ..post_o3 import vector_math
 
 # Transcendental functions of the C math library (and their float versions,
 # with an ``f``), which no CPU has an instruction for: a vectorized loop calls
