@@ -33,7 +33,8 @@ import numba  # noqa: E402  (after the wait policy, which OpenMP reads when Numb
 import numpy as np
 
 import streamjit as sj
-from streamjit import dropins, measure
+from streamjit.dropins import copy as dropins
+from streamjit import measure
 
 
 def _copy_in_halves(dst, src):
@@ -128,7 +129,7 @@ LOAD = """
 import cProfile, pstats, sys, time
 import numpy as np
 import streamjit as sj
-from streamjit import dropins
+from streamjit.dropins import copy as dropins
 n, profile = (int(sys.argv[1]) << 20) // 4, sys.argv[2] == "profile"
 src = np.random.default_rng(0).random(n, dtype=np.float32)
 dst = np.full(n, -1.0, np.float32)

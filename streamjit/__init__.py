@@ -17,12 +17,12 @@ check_numba()  # before anything compiles: outside the tested range, say so
 
 from .api import stream_kernel
 from .kernel.dispatcher import StreamDispatcher
-from .allocation import empty_like
-from .dropins import copyto, memcpy, preload
+from .dropins.allocation import empty_like
+from .dropins.copy import copyto, memcpy, preload
 from .errors import StreamConfigError, StreamError, StreamLegalityError, StreamWarning
 from .inspection.report import ArrayReport, StreamReport
 from .post_o3.pool import memory_stats, release_memory
-from .stencil import stencil
+from .dropins.stencil import stencil
 
 
 def __getattr__(name):

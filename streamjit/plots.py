@@ -68,7 +68,7 @@ def _envelope(rows, switches, what, path):
 
 def copy_envelope(rows, path=None):
     """`measure.copy_envelope`, with the band where `copyto` streams marked."""
-    from .dropins import copy_bands
+    from .dropins.copy import copy_bands
 
     streams_above, threads_from = copy_bands(threads=True)
     return _envelope(rows, {"copyto streams above": streams_above, "on all threads from": threads_from}, "copy",

@@ -13,7 +13,7 @@ import pytest
 
 import streamjit as sj
 
-MODULES = ["streamjit.api", "streamjit.kernel.dispatcher", "streamjit.stencil", "streamjit.dropins"]
+MODULES = ["streamjit.api", "streamjit.kernel.dispatcher", "streamjit.dropins.stencil", "streamjit.dropins.copy"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import dropins
+from streamjit.dropins import copy as dropins
 from helpers import random_array
 
 
@@ -254,7 +254,7 @@ def test_the_import_starts_nothing_and_the_first_large_copy_loads_the_kernel():
                      "subprocess.Popen.__init__ = refuse\n"
                      "os.fork = os.posix_spawn = refuse\n"
                      "import numpy as np, streamjit as sj\n"
-                     "from streamjit import dropins\n"
+                     "from streamjit.dropins import copy as dropins\n"
                      "print(threading.active_count(), dropins._loader)\n"
                      "src = np.random.default_rng(0).random(1 << 20)\n"
                      "dst = np.zeros_like(src)\n"
@@ -267,7 +267,7 @@ def test_the_import_starts_nothing_and_the_first_large_copy_loads_the_kernel():
     lines = done.stdout.splitlines()
     assert lines[0] == "1 None" and "uint8" in lines[1]
     done = run_fresh("import streamjit as sj, threading\n"
-                     "from streamjit import dropins\n"
+                     "from streamjit.dropins import copy as dropins\n"
                      "sj.preload()\n"
                      "print(dropins._kernel_loaded.is_set(), dropins._copy_elements.signatures)\n")
     assert done.returncode == 0, done.stderr
@@ -306,7 +306,7 @@ def test_the_cached_kernel_loads_without_numbas_registries():
     or import np.ma (7 ms, for Numba's typeof): they took the kernel's
     load past the first 256 MiB copy, so the second did not stream."""
     script = ("import sys, numpy as np, numba, streamjit as sj\n"
-              "from streamjit import dropins\n"
+              "from streamjit.dropins import copy as dropins\n"
               "sj.preload()\n"
               "print(sum(dropins._copy_elements.stats.cache_hits.values()), 'numba.np.linalg' in sys.modules)\n"
               "src = np.random.default_rng(0).random(100_003)\n"
@@ -350,7 +350,7 @@ def test_a_fork_while_the_kernel_loads_can_compile():
     child's compile blocks, and its alarm ends it."""
     done = run_fresh("import os, signal, threading, time, numpy as np, streamjit as sj\n"
                      "from numba.core.compiler_lock import global_compiler_lock\n"
-                     "from streamjit import dropins\n"
+                     "from streamjit.dropins import copy as dropins\n"
                      "holding, forking = threading.Event(), threading.Event()\n"
                      "def read_bands_holding_the_lock():\n"
                      "    with global_compiler_lock:\n"
@@ -391,7 +391,7 @@ def test_a_forked_child_copies_on_threads_after_its_parent_did(how):
                                            "with multiprocessing.get_context('fork').Pool(1) as pool:\n"
                                            "    assert pool.apply_async(copied).get(60)\n")}[how]
     script = ("import os, numpy as np, streamjit as sj\n"
-              "from streamjit import dropins\n"
+              "from streamjit.dropins import copy as dropins\n"
               "sj.preload()\n"
               "a = np.random.default_rng(0).random(3 << 20)\n"
               "def copied():\n"

@@ -173,7 +173,7 @@ LONG_MODULES = {
     "passes/array_stores.py": "rewrites slice stores of array expressions into element loops",
     "passes/rewrite/array_expressions.py": "decides which temporaries fuse into their consumers' loops",
     "kernel/dispatcher.py": "the StreamDispatcher: options, compile with the stream pipeline, report, inspect",
-    "dropins.py": "copyto and memcpy, streamed, threaded above glibc's threshold",
+    "dropins/copy.py": "copyto and memcpy, streamed, threaded above glibc's threshold",
     "machine/profile.py": "the machine profile: its rows, their records and the profile file",
     "llvm_text/module.py": "the one reader and writer of LLVM IR text",
     "post_o3/pool.py": "the per-process pool of freed array blocks: its never-freed state, its functions, its cap",

@@ -60,7 +60,7 @@ def stencil_dims_table(mib=256, rounds=7, dtype=np.float64):
     """1-D, 2-D and 3-D stencils: `streamjit.stencil`, `numba.stencil` and a
     streamed loop, as speed relative to the plain loop under numba.njit.
     Stencils write into a preallocated ``out=`` (their result type)."""
-    from ..stencil import stencil
+    from ..dropins.stencil import stencil
 
     n = mib * MIB // np.dtype(dtype).itemsize
     side2, side3 = int(n ** 0.5), int(round(n ** (1 / 3)))
@@ -97,7 +97,7 @@ def stencil_table(mib=256, width=8192, dtype=np.float32, rounds=7, offset=1):
     into its buffer, so no row starts aligned; the stencils write into a
     preallocated ``out=`` (float64, their result type), so no run pays for
     allocating and first touching its output."""
-    from ..stencil import stencil   # the stencil module imports this one's users
+    from ..dropins.stencil import stencil   # the stencil module imports this one's users
 
     dtype = np.dtype(dtype)
     rows_n = mib * MIB // (width * dtype.itemsize)
@@ -185,7 +185,7 @@ def copy_envelope(sizes_bytes, rounds=5, progress=None, stop=None):
     copy `copyto` runs above its threshold (`dropins.stream_copy`: one
     thread, all of Numba's from `PARALLEL_BYTES`). ``progress`` wraps the
     size iterable (e.g. ``tqdm``); ``stop``: see `_envelope`."""
-    from .. import dropins
+    from ..dropins import copy as dropins
 
     plain = stream_builds("copy")[1]
 
@@ -288,7 +288,7 @@ def band_settled(column, past_bytes=None):
 def copy_call_overhead(nbytes=1024, rounds=9, calls=20000):
     """Nanoseconds per call of `streamjit.copyto` and ``np.copyto`` on a
     float32 copy of ``nbytes`` (both below the threshold)."""
-    from ..dropins import copyto
+    from ..dropins.copy import copyto
 
     src = np.ones(nbytes // 4, np.float32)
     dst = np.empty_like(src)

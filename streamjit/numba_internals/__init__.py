@@ -63,7 +63,7 @@ compiler (``numba.core.compiler``):
       with its result (`EarlyPipelineCompletion`; `cuda/legality.py`)
 ir (``numba.core.ir``):
   ``FunctionIR._definitions``: rebuilt after passes insert statements
-      (`rebuild_definitions`; `passes/`, `stencil.py`)
+      (`rebuild_definitions`; `passes/`, `dropins/stencil.py`)
   ``Expr._kws``: an expression's operands, read and re-emitted by the
       affine terms (`expr_fields`, `set_expr_fields`; `passes/affine.py`)
 arrays (array lowering, ``numba.np.arrayobj``, ``numba.core.cgutils``):
@@ -78,7 +78,7 @@ runtime (``numba.core.runtime``, ``numba.np.ufunc.parallel``):
       without the NRT module it compiles, for cached code
       (`install_runtime_symbols`; `kernel/cache.py`)
   ``parallel._is_initialized``: the copy threads counted without launching
-      the threading layer (`thread_pool_launched`; `dropins.py`)
+      the threading layer (`thread_pool_launched`; `dropins/copy.py`)
 stencils (``numba.stencils.stencil``):
   ``StencilFunc._typingctx``, ``_targetctx``: the contexts a stencil types
       and compiles with (`typing_context`, `target_context`)

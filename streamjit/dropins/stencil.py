@@ -45,17 +45,17 @@ from numba.core.errors import NumbaValueError, TypingError
 from numba.extending import typeof_impl
 from numba.np.numpy_support import as_dtype
 
-from .codegen.placement import placed_apart
-from .dask import is_dask_array, stencil_on_dask
-from .kernel.disabled import jit_disabled, python_stencil
-from .backend.library import stream_code_libraries
-from .numba_internals.dispatch import Reducible
-from .numba_internals.ir import rebuild_definitions
-from .numba_internals.stencils import loop_nest, stencil_func, target_context, typing_context
-from .options import did_you_mean, resolved, validate_options
-from .kernel.pipeline import compiler_for
-from .plan import METADATA_KEY, StreamResult
-from .inspection.report import build_report
+from ..codegen.placement import placed_apart
+from ..dask import is_dask_array, stencil_on_dask
+from ..kernel.disabled import jit_disabled, python_stencil
+from ..backend.library import stream_code_libraries
+from ..numba_internals.dispatch import Reducible
+from ..numba_internals.ir import rebuild_definitions
+from ..numba_internals.stencils import loop_nest, stencil_func, target_context, typing_context
+from ..options import did_you_mean, resolved, validate_options
+from ..kernel.pipeline import compiler_for
+from ..plan import METADATA_KEY, StreamResult
+from ..inspection.report import build_report
 
 STREAM_OPTIONS = ("stream_stores", "stream_loads", "threshold", "prefetch_distance", "prefetch_hint", "parallel")
 NUMBA_STENCIL_OPTIONS = ("cval", "standard_indexing", "neighborhood")  # what numba.stencil accepts

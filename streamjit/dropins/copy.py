@@ -24,10 +24,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from .kernel.disabled import jit_disabled
-from .api import stream_kernel
-from .numba_internals.runtime import thread_pool_launched
-from .machine.threshold import copy_threshold, parallel_copy_bytes
+from ..kernel.disabled import jit_disabled
+from ..api import stream_kernel
+from ..numba_internals.runtime import thread_pool_launched
+from ..machine.threshold import copy_threshold, parallel_copy_bytes
 
 _FAST_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfdFD")
 

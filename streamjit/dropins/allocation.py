@@ -5,7 +5,7 @@ places the arrays a kernel allocates the same way).
 
 import numpy as np
 
-from .codegen.placement import placed_apart
+from ..codegen.placement import placed_apart
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None):
