@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from streamjit import measure
-from streamjit.calibration import kernel_with_stages
+from streamjit.measure.calibration import kernel_with_stages
 from streamjit.machine.profile import WIDE_VECTOR_BYTES, LoadStage, machine_profile
 from streamjit.passes import loop_copies
 

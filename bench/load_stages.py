@@ -26,7 +26,8 @@ import sys
 
 import numpy as np
 
-from streamjit import calibration, calibration_stencils, measure
+from streamjit.measure import calibration, calibration_stencils
+from streamjit import measure
 from streamjit.machine.profile import LoadStage
 
 from ping_pong import STEPS, heat3d_swap, jacobi_swap

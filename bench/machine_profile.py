@@ -57,7 +57,8 @@ import numba
 import numpy as np
 
 import streamjit as sj
-from streamjit import calibration, calibration_stencils, measure
+from streamjit.measure import calibration, calibration_stencils
+from streamjit import measure
 from streamjit.machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 from streamjit.machine.profile import LoadStage, cache_sizes, machine_profile
 from streamjit.codegen.placement import placed_apart

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from streamjit import measure
-from streamjit.calibration import kernel_with_stages
+from streamjit.measure.calibration import kernel_with_stages
 from streamjit.machine.profile import SCALAR_NT_ITEM_BYTES, LoadStage, machine_profile
 
 

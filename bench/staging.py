@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from streamjit import measure
-from streamjit.calibration import at_page_offset, staging_builds
+from streamjit.measure.calibration import at_page_offset, staging_builds
 
 from ping_pong import heat3d_swap
 

@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from streamjit import measure
-from streamjit.calibration import kernel_with_stages
+from streamjit.measure.calibration import kernel_with_stages
 from streamjit.machine.profile import LoadStage
 
 from ping_pong import STEPS, heat3d_swap, jacobi_swap

@@ -19,7 +19,7 @@ from .errors import StreamWarning
 
 
 def demo(args):
-    from .info import profile_state
+    from .measure.info import profile_state
     from .machine.profile import machine_profile
 
     print(f"streamjit demo: STREAM kernels, {args.mib} MiB per array, float32, destinations misaligned by one "
@@ -33,14 +33,14 @@ def demo(args):
 
 
 def _plots():
-    """`streamjit.plots`, or None, with one line saying how to get plots,
+    """`streamjit.measure.plots`, or None, with one line saying how to get plots,
     where matplotlib is not installed (``pip install .`` alone)."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         print('(plots skipped: matplotlib is not installed; pip install "streamjit[bench]" adds it)')
         return None
-    from . import plots
+    from .measure import plots
 
     return plots
 
@@ -82,7 +82,7 @@ def run_bench(args):
 
 
 def info(args):
-    from .info import machine_info
+    from .measure.info import machine_info
 
     for key, value in machine_info(why=args.why).items():
         print(f"{key + ':':20s}{value}")
@@ -176,8 +176,8 @@ def _minutes(seconds):
 
 
 def _calibrate(args):
-    from . import calibration as cal
-    from .calibration_stencils import HDIFF_COMPILE_SECONDS, measure_stencil_sources, save_stencil_sources
+    from .measure import calibration as cal
+    from .measure.calibration_stencils import HDIFF_COMPILE_SECONDS, measure_stencil_sources, save_stencil_sources
     from .machine.profile import check_writable, profile_file, vector_isa
     from .machine.threshold import glibc_streaming_bytes, save_calibration, stored_thresholds, usable_cache_bytes
 

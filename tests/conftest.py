@@ -60,7 +60,7 @@ def profile_rows_measured_apart(monkeypatch):
     (tests/test_machine_profile.py): the load stages keep the stored ones,
     the stencil sources too, no 4K-aliasing check, the first strip, and the scalar and wide-stencil
     rows measure nothing. For tests of what calibrate does around them."""
-    from streamjit import calibration, calibration_stencils
+    from streamjit.measure import calibration, calibration_stencils
     monkeypatch.setattr(calibration, "measure_load_stages", lambda **kwargs: None)
     monkeypatch.setattr(calibration_stencils, "measure_stencil_sources", lambda **kwargs: None)
     monkeypatch.setattr(calibration, "measure_page_alias", lambda **kwargs: (0, calibration.STRIPS[0], {}, []))

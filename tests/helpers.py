@@ -112,7 +112,7 @@ def compiled_hdiff():
     tests of test_temporaries.py and test_view_shifts.py (the suite's longest
     compile; both files' tests share an xdist group), and its IR right after
     `passes/array_stores.py`'s pass."""
-    from streamjit.calibration_stencils import hdiff  # NPBench's, as calibrate times it
+    from streamjit.measure.calibration_stencils import hdiff  # NPBench's, as calibrate times it
     from streamjit.passes import array_stores
 
     kernel = sj.stream_kernel(stream_stores=True, threshold=None)(hdiff)

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from streamjit import calibration
+from streamjit.measure import calibration
 from streamjit.machine.profile import LoadStage
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import calibration, info, measure
+from streamjit.measure import calibration, info
+from streamjit import measure
 from streamjit.machine import profile as machine
 from streamjit.machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES, UNMEASURED
 from streamjit.machine.profile import LoadStage
@@ -160,7 +161,7 @@ def test_calibrate_measures_page_alias_and_strips(profile_dir):
 
 
 def test_calibrate_measures_the_stencil_sources(profile_dir, monkeypatch):
-    from streamjit import calibration_stencils
+    from streamjit.measure import calibration_stencils
     candidates = (LoadStage(), LoadStage("t1", 4096))
     monkeypatch.setattr(calibration, "SOURCE_CANDIDATES", candidates)
     # the two 5-point sweeps of calibrate's stencil workloads: the procedure's
@@ -631,7 +632,7 @@ def _calibrate_with_markers(monkeypatch, capsys):
     """`python -m streamjit calibrate` with each stage's measurement printing
     its name only (rows and sweeps not timed); its output lines."""
     from streamjit.__main__ import main
-    from streamjit import calibration_stencils
+    from streamjit.measure import calibration_stencils
 
     def marked(name, result=None):
         return lambda *args, **kwargs: print(f"<{name}>") or result

@@ -209,7 +209,7 @@ def test_the_fallback_warning_points_at_the_call_and_names_sj_empty_like():
 
 
 def test_info_opens_with_whether_the_profile_was_measured_and_keeps_the_reasons_for_why(capsys, monkeypatch):
-    from streamjit import info
+    from streamjit.measure import info
     from streamjit.machine import profile as machine
     from streamjit.__main__ import main
 

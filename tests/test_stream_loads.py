@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import streamjit as sj
-from streamjit import calibration, codegen, measure
+from streamjit.measure import calibration
+from streamjit import codegen, measure
 from streamjit.machine import profile as machine
 from streamjit.machine.profile import LoadStage
 from helpers import needs_x86_avx

@@ -13,7 +13,7 @@ import pytest
 
 import streamjit as sj
 from numba.core.runtime import rtsys
-from streamjit.calibration_stencils import hdiff  # NPBench's, as calibrate times it
+from streamjit.measure.calibration_stencils import hdiff  # NPBench's, as calibrate times it
 from helpers import compiled_hdiff, hdiff_args
 
 

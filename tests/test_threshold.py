@@ -199,7 +199,7 @@ def test_calibrate_that_decides_nothing_keeps_the_stored_values(clean_env, monke
                                                                profile_rows_measured_apart):
     """A sweep that printed "streaming never won; not
     saved" erased the value stored before."""
-    from streamjit import calibration
+    from streamjit.measure import calibration
 
     th.save_calibration({"copy": 12345, "kernel": 23456}, {}, copy_limit=34567)
     monkeypatch.setattr(calibration, "measure_load_stages", lambda **kwargs: ())

@@ -17,7 +17,7 @@ streamjit but its warning class. Two kinds of content:
   streamed triad ran 0.32x with it on our Intel Xeon VM), while AMD Zen
   marks such lines for early eviction instead and gained with it.
 
-``python -m streamjit calibrate`` (`calibration.py`) measures the choices
+``python -m streamjit calibrate`` (`measure/calibration.py`) measures the choices
 and stores the winners in the profile file, with the size crossovers of
 `threshold.py`. A machine never calibrated gets the defaults for its
 vendor and family (`cpu_defaults.py`), chosen from the measurements in bench/README.md,

@@ -15,10 +15,10 @@ import llvmlite.binding as llvm
 import numba
 import numpy as np
 
-from .api import stream_kernel
-from .machine.cpu_defaults import measured_rows
-from .machine.profile import cache_sizes, cpu_identity, cpu_name, machine_profile, vector_isa
-from .protocol.targets import fence_forms, nt_store_forms
+from ..api import stream_kernel
+from ..machine.cpu_defaults import measured_rows
+from ..machine.profile import cache_sizes, cpu_identity, cpu_name, machine_profile, vector_isa
+from ..protocol.targets import fence_forms, nt_store_forms
 
 
 _REGISTER_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
@@ -89,7 +89,7 @@ def machine_info(why=False):
     """Everything ``python -m streamjit info`` prints, as a dict, the
     profile's state first (with ``why``, each row of the profile with its
     reason: the measurements that chose it)."""
-    from .machine.threshold import copy_threshold, default_threshold, parallel_copy_bytes
+    from ..machine.threshold import copy_threshold, default_threshold, parallel_copy_bytes
 
     stores, fences, widest = streaming_instructions()
     profile = machine_profile()

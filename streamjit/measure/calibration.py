@@ -1,6 +1,6 @@
 """Measuring this machine: the machine profile's rows (`info.py` shows them).
 
-Sits above the dispatcher (it compiles and runs kernels); `machine.py`
+Sits above the dispatcher (it compiles and runs kernels); `machine/profile.py`
 below it only stores and reads what is measured here.
 
 `measure_load_stages` decides, as FFTW's planner does, by timing the
@@ -48,12 +48,12 @@ import statistics
 
 import numpy as np
 
-from . import measure
-from .machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
-from .kernel.dispatcher import StreamDispatcher
-from .machine.profile import (SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
+from .. import measure
+from ..machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
+from ..kernel.dispatcher import StreamDispatcher
+from ..machine.profile import (SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
                       update_profile_file, vector_isa)
-from .options import validate_options
+from ..options import validate_options
 
 NO_LOSS = 0.97
 GAIN = 1.02

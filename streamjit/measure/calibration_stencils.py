@@ -22,8 +22,9 @@ chosen by `calibration.choose` (a candidate that loses on one loses).
 
 import numpy as np
 
-from . import calibration, measure
-from .machine.profile import LoadStage, cpu_name, machine_profile, stage_record, update_profile_file
+from . import calibration
+from .. import measure
+from ..machine.profile import LoadStage, cpu_name, machine_profile, stage_record, update_profile_file
 
 
 def heat7(out, u):

@@ -1,13 +1,13 @@
-"""Plots of the benchmark tables (`measure/`), for the CLI and notebooks.
+"""Plots of the benchmark tables (`tables.py`), for the CLI and notebooks.
 
 Each function takes the rows a `measure` function returned, draws one figure,
 saves it as PNG when given a path (with a non-interactive backend), and
 returns it, so a notebook shows it inline.
 """
 
-from .machine.profile import cpu_name
-from .measure import MIB
-from .machine.threshold import default_threshold, usable_cache_bytes
+from ..machine.profile import cpu_name
+from . import MIB
+from ..machine.threshold import default_threshold, usable_cache_bytes
 
 
 def _pyplot(path):
@@ -68,7 +68,7 @@ def _envelope(rows, switches, what, path):
 
 def copy_envelope(rows, path=None):
     """`measure.copy_envelope`, with the band where `copyto` streams marked."""
-    from .dropins.copy import copy_bands
+    from ..dropins.copy import copy_bands
 
     streams_above, threads_from = copy_bands(threads=True)
     return _envelope(rows, {"copyto streams above": streams_above, "on all threads from": threads_from}, "copy",
