@@ -2,11 +2,12 @@
 modules form no cycle (a cycle works only in the order that happens to
 import it, and `import streamjit` fails in another; every module is also
 imported in fresh interpreters, alone and in two orders), and the floors of
-the compiler below the pipeline import only downwards (`FLOORS`): the bottom
-floor (`machine.py`: facts and the profile) imports nothing of streamjit's
-but its warning class, and `protocol/`, what the code generation emits and
-the post-O3 stages read back, nothing outside itself. Read statically from
-the sources, as a reviewer's scan does."""
+the package, its folders and top-level modules, import only downwards
+(`FLOORS`): the machine profile (`machine/profile.py`) imports nothing of
+streamjit's but its warning class and the measured defaults, and
+`protocol/`, what the code generation emits and the post-O3 stages read
+back, nothing outside itself; at most ten modules stand loose in
+`streamjit/`. Read statically from the sources, as a reviewer's scan does."""
 
 import ast
 import os
@@ -79,31 +80,73 @@ def test_the_bottom_floor_imports_only_the_warning_class_and_the_measured_defaul
     assert graph["streamjit.machine.cpu_defaults"] == set()
 
 
-# From the bottom up; packages on one floor stand side by side, neither
-# importing the other: `numba_internals/`, the seam every private Numba name
-# goes through, imports nothing of streamjit's; the code generation (run
-# while Numba lowers) and the post-O3 stages share only `protocol/`; the
-# pre-O3 stage reads a module with the post-O3 stages' reader; the passes
-# insert the code generation's intrinsics; `backend/` runs the pre- and
-# post-O3 stages on a code library.
-FLOORS = (("errors", "numba_internals", "cpu_defaults"), ("machine", "protocol"), ("codegen", "post_o3"), ("pre_o3",),
-          ("passes", "backend"))
+# The house from the bottom up: each room (a folder, a top-level module, and
+# `passes/`'s two wings) stands on one floor, and imports only rooms on the
+# floors below it; rooms on one floor stand side by side, neither importing
+# the other. At the ground, what everything shares: the errors, the seam
+# every private Numba name goes through (`numba_internals/`), what the code
+# generation emits and the post-O3 stages read back (`protocol/`). Then what
+# is known of the machine (`machine/`) and the one reader of LLVM IR text
+# (`llvm_text/`, read before and after O3); the code generation (run while
+# Numba lowers), the plan and the stages on the LLVM module; the facts about
+# Numba IR (`passes/analysis/`), the options, the build (`backend/`) and
+# the report read back from the code (`inspection/`); the IR builders
+# (`passes/rewrite/`); the passes; the kernel (`kernel/`: dispatcher,
+# pipeline, cache); the front door (`api.py`) and the GPU kernels; the
+# drop-ins and the measurements, which compile kernels; the CLI and the
+# package's own `__init__.py` on top.
+FLOORS = (("errors", "numba_internals", "protocol", "dump", "verify", "_version", "dask"),
+          ("machine", "llvm_text"),
+          ("codegen", "plan", "post_o3", "pre_o3"),
+          ("passes.analysis", "options", "backend", "inspection"),
+          ("passes.rewrite",),
+          ("passes",),
+          ("kernel",),
+          ("api", "cuda"),
+          ("dropins", "measure"),
+          ("__main__", "__init__"))
+
+
+def _room(module):
+    """The room of a module: its wing of `passes/`, its folder under
+    streamjit, or the top-level module itself (``__init__`` the package)."""
+    parts = module.split(".")[1:] or ["__init__"]
+    wing = ".".join(parts[:2])
+    return wing if any(wing in names for names in FLOORS) else parts[0]
 
 
 def _floor(module):
-    package = module.split(".")[1] if "." in module else None
-    return next((i for i, names in enumerate(FLOORS) if package in names), None), package
+    room = _room(module)
+    return next((i for i, names in enumerate(FLOORS) if room in names), None), room
+
+
+def test_every_room_stands_on_a_floor():
+    """A new folder or top-level module is placed on a floor (`FLOORS`)
+    before the floors check can hold it to importing downwards."""
+    assert sorted({room for module in import_graph() for floor, room in [_floor(module)] if floor is None}) == []
 
 
 def test_the_floors_import_only_downwards():
     upwards = []
     for module, imported in import_graph().items():
-        floor, package = _floor(module)
+        floor, room = _floor(module)
         for other in imported:
-            other_floor, other_package = _floor(other)
-            if None not in (floor, other_floor) and package != other_package and other_floor >= floor:
+            other_floor, other_room = _floor(other)
+            if room != other_room and other_floor >= floor:
                 upwards.append(f"{module} -> {other}")
     assert sorted(upwards) == []
+
+
+TOP_LEVEL_MODULES = 10
+
+
+def test_the_top_level_holds_only_the_front_door_and_the_shared_vocabulary():
+    """At most `TOP_LEVEL_MODULES` modules stand loose in `streamjit/`
+    (the package, the CLI, the version, the errors, `api`, `options`,
+    `plan`, `dump`, `verify`, `dask`); the rest lives in a folder whose name
+    says what it holds."""
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= TOP_LEVEL_MODULES, loose
 
 
 def test_the_protocol_imports_nothing_of_streamjit_outside_itself():
