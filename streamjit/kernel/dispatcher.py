@@ -26,7 +26,7 @@ from ..errors import StreamError, warnings_once
 from ..backend.cross_target import compile_for_target
 from ..backend.library import stream_code_libraries
 from ..numba_internals.dispatch import (Reducible, dispatcher_cache, dispatcher_uuid, set_dispatcher_cache,
-                                       set_dispatcher_uuid, set_pipeline_class, unpickled_dispatcher)
+                                        set_dispatcher_uuid, set_pipeline_class, unpickled_dispatcher)
 from ..options import resolved, validate_options
 from .pipeline import compiler_for
 from ..plan import METADATA_KEY, StreamResult

@@ -81,7 +81,7 @@ from ..backend.stages import BUILD
 from ..verify import verify_ir, verifying
 from ..passes.analysis.facts import StreamFacts, guarded, record
 from ..passes import (accesses, align_peel, array_stores, call_record, canonical_loops, fence_placement, fills,
-                     fresh_placement, legality, nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
+                      fresh_placement, legality, nothing_streamed, parallel_blocks, retype, size_check, stream_loads)
 
 UNTYPED_PASSES = (canonical_loops,)
 TYPED_PASSES = (fills, array_stores, parallel_blocks, accesses, legality, align_peel, fence_placement, size_check,

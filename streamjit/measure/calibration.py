@@ -52,7 +52,7 @@ from .. import measure
 from ..machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 from ..kernel.dispatcher import StreamDispatcher
 from ..machine.profile import (SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
-                      update_profile_file, vector_isa)
+                               update_profile_file, vector_isa)
 from ..options import validate_options
 
 NO_LOSS = 0.97

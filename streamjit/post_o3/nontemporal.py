@@ -32,7 +32,7 @@ load on most CPUs, and cost 20% on the Intel Xeon VM of
 import llvmlite.binding as llvm
 
 from ..protocol.markers import (MOVNTI_ASM, STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, parse_load_marker,
-                                 parse_store_marker)
+                                parse_store_marker)
 from ..llvm_text.module import ELEMENT_BYTES, Inst, vector_shape
 
 # Vector NT accesses exist for 16-byte (SSE, NEON q) registers and wider.
