@@ -2,7 +2,7 @@
 
 `StreamOptions` are the validated decorator options, fixed per dispatcher;
 the pipeline (`kernel/pipeline.py`) hands them to every pass as
-``state.stream_facts.options`` (`passes/facts.py`). `StreamResult` is what
+``state.stream_facts.options`` (`passes/analysis/facts.py`). `StreamResult` is what
 the passes decided for one signature (which arrays stream, which loops were
 split, why a store stayed plain); it travels in the compile result's
 metadata, where `stream_report` reads it.
@@ -34,7 +34,7 @@ def plain_scalar_note(dtype, scalar_nt_bytes):
 # (`passes/staging.py`), on CPUs where trailing sources stall streamed stores.
 NOT_STAGED = "calls whose sources trail the streamed store modulo 4 KiB run the plain loop, not staged because"
 # The note on a temporary computed inside the element loop that reads it
-# (`passes/array_expressions.py`; the report lists these as fused).
+# (`passes/rewrite/array_expressions.py`; the report lists these as fused).
 FUSED_TEMPORARY = ("fused into the element loop storing {array} (line {line}): computed where it is read, "
                    "{views} time{s} per element, never stored as an array (unless a run-time check sends the call "
                    "to Numba's own code)")

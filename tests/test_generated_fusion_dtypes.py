@@ -1,5 +1,5 @@
 """Generated kernels of chained temporaries over every dtype: producer-consumer
-fusion (`passes/array_expressions.py`) and fused slice stores compared with
+fusion (`passes/rewrite/array_expressions.py`) and fused slice stores compared with
 numba.njit bit for bit.
 
 Each kernel is drawn from a fixed seed (the same kernels at every run) as

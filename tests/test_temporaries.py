@@ -1,4 +1,4 @@
-"""Producer-consumer fusion (`passes/array_expressions.py`): temporaries a
+"""Producer-consumer fusion (`passes/rewrite/array_expressions.py`): temporaries a
 kernel computes and reads through shifted views are computed inside the
 loop of the store that reads them, with Numba's results, and stay arrays
 wherever that would change what the kernel computes."""

@@ -1,5 +1,5 @@
 """Operands of a fused loop read from the array they are slices of, at
-shifted indices (`passes/view_shifts.py`): where the rule holds, the loop
+shifted indices (`passes/rewrite/view_shifts.py`): where the rule holds, the loop
 reads the array itself, and everywhere results equal numba.njit's."""
 
 import re

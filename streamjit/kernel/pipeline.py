@@ -4,7 +4,7 @@ Read this file like Halide's ``Lower.cpp``: it lists every pass streamjit
 adds, where it runs and in which order. Each pass is one module under
 ``passes/`` with one entry point, ``run_pass(state)``, and a docstring that
 says what it rewrites and why. What a pass hands to later passes is a field
-of ``state.stream_facts`` (`passes/facts.py`); each pass module declares the
+of ``state.stream_facts`` (`passes/analysis/facts.py`); each pass module declares the
 facts it reads, sets and leaves stale (``REQUIRES``, ``PRODUCES``,
 ``INVALIDATES``), which `_numba_pass` checks as the pass runs.
 

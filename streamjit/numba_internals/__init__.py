@@ -65,7 +65,7 @@ ir (``numba.core.ir``):
   ``FunctionIR._definitions``: rebuilt after passes insert statements
       (`rebuild_definitions`; `passes/`, `dropins/stencil.py`)
   ``Expr._kws``: an expression's operands, read and re-emitted by the
-      affine terms (`expr_fields`, `set_expr_fields`; `passes/affine.py`)
+      affine terms (`expr_fields`, `set_expr_fields`; `passes/analysis/affine.py`)
 arrays (array lowering, ``numba.np.arrayobj``, ``numba.core.cgutils``):
   ``arrayobj._empty_nd_impl``: a new array allocated while lowering, for
       placement (`allocate_array`; `codegen/placement.py`)

@@ -13,7 +13,7 @@ from ..plan import LOOP_NOTE, METADATA_KEY, StreamResult
 from .analysis.affine import Affine, AffineAnalyzer
 from .analysis.scan import root_array, scan_kernel
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("options", "views", "store_notes", "store_origin")
 PRODUCES = ("scan",)
 INVALIDATES = ()

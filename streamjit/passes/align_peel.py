@@ -63,7 +63,7 @@ from .loop_copies import clone_loop, rewrite_copy, scalar_bytes
 from .staging import disjoint_checks, staged_loop, why_not_staged
 from .stream_loads import unprefetched_options, why_plain
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("options", "scan", "legal", "store_origin", "typed")
 PRODUCES = ("peels", "typed")
 # Not ``scan``: its readers after this pass use its arrays, which no split

@@ -35,7 +35,7 @@ runs on all threads, as Numba's parfors would run it. The passes after this
 one align, stream and fence the element loop like one the user wrote; the
 view is registered as a root of its array (`accesses.py`), and each store
 made or kept is recorded with what it came from (``store_origin`` of
-`passes/facts.py`: `stream_stores=True` leaves updates in place plain).
+`passes/analysis/facts.py`: `stream_stores=True` leaves updates in place plain).
 The new statements are typed here, for the scan.
 """
 
@@ -59,7 +59,7 @@ from .rewrite.ir_build import Emitter, loop_nest, new_block
 from .analysis.rebindings import version_name
 from .retype import retype
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("options", "typed")
 PRODUCES = ("views", "store_notes", "store_origin", "fallbacks", "typed")
 INVALIDATES = ()

@@ -61,7 +61,7 @@ from .. import codegen
 from .align_peel import SIZE_GATE
 from .rewrite.ir_build import Emitter
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("options", "fallbacks", "peels")
 PRODUCES = ()
 INVALIDATES = ()

@@ -35,7 +35,7 @@ from numba.core.ir_utils import find_callname, get_definition, guard
 from ..numba_internals.ir import rebuild_definitions
 from .rewrite.ir_build import Emitter, loop_nest, retarget
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ()
 PRODUCES = ()
 INVALIDATES = ()

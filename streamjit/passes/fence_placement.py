@@ -22,7 +22,7 @@ from numba.core.analysis import compute_cfg_from_blocks
 from .. import codegen
 from .rewrite.ir_build import Emitter, new_block, retarget
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("peels",)
 PRODUCES = ()
 INVALIDATES = ()

@@ -16,7 +16,7 @@ import operator
 
 from numba.core import ir, types
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ()
 PRODUCES = ()
 INVALIDATES = ()

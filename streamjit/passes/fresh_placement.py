@@ -35,7 +35,7 @@ from ..plan import METADATA_KEY
 from .. import codegen
 from .rewrite.ir_build import Emitter
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("scan",)
 PRODUCES = ()
 INVALIDATES = ()

@@ -53,7 +53,7 @@ from .analysis.indices import index_atoms, is_slice
 from .analysis.affine import Affine, AffineAnalyzer
 from .parallel_blocks import is_block_loop
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("options", "scan", "store_origin")
 PRODUCES = ("legal",)
 INVALIDATES = ()

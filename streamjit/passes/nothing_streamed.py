@@ -19,7 +19,7 @@ from ..llvm_text.counts import count_marked_stores, kernel_functions
 from ..llvm_text.module import Module
 from ..protocol.targets import Target
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("options",)
 PRODUCES = ()
 INVALIDATES = ()

@@ -31,7 +31,7 @@ from .analysis.scan import scan_kernel
 from .rewrite.ir_build import Emitter, new_block, retarget, drop_definition
 from .retype import retype
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("options", "views", "store_origin", "typed")
 PRODUCES = ("typed",)
 INVALIDATES = ()

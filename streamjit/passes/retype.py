@@ -31,7 +31,7 @@ from numba.core.typed_passes import type_inference_stage
 
 from ..numba_internals.ir import rebuild_definitions
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("typed",)
 PRODUCES = ("typed",)
 INVALIDATES = ()

@@ -44,7 +44,7 @@ from .rewrite.ir_build import Emitter
 from .analysis.loop_work import COMPUTE_BOUND_OPS, array_operation_line, float_operations, own_labels
 from .rewrite.peel_checks import itemsize
 
-# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/facts.py`).
+# The `StreamFacts` fields this pass reads, sets and leaves stale (`passes/analysis/facts.py`).
 REQUIRES = ("options", "scan")
 PRODUCES = ()
 # Not ``scan``: the loads it replaces are tagged once, and the passes after
