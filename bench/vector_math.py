@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 import streamjit as sj
+from streamjit.machine.profile import cpu_name
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "npbench", "benchmarks", "pythran", "arc_distance"))
 import arc_distance_numba_n  # noqa: E402 (NPBench's source, on the path above)
@@ -70,7 +71,7 @@ def main(n=2_500_000, rounds=7):
              "exp": (_unary(np.exp), (rng.uniform(-700, 700, n),)),
              "log": (_unary(np.log), (10.0 ** rng.uniform(-300, 300, n),)),
              "arctan2": (_binary(np.arctan2), (y, x))}
-    print(f"{sj.machine.cpu_name()}; numba {numba.__version__}; N={n:,} float64, {rounds} interleaved rounds, medians")
+    print(f"{cpu_name()}; numba {numba.__version__}; N={n:,} float64, {rounds} interleaved rounds, medians")
     print("| loop | max ulp | max rel. diff | njit ms | streamjit ms | speed-up |")
     print("|---|---|---|---|---|---|")
     for name, (loop, args) in cases.items():
