@@ -16,6 +16,7 @@ from hypothesis import given, strategies as st
 import streamjit as sj
 from streamjit.machine import profile as machine
 from streamjit import options
+from helpers import at_offset
 
 # (x86 vector NT stores, by register: "x", "y" or "z")
 VECTOR_NT_STORE = re.compile(r"^\s*vmovnt(?:ps|pd|dq)\s+%([xyz])mm\d+,", re.M)
@@ -24,16 +25,6 @@ VECTOR_NT_STORE = re.compile(r"^\s*vmovnt(?:ps|pd|dq)\s+%([xyz])mm\d+,", re.M)
 def _vector_nt_stores(kernel):
     """The registers (``"xyz"`` letters) of a compiled kernel's vector NT stores."""
     return VECTOR_NT_STORE.findall(kernel.inspect_asm(kernel.signatures[0]))
-
-
-def at_offset(n, offset, dtype, rng):
-    """Random data of ``n`` items of ``dtype`` starting ``offset`` bytes into a 4 KiB page."""
-    itemsize = np.dtype(dtype).itemsize
-    raw = np.empty(n * itemsize + 8192, np.uint8)
-    skip = (offset - raw.ctypes.data) % 4096
-    array = raw[skip:skip + n * itemsize].view(dtype)
-    array[:] = rng.integers(0, 100, n) if np.dtype(dtype).kind == "i" else rng.random(n) * 10 - 5
-    return array
 
 
 def triad(out, a, b, s):
