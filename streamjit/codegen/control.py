@@ -205,8 +205,8 @@ _MOVE_COUNT = "streamjit.move_call_count"
 
 
 def _move_count_function(module, counters_type):
-    """``void move(counters, old, new)``, defined once per module: where
-    a call's count changes from ``old`` to ``new`` (see `_PATH_BITS`),
+    """``void move(counters, old, new)``, defined once per module, called
+    where a call's count changes from ``old`` to ``new`` (see `_PATH_BITS`):
     take one from the old path and its checks' counters (none for -1) and
     add one to the new ones. Out of line and never inlined, as
     `_note_fallbacks_function` is."""
@@ -231,10 +231,9 @@ def _move_count_function(module, counters_type):
             bit = builder.and_(builder.lshr(count, i64(_PATH_BITS + k)), i64(1))
             add(i64(len(CALL_PATHS) + k), builder.mul(bit, amount))
 
-    with builder.if_then(builder.icmp_signed("!=", old, new)):
-        with builder.if_then(builder.icmp_signed(">=", old, i64(0))):
-            move(old, i64(-1))
-        move(new, i64(1))
+    with builder.if_then(builder.icmp_signed(">=", old, i64(0))):
+        move(old, i64(-1))
+    move(new, i64(1))
     builder.ret_void()
     return function
 
@@ -288,7 +287,9 @@ def count_call(typingctx, name, counted, streamed, copies, large, fell, final):
         fallbacks = [builder.select(after_check, check_failed, i64(0)) for check_failed in failed]
         new = functools.reduce(builder.or_, [builder.shl(f, i64(_PATH_BITS + k)) for k, f in enumerate(fallbacks)],
                                path)
-        builder.call(_move_count_function(builder.module, counters.type), [counters, counted_value, new])
+        # (called only where the count changes: a count_call per row of a 2-D loop moves the call once)
+        with builder.if_then(builder.icmp_signed("!=", counted_value, new), likely=False):
+            builder.call(_move_count_function(builder.module, counters.type), [counters, counted_value, new])
         if final.literal_value:
             _notify_first_fallbacks(builder, counters, name.literal_value, fallbacks)
         return new
