@@ -7,6 +7,9 @@ element numba.njit writes is written, bit for bit, the same exception is
 raised, each return that a streamed store reaches is fenced, and
 stream_calls() counts every call."""
 
+import ctypes
+import ctypes.util
+
 import numba
 import numpy as np
 import pytest
@@ -122,6 +125,41 @@ def test_a_loop_that_may_leave_early_is_not_staged():
     kernel(*_placed(np.random.default_rng(0), "float64", 2048, 64), N + 5)
     report = str(kernel.stream_report())
     assert "not staged because its loop computes 'floordiv', which may raise ZeroDivisionError" in report
+
+
+def _cube(x):
+    return x * x * x
+
+
+_ctypes_libm = ctypes.CDLL(ctypes.util.find_library("m"))
+_cbrt = _ctypes_libm.cbrt
+_cbrt.argtypes, _cbrt.restype = [ctypes.c_double], ctypes.c_double
+
+
+def call_foreign(out, a, b, stop):
+    for i in range(1, out.shape[0]):
+        out[i] = _cbrt(a[i] + b[i - 1]) + stop
+
+
+def call_kernel(out, a, b, stop):
+    for i in range(1, out.shape[0]):
+        out[i] = CUBE(a[i] + b[i - 1]) + stop
+
+
+CUBE = numba.njit(_cube)
+
+
+@pytest.mark.parametrize("func, why", [(call_foreign, "its loop calls "), (call_kernel, "its loop calls another kernel")])
+def test_a_loop_calling_what_is_not_known_not_to_raise_is_not_staged(func, why):
+    """A call is judged by a whitelist: a foreign function or another kernel may raise."""
+    kernel, plain = sj.stream_kernel(stream_stores=["out"], threshold=None)(func), numba.njit(func)
+    out, a, b = _placed(np.random.default_rng(2), "float64", 8, 64)
+    expected = out.copy()
+    plain(expected, a, b, 1.0)
+    kernel(out, a, b, 1.0)
+    assert out.tobytes() == expected.tobytes()
+    report = str(kernel.stream_report())
+    assert f"not staged because {why}" in report and kernel.stream_calls()["staged"] == 0, report
 
 
 def test_calls_ended_by_numbas_own_exceptions_are_counted_under_their_path():

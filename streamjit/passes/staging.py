@@ -63,6 +63,7 @@ from ..machine.profile import line_bytes
 from ..protocol.markers import store_marker
 from .analysis.affine import emit_index
 from .analysis.indices import int_constant
+from .analysis.raises import why_may_raise
 from .rewrite.ir_build import Emitter, loop_nest, new_block, retarget
 from .loop_copies import clone_loop, rewrite_copy
 from .rewrite.peel_checks import itemsize
@@ -91,37 +92,6 @@ def _other_stores(scan, plan):
     return [a for a in scan.stores() if a.label in plan.loop.body and a.is_element and a.array_var not in stored]
 
 
-# The operators Numba's own code may raise in (ZeroDivisionError): a
-# division by zero (or 0 to a negative power) under the ``python`` error
-# model, and under either where an operand is not a float (an integer
-# power, a complex division).
-_RAISING_OPERATORS = frozenset({operator.truediv, operator.floordiv, operator.mod, operator.pow,
-                                operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow})
-
-
-def _may_raise(scan, expr, targetctx):
-    """Why Numba's own code for ``expr`` (in the loop) may raise, or None."""
-    if expr.op in ("binop", "inplace_binop") and expr.fn in _RAISING_OPERATORS:
-        operands = [scan.typemap.get(v.name) for v in (expr.lhs, expr.rhs)]
-        divisor = scan.definition(expr.rhs.name)
-        divisor = divisor.value if isinstance(divisor, ir.Const) else None
-        # (a constant divisor other than 0, a constant exponent >= 0: nothing to raise)
-        safe = isinstance(divisor, (int, float)) and (divisor >= 0 if expr.fn in (operator.pow, operator.ipow)
-                                                      else divisor != 0)
-        if not safe and (targetctx.error_model.raise_on_fp_zero_division
-                         or not all(isinstance(t, types.Float) for t in operands)):
-            return f"its loop computes '{getattr(expr.fn, '__name__', expr.fn)}', which may raise ZeroDivisionError"
-    if expr.op == "call":
-        callee = scan.typemap.get(expr.func.name)
-        if isinstance(callee, types.Dispatcher):
-            return "its loop calls another kernel, which may raise"
-        if isinstance(callee, types.Function) and callee.typing_key is divmod:
-            return "its loop computes 'divmod', which may raise ZeroDivisionError"
-    if expr.op in ("getitem", "static_getitem") and targetctx.enable_boundscheck:
-        return "its loop indexes under boundscheck, which may raise IndexError"
-    return None
-
-
 def why_not_early_exits(scan, loop, targetctx):
     """None where ``loop`` always runs to its end, else what may leave it
     early (a staged strip would be left unwritten: see the module doc)."""
@@ -130,12 +100,10 @@ def why_not_early_exits(scan, loop, targetctx):
         return "its loop can leave early (a return or raise inside it)"
     for label in sorted(loop.body):
         for stmt in blocks[label].body:
-            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)) and targetctx.enable_boundscheck:
-                return "its loop indexes under boundscheck, which may raise IndexError"
-            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr):
-                reason = _may_raise(scan, stmt.value, targetctx)
-                if reason:
-                    return reason
+            reason = why_may_raise(scan.typemap, stmt, scan.definition, targetctx.error_model.raise_on_fp_zero_division,
+                                   targetctx.enable_boundscheck)
+            if reason:
+                return f"its loop {reason}"
     return None
 
 

@@ -38,7 +38,7 @@ temporary ``T`` is *fused* into the loop that reads it when
   constructor, `_PURE_CALLS`): the fused loop reads ``T``'s operands later
   than Numba would;
 - no statement between ``T``'s definition and the consumer may raise or
-  print (`_may_raise`): ``T``'s own error (shapes that do not broadcast),
+  print (`analysis/raises.why_may_raise`): ``T``'s own error (shapes that do not broadcast),
   raised by Numba's statements at the consumer, would come after it;
 - none of ``T``'s operands is a view of the array the consumer stores to:
   the loop would read elements it already wrote (Numba's temporary is what
@@ -83,6 +83,7 @@ from numba.np.numpy_support import as_dtype
 
 from ... import codegen
 from .ir_build import Emitter
+from ..analysis.raises import SCALAR_BUILTINS, why_may_raise
 from ..analysis.scan import views_array
 from .view_shifts import shift
 
@@ -100,8 +101,7 @@ MAX_OPERANDS = 64
 # Python's scalar built-ins, the operations fused here and NumPy's
 # constructors. Any other call may write, through an array or an integer
 # address (``a.ctypes.data`` handed to a ctypes or cffi function).
-_SCALAR_BUILTINS = {slice, len, abs, min, max, int, float, bool, complex, round}
-_PURE_CALLS = _SCALAR_BUILTINS | {range, np.where, np.outer, np.empty, np.zeros, np.ones, np.full, np.empty_like,
+_PURE_CALLS = SCALAR_BUILTINS | {range, np.where, np.outer, np.empty, np.zeros, np.ones, np.full, np.empty_like,
                                   np.zeros_like, np.ones_like, np.full_like, np.arange}
 
 
@@ -383,33 +383,13 @@ def _escaped(func_ir, expression, consumers, top):
             for v in s.list_vars() if v.name in defined}
 
 
-def _may_raise(typemap, stmt):
-    """Whether a statement may raise (or print): a scalar division or power
-    under Python's error model, an operation on arrays (shapes that do not
-    broadcast), a call other than a scalar built-in, `math`'s or a ufunc's
-    on scalars."""
-    if isinstance(stmt, ir.Print):
-        return True
-    value = getattr(stmt, "value", None)
-    if not isinstance(value, ir.Expr) or value.op not in ("binop", "inplace_binop", "unary", "call"):
-        return False
-    if any(isinstance(typemap.get(v.name), types.Array) for v in value.list_vars()):
-        return True
-    if value.op != "call":
-        return value.fn in NUMPY_ERRORS or value.op == "inplace_binop" and value.immutable_fn in NUMPY_ERRORS
-    func = typemap.get(value.func.name)
-    key = func.typing_key if isinstance(func, types.Function) else None
-    return not (isinstance(func, types.NumberClass) or isinstance(key, np.ufunc)
-                or getattr(key, "__module__", None) == "math" or key in _SCALAR_BUILTINS)
-
-
 def _placed_before_a_raise(typemap, block, end, found, consumers):
     """The moved operations Numba computes where they stand (`Expression.placed`)
     before a statement that stays and may raise: moved to the consumer, their
     errors would come after that statement's (its ZeroDivisionError before the
     temporary's ValueError), so they stay arrays."""
     moved = {id(s) for s in found.nodes} | {id(s) for s in consumers}
-    raising = [k for k, s in enumerate(block.body[:end]) if id(s) not in moved and _may_raise(typemap, s)]
+    raising = [k for k, s in enumerate(block.body[:end]) if id(s) not in moved and why_may_raise(typemap, s)]
     before = {id(s) for s in block.body[:raising[-1]]} if raising else set()
     return {s.target.name for s in found.nodes if id(s) in before and s.target.name in found.placed}
 
