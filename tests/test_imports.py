@@ -157,24 +157,20 @@ def test_the_protocol_imports_nothing_of_streamjit_outside_itself():
 
 TESTS = Path(__file__).parent
 BENCH = PACKAGE.parent / "bench"
-# Test files another change is editing, whose citations go with it.
-CITING_STILL = {"tests/test_machine_profile.py", "tests/test_notebooks_cli.py"}
 
 
 def test_comments_cite_scripts_and_cpus_not_issues_or_sessions():
     """A reader of the code, its tests or its bench scripts cannot follow an
     issue or a session cited by its number: a measured number cites the
     bench script and the CPU, a test says what it tests. (An upstream
-    project's issue, as Numba's "#7534", can be followed, and is not matched.)
-    Two test files edited elsewhere are left out until their citations go."""
+    project's issue, as Numba's "#7534", can be followed, and is not matched.)"""
     import re
 
     sources = [*PACKAGE.rglob("*.py"), *TESTS.rglob("*.py"), *BENCH.glob("*.py")]
     cited = [(str(p.relative_to(PACKAGE.parent)), n) for p in sources
              for n, line in enumerate(p.read_text().splitlines(), 1)
              if re.search(r"\b(issue|session)s? \d", line, re.IGNORECASE)]
-    assert [f"{path}:{n}" for path, n in cited if path not in CITING_STILL] == []
-    assert CITING_STILL - {path for path, _ in cited} == set(), "cited nothing: leave CITING_STILL"
+    assert [f"{path}:{n}" for path, n in cited] == []
 
 
 def _imported_modules(tree):

@@ -451,7 +451,7 @@ def test_prange_workers_prefetch_each_line_once():
     assert all(len(p) == len(set(p)) for p in prefetched)
 
 
-# Issue 25: damaged profile files, each as (file text, the keys it damages).
+# Damaged profile files, each as (file text, the keys it damages).
 _STAGE = {"hint": "t1", "distance": 64}
 DAMAGED = [
     ("{not json", [""]), ("[1, 2]", [""]), ('"text"', [""]), ("null", [""]), ("\udcff", [""]),

@@ -45,7 +45,7 @@ def test_info(capsys):
     for key in ("CPU:", "vector ISA:", "vector NT stores:", "widest NT store:", "store fence:", "caches:",
                 "threshold (auto):", "copyto streams:", "versions:"):
         assert key in out
-    # issue 21: on AVX-512 the widest NT store is zmm, whether or not the kernels here use it (and the line says which)
+    # on AVX-512 the widest NT store is zmm, whether or not the kernels here use it (and the line says which)
     widest = next(line for line in out.splitlines() if line.startswith("widest NT store:"))
     if "AVX-512" in out:
         assert "zmm" in widest
@@ -76,9 +76,9 @@ def test_bench_writes_csv_and_png(tmp_path, capsys):
 
 
 def test_the_cli_runs_without_matplotlib_and_tqdm(tmp_path, capsys, monkeypatch):
-    """Issue 21: after `pip install .` alone, `bench` died with
-    ModuleNotFoundError: No module named 'matplotlib'. It skips the plots
-    now, saying in one line how to get them."""
+    """After `pip install .` alone (no matplotlib), `bench` skips the plots
+    and says in one line how to get them, instead of dying with
+    ModuleNotFoundError."""
     monkeypatch.setitem(sys.modules, "matplotlib", None)     # import matplotlib raises ImportError
     monkeypatch.setitem(sys.modules, "tqdm", None)
     # (the sweeps' progress bar is tqdm's only use: without it, none; the
@@ -99,8 +99,8 @@ def test_help(command, capsys):
 
 
 def test_benchmarks_never_time_a_first_call():
-    """Issue 25: the stencil tables timed the call that compiled a new loop
-    nest (0.23-0.29 s against 0.0005 s): each runner now runs once untimed."""
+    """Each runner runs once untimed, so no table times the call that
+    compiles a new loop nest (0.23-0.29 s against 0.0005 s)."""
     from streamjit import measure
 
     calls, timed = [], []
