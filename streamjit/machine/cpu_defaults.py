@@ -119,6 +119,26 @@ _AMD_ZEN4 = {
                                "bench/machine_profile.py 256, streamed 5-point sweeps 512 bits wide against it: "
                                "float32 1.00x, float64 1.02x (no source prefetch: 1.00x, 0.99x)"),
 }
+_ZEN3_CPU = "measured on an AMD EPYC Zen 3 VM (family 25 model 1, AVX2, LLVM znver3), bench/machine_profile.py 256, two runs"
+_AMD_ZEN3 = {
+    "stencil_sources": (stage(), f"{_ZEN3_CPU}: sources of streamed 5-point and 7-point sweeps against no software "
+                                 "prefetch: prefetchnta 512 B/2 KiB 0.89x/0.94x, prefetcht0 4 KiB 1.03x and 0.96x, "
+                                 "prefetcht1 4 KiB 0.98x and 0.95x, prefetcht2 4 KiB 0.98x, 1.00x, 0.85x; the second run's "
+                                 "rounds disagreed: no software prefetch"),
+    "page_alias_bytes": (0, f"{_ZEN3_CPU}, sources a few bytes behind a streamed store modulo 4 KiB, against njit: "
+                            "triad (destination 12 bytes past its sources) streamed with no check 1.21x and 1.25x, "
+                            "the check's staged loop at best 1.12x and 1.04x; 5-point stencil (output at its input's "
+                            "offset) 1.25x and 1.10x against 1.24x and 1.05x: no check"),
+    "strip_bytes": (512, f"{_ZEN3_CPU}, the staged loop (which no call runs here: no check) per strip against njit, "
+                         "triad and stencil: 256 B 0.99x/1.09x and 0.98x/0.96x, 512 B 1.11x/1.22x and 1.04x/1.03x, "
+                         "1 KiB 1.12x/1.24x and 0.97x/1.05x, 2 KiB 0.96x/1.20x and 0.96x/1.05x"),
+    "scalar_nt_bytes": ((4, 8), f"{_ZEN3_CPU}, loops that do not vectorize, scalar NT against plain stores: float32 "
+                                "running sum 1.08x and 1.02x, checked scale 1.30x and 1.21x; float64 1.33x and 1.19x, "
+                                "1.46x and 1.61x: 32- and 64-bit"),
+    "scalar_nt_ops": (4, f"{_ZEN3_CPU}, float64, a checked loop that does not vectorize, scalar NT against plain "
+                         "stores per operation per element: 0 1.48x and 1.31x, 1 1.32x and 1.04x, 2 1.28x and 1.32x, "
+                         "4 1.19x and 1.31x, 8 0.96x and 1.13x, 16 0.96x and 1.01x: at most 4 (8 lost in one run)"),
+}
 # Zen 5's prefetchnta measured on a Zen 2 (bench/stream_loads.py): copy
 # 0.84x and triad 0.88x of the stores alone; no distance gained on both
 _ZEN2_LOADS = (stage(), "measured on an AMD EPYC Zen 2 VM (family 23 model 49, AVX2), 256 MiB float32: "
@@ -163,8 +183,9 @@ UNMEASURED = {
 
 # Family 19h's Zen 4 models, as Linux tells them from its Zen 3 ones
 # (arch/x86/kernel/cpu/amd.c, bsp_init_amd): Genoa 10h-1Fh, Raphael,
-# Phoenix, Bergamo and Siena 60h-AFh; Zen 3 (00h-0Fh, 20h-5Fh) is not measured
+# Phoenix, Bergamo and Siena 60h-AFh; Zen 3 and Zen 3+ 00h-0Fh, 20h-5Fh
 _ZEN4_MODELS = (range(0x10, 0x20), range(0x60, 0xB0))
+_ZEN3_MODELS = (range(0x00, 0x10), range(0x20, 0x60))
 
 
 def measured_rows(vendor, family, model=None):
@@ -176,6 +197,8 @@ def measured_rows(vendor, family, model=None):
         return _AMD_ZEN5
     if vendor == "AuthenticAMD" and family == 0x19 and any(model in models for models in _ZEN4_MODELS):
         return _AMD_ZEN4
+    if vendor == "AuthenticAMD" and family == 0x19 and any(model in models for models in _ZEN3_MODELS):
+        return _AMD_ZEN3
     if vendor == "AuthenticAMD" and family == 0x17:  # Zen, Zen+ and Zen 2
         return _AMD_ZEN2
     return {}
