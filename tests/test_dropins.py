@@ -538,3 +538,13 @@ def test_a_bad_casting_raises_as_numpys_on_the_streamed_path(monkeypatch, castin
     expected = outcome(np.copyto, np.zeros(4096), src, casting=casting)
     assert expected[0] in (ValueError, TypeError)
     assert outcome(sj.copyto, np.zeros(4096), src, casting=casting) == expected
+
+
+def test_the_drop_ins_names_read_at_their_path_from_before_the_folder():
+    """``streamjit.dropins`` was copyto's module: its names still read there."""
+    from streamjit import dropins
+
+    assert dropins.copy_threads() == dropins.copy.copy_threads() >= 1
+    assert dropins.PARALLEL_BYTES == dropins.copy.PARALLEL_BYTES
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        dropins.nothing_here
