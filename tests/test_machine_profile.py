@@ -718,3 +718,10 @@ def test_a_sweep_stops_once_a_larger_size_cannot_move_its_band():
                              lambda n: set_up.append(n) or {"a": (lambda x, y: None, (1, 2))}, "a", lambda n: n, 2,
                              None, lambda found: len(found) == 2)
     assert set_up == [1 << 20, 2 << 20]
+
+
+def test_the_profile_reads_at_its_path_from_before_the_folder():
+    """``from streamjit.machine import machine_profile``, as the guide once showed, still works."""
+    from streamjit.machine import LoadStage as OldStage, machine_profile as old_profile
+
+    assert old_profile is machine.machine_profile and OldStage is LoadStage
