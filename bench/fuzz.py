@@ -109,6 +109,8 @@ def main(argv=None):
             counts["streamjit call paths (calls)"][k] += v
         for e in result.exceptions:
             counts["exceptions raised (both)"][e] += 1
+        if result.parallel_njit_deviations:  # (njit(parallel=True) unlike serial njit; streamjit as serial njit)
+            counts["njit(parallel) unlike serial njit, streamjit as serial njit"][case.shape] += 1
         if result.differences:
             counts["kernels"]["with a difference"] += 1
             counts["differences by shape"][case.shape] += 1

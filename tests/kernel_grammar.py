@@ -632,6 +632,22 @@ class Result:
     placements_run: list = field(default_factory=list)
     paths: dict = field(default_factory=dict)
     exceptions: set = field(default_factory=set)
+    # placements where njit(parallel=True) differed from serial njit, which the candidate matched
+    parallel_njit_deviations: list = field(default_factory=list)
+
+
+def _matches_serial_njit(case, func, candidate_state, placement, seed, calls):
+    """Whether the candidate's outcome after ``calls`` calls equals serial
+    njit's: njit(parallel=True) computes some slice expressions unlike
+    NumPy and serial njit (operands of mixed dtypes promoted wider, a
+    spurious size or negative-dimension error on tiny arrays)."""
+    import numba
+    serial = numba.njit(**{**case.numba_options, "parallel": False})(func)
+    args, bufs, _ = case.inputs(placement, seed)
+    for _ in range(calls):
+        want = _outcome(serial, args)
+    got, got_args, got_bufs = candidate_state
+    return not compare(case, got, want, got_args, args[:3], got_bufs, bufs)
 
 
 def run_case(case, make_candidate, make_reference=None, input_seed=None):
@@ -660,6 +676,10 @@ def run_case(case, make_candidate, make_reference=None, input_seed=None):
             got = _outcome(candidate, got_args)
             diffs = compare(case, got, want, got_args[:3], want_args[:3], got_bufs, want_bufs)
             result.placements_run.append(placement)
+            if diffs and case.numba_options.get("parallel") and _matches_serial_njit(
+                    case, func, (got, got_args[:3], got_bufs), placement, seed, call + 1):
+                result.parallel_njit_deviations.append(placement)
+                break
             if diffs:
                 result.differences.append({"placement": placement, "call": call, "info": info,
                                            "seed": seed, "diffs": diffs})
