@@ -201,7 +201,9 @@ def test_streamed_path_is_the_streamed_kernel():
     dropins.stream_copy(dst, src)
     np.testing.assert_array_equal(dst, src)
     report = dropins._copy_elements.stream_report()
-    assert report.machine_nt_vector_stores > 0 and report.fences == 1
+    # the forward and the backward (overlapping) loop each stream where the
+    # profile allows, each with its one fence after it
+    assert report.machine_nt_vector_stores > 0 and report.fences == report.peeled_loops >= 1
 
 
 def test_one_kernel_signature_for_every_dtype():

@@ -226,13 +226,13 @@ def test_info_opens_with_whether_the_profile_was_measured_and_keeps_the_reasons_
     assert main(["info", "--why"]) == 0
     why = capsys.readouterr().out
     assert "staged strips:      512 bytes per destination (" in why and "--why" not in why
-    for identity, state in ((("AuthenticAMD", 25, 1), "neither measured on this kind of CPU nor calibrated here ("),
+    for identity, state in ((("AuthenticAMD", 0x15, 2), "neither measured on this kind of CPU nor calibrated here ("),
                             (("GenuineIntel", 6, 167), "measured on this kind of CPU, not calibrated here (")):
         monkeypatch.setattr(info, "cpu_identity", lambda: identity)
         line = info.profile_state(machine.default_profile(*identity))
         assert line.startswith(state) and line.endswith(
             "`python -m streamjit calibrate` measures this machine (about a minute on an idle machine)")
-    one_operation = machine.default_profile("AuthenticAMD", 25, 1)
+    one_operation = machine.default_profile("AuthenticAMD", 0x17, 49)
     monkeypatch.setattr(info, "machine_profile", lambda: one_operation)
     assert info.machine_info()["scalar NT loops"] == ("those computing at most 1 floating-point operation per "
                                                       "element stored")
