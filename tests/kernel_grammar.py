@@ -3,7 +3,8 @@ numba.njit), deterministic from a seed, independent of streamjit.
 
 `generate(seed)` returns a `Case`: the kernel's Python source (a function
 ``kernel(out, a, b, s)``), the Numba options it is compiled with (the same
-for both compilers), the streamjit options, the placements of its operands
+for both compilers: ``parallel``, ``fastmath``, ``boundscheck``,
+``error_model="numpy"``, ``nogil``), the streamjit options, the placements of its operands
 and the features it exercises (for counts). `Case.inputs(placement, seed)`
 builds the arguments and the buffers that back them; called twice with the
 same arguments it builds identical inputs, one set per compiler.
@@ -422,6 +423,12 @@ def generate(seed, quick=False):
         numba_options["boundscheck"] = True
     elif rnd.random() < 0.1:
         numba_options["boundscheck"] = True
+    # NumPy's error model: a division by zero gives inf, nan or 0 instead of
+    # raising, so a loop dividing has no early exit (and may be staged)
+    if rnd.random() < (0.5 if shape == "zerodiv" else 0.15):
+        numba_options["error_model"] = "numpy"
+    if rnd.random() < 0.1:
+        numba_options["nogil"] = True
     stream_options = dict(rnd.choice(STREAM_OPTIONS))
     stream_options["threshold"] = rnd.choice(THRESHOLDS)
     case = Case(seed, shape, "", ndim, d, numba_options, stream_options, [])
