@@ -197,11 +197,8 @@ def validate_options(func, stream_stores=False, stream_loads=False, threshold="a
         return None, numba_options
     # (read only by kernels that stream: a bare stream_kernel is numba.njit)
     loads_stage, sources_stage, stencil_stage, profile = _load_stages(prefetch_distance, prefetch_hint)
-    rows = machine_profile()
     return StreamOptions(stores, loads, loads_stage, sources_stage, stencil_stage, threshold,
-                         bool(numba_options.get("parallel")), measured, rows.page_alias_bytes, rows.strip_bytes,
-                         rows.scalar_nt_bytes, rows.scalar_nt_ops, rows.sources.prefetches(), rows.wide_stencil_bytes,
-                         profile), numba_options
+                         bool(numba_options.get("parallel")), measured, machine_profile(), profile), numba_options
 
 
 def _pipeline_stages(value, where):

@@ -11,7 +11,7 @@ metadata, where `stream_report` reads it.
 from dataclasses import dataclass, field, fields
 
 from ._version import __version__
-from .machine.profile import SCALAR_NT_ITEM_BYTES, LoadStage
+from .machine.profile import NO_ROWS, SCALAR_NT_ITEM_BYTES, LoadStage, MachineProfile
 
 METADATA_KEY = "streamjit"
 # The note on a streamed array stored by the kernel's own loops (how its
@@ -60,23 +60,18 @@ class StreamOptions:
     # threshold="auto": what measured slower streamed at every size (arrays
     # the kernel makes, updates in place) stays plain even when named
     measured: bool = False
-    # the machine profile's rows the CPU code is compiled with (`machine.MachineProfile`); the
-    # defaults, no check, no staging, no scalar NT store and LLVM's vector width, are the GPU's options, which use none:
-    # bytes within which a source trailing a streamed store modulo 4 KiB sends
-    # a call to the staged or plain loop (0: no check)
-    page_alias_bytes: int = 0
-    # the bytes of each destination a strip of the staged loop computes
-    strip_bytes: int = 0
-    # the item sizes whose streamed stores left scalar become scalar NT stores
-    scalar_nt_bytes: tuple = ()
-    # the most floating-point operations per element stored a loop left scalar may compute and take them
-    scalar_nt_ops: int = 0
-    # whether those two rows hold for sources prefetched (the profile's sources row prefetches) or not
-    scalar_nt_prefetched: bool = False
-    # the item sizes whose streamed stencil loops are vectorized `machine.WIDE_VECTOR_BYTES` wide
-    wide_stencil_bytes: tuple = ()
+    # the machine profile's rows the CPU code is compiled with (`machine.MachineProfile`:
+    # the 4K check, the staged strips, scalar NT stores, the wide stencils);
+    # the GPU's options read none (`machine.NO_ROWS`)
+    machine: MachineProfile = NO_ROWS
     # where `loads` and `sources` came from (the profile, the kernel's overrides), for the report
     profile: str = field(default="", compare=False)
+
+    @property
+    def scalar_nt_prefetched(self):
+        """Whether the scalar NT rows hold for sources prefetched: they were
+        measured with the profile's own sources row."""
+        return self.machine.sources.prefetches()
 
     def cache_key(self):
         """What, besides the source, decides the compiled code: streamjit's

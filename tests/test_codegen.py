@@ -459,7 +459,7 @@ def test_no_page_alias_check_where_the_profile_measured_no_stall(monkeypatch):
     check: a call with its output 4 bytes past its sources streams."""
     monkeypatch.setattr(options, "machine_profile", lambda: machine.default_profile("GenuineIntel", 6))
     kernel = sj.stream_kernel(stream_stores=["out"], threshold=None)(K.triad_by_three)
-    assert kernel.stream_options.page_alias_bytes == 0
+    assert kernel.stream_options.machine.page_alias_bytes == 0
     rng = np.random.default_rng(4)
     a = rng.random(20_000, dtype=np.float32)
     b, out = placed_after(a, 0, rng), placed_after(a, 4, rng)

@@ -102,7 +102,7 @@ def test_calibrated_scalar_store_row_is_read_shown_and_checked(profile_dir):
     calibration.save_row("scalar_nt_bytes", (4, 8), "calibrated here: 1.2x", [{4: {"w": 1.2}, 8: {"w": 1.3}}])
     profile = machine.machine_profile()
     assert profile.scalar_nt_bytes == (4, 8) and profile.reasons["scalar_nt_bytes"] == "calibrated here: 1.2x"
-    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.scalar_nt_bytes == (4, 8)
+    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.machine.scalar_nt_bytes == (4, 8)
     assert info.machine_info()["scalar NT stores"].startswith("items of 4 and 8 bytes, where a streamed loop")
     calibration.save_row("scalar_nt_bytes", (), "calibrated here: 0.4x", [])
     assert machine.machine_profile().scalar_nt_bytes == ()
@@ -126,7 +126,7 @@ def test_calibrated_scalar_operations_row_is_read_shown_and_checked(profile_dir)
     calibration.save_row("scalar_nt_ops", 4, "calibrated here: 1.1x", [{4: 1.1}])
     profile = machine.machine_profile()
     assert profile.scalar_nt_ops == 4 and profile.reasons["scalar_nt_ops"] == "calibrated here: 1.1x"
-    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.scalar_nt_ops == 4
+    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.machine.scalar_nt_ops == 4
     assert info.machine_info()["scalar NT loops"].startswith("those computing at most 4 floating-point operations")
     machine.update_profile_file({"profile": {"scalar_nt_ops": -1}})
     with pytest.warns(sj.StreamWarning, match=r"profile.scalar_nt_ops is -1, not a number of operations from 0 to 64"):
@@ -213,7 +213,7 @@ def test_calibrated_wide_stencil_row_is_read_shown_and_checked(profile_dir, monk
     monkeypatch.setattr(machine, "vector_isa", lambda: "AVX-512")
     profile = machine.machine_profile()
     assert profile.wide_stencil_bytes == (4, 8) and profile.reasons["wide_stencil_bytes"] == "calibrated here: 1.05x"
-    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.wide_stencil_bytes == (4, 8)
+    assert sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options.machine.wide_stencil_bytes == (4, 8)
     assert info.machine_info()["wide stencils"].startswith("items of 4 and 8 bytes: streamed stencil loops")
     monkeypatch.setattr(machine, "vector_isa", lambda: "AVX2")
     machine.update_profile_file({"profile": {"wide_stencil_bytes": [8]}})  # (a new file version: read again)
@@ -246,7 +246,7 @@ def test_calibrated_page_alias_and_strip_rows_are_read_kept_and_shown(profile_di
     assert profile.strip_bytes == 1024 and profile.reasons["strip_bytes"] == "calibrated here: 1024 B 0.9x"
     assert profile.sources == LoadStage("t1", 512) and profile.reasons["sources"] == "why"
     options = sj.stream_kernel(stream_stores=["a"])(measure.stream_copy).stream_options
-    assert (options.page_alias_bytes, options.strip_bytes) == (64, 1024)
+    assert (options.machine.page_alias_bytes, options.machine.strip_bytes) == (64, 1024)
     shown = info.machine_info(why=True)
     assert shown["4K aliasing check"].startswith("sources 1-64 bytes behind")
     assert shown["staged strips"] == "1024 bytes per destination (calibrated here: 1024 B 0.9x)"

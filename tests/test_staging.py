@@ -148,7 +148,7 @@ def test_the_profiles_strip_size_is_compiled_in_and_every_size_equals_njit(kerne
     monkeypatch.setattr(options, "machine_profile", lambda: profile)
     streamed, reference = (sj.stream_kernel(stream_stores=KERNELS[kernel][0], threshold=None)(kernel),
                            numba.njit(kernel))
-    assert streamed.stream_options.strip_bytes == strip_bytes
+    assert streamed.stream_options.machine.strip_bytes == strip_bytes
     assert streamed.stream_options.cache_key() != COMPILED[kernel][0].stream_options.cache_key()
     items = strip_bytes // 8  # (float64; two_outputs' float32 strips hold twice as many)
     sizes = [3, items // 2 + 40, 2 * items + 40, 5 * items + 47]

@@ -303,7 +303,7 @@ def _signature_notes(result, name, aryty, rep, options):
         if rep.nt_vector_stores == 0 and all(n.endswith(LOOP_NOTE) or NOT_STAGED in n for n in notes):
             kind = "scalar NT stores" if rep.nt_scalar_stores else "plain stores"
             why = list(result.vector_hints.get(name, []))
-            plain = None if rep.nt_scalar_stores else plain_scalar_note(aryty.dtype, options.scalar_nt_bytes)
+            plain = None if rep.nt_scalar_stores else plain_scalar_note(aryty.dtype, options.machine.scalar_nt_bytes)
             why += [plain] if plain else []
             notes.append(f"the aligned loop did not vectorize: {kind}" + (f"; {'; '.join(why)}" if why else ""))
     return notes

@@ -37,7 +37,7 @@ import os
 import platform
 import tempfile
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import llvmlite.binding as llvm
 import platformdirs
@@ -197,20 +197,6 @@ _FILE_KEYS = {
 }
 _STAGE = (_is_stage, f"a load stage {{\"hint\": one of {', '.join(map(repr, PREFETCH_HINTS))}, \"distance\": 0 to "
                      "1048576 bytes, \"nt_loads\": true or false, \"min_row_bytes\": 0 to 1048576}")
-_PROFILE_KEYS = {
-    "stream_loads": _STAGE,
-    "sources": _STAGE,
-    "stencil_sources": _STAGE,
-    "page_alias_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v < 4096,
-                         "a number of bytes from 0 to 4095"),
-    "strip_bytes": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 64 <= v <= 1 << 16 and v % 64 == 0,
-                    "a number of bytes from 64 to 65536, a multiple of 64"),
-    "scalar_nt_bytes": _item_sizes(SCALAR_NT_ITEM_BYTES),
-    "scalar_nt_ops": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v <= MAX_SCALAR_NT_OPS,
-                      f"a number of operations from 0 to {MAX_SCALAR_NT_OPS}"),
-    "wide_stencil_bytes": _item_sizes((1, 2, 4, 8, 16)),
-    "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
-}
 _warned = set()  # (path, file version, key): each damaged entry is reported once
 
 
@@ -326,6 +312,13 @@ class LoadStage:
         return what + (", non-temporal loads where aligned" if self.nt_loads else "")
 
 
+def _row_field(check, expected):
+    """A `MachineProfile` row: a required field whose metadata holds how the
+    profile file's value is checked (``check(value)``) and what it should be
+    (for the warning that drops a damaged one)."""
+    return field(metadata={"check": check, "expected": expected})
+
+
 @dataclass(frozen=True)
 class MachineProfile:
     """The lowering choices in force on this machine, one row each.
@@ -362,23 +355,45 @@ class MachineProfile:
       LLVM prefers for the CPU (256 bits on many AVX-512 CPUs); none on a
       CPU without AVX-512.
 
-    ``origin`` says where the choices come from, ``reasons`` why (per row)."""
-    stream_loads: LoadStage
-    sources: LoadStage
-    stencil_sources: LoadStage
-    page_alias_bytes: int
-    strip_bytes: int
-    scalar_nt_bytes: tuple
-    scalar_nt_ops: int
-    wide_stencil_bytes: tuple
-    origin: str
-    reasons: dict = field(default_factory=dict, compare=False)
+    ``origin`` says where the choices come from, ``reasons`` why (per row);
+    neither enters a comparison or the ``repr`` (a kernel's cache key holds
+    the rows, `plan.StreamOptions`).
+
+    Each row is declared here once: a field whose metadata holds the check
+    of its value in the profile file (`_row_field`); `ROWS`, the file's
+    checks and the rows read back as `LoadStage`\ s follow from the fields.
+    A new row adds its field, its defaults per CPU (`cpu_defaults.py`), the
+    pass that reads it (``options.machine.<row>``) and its measurement
+    (`measure/calibration.py`, the CLI's ``calibrate``, ``info``)."""
+    stream_loads: LoadStage = _row_field(*_STAGE)
+    sources: LoadStage = _row_field(*_STAGE)
+    stencil_sources: LoadStage = _row_field(*_STAGE)
+    page_alias_bytes: int = _row_field(lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v < 4096,
+                                       "a number of bytes from 0 to 4095")
+    strip_bytes: int = _row_field(
+        lambda v: not isinstance(v, bool) and isinstance(v, int) and 64 <= v <= 1 << 16 and v % 64 == 0,
+        "a number of bytes from 64 to 65536, a multiple of 64")
+    scalar_nt_bytes: tuple = _row_field(*_item_sizes(SCALAR_NT_ITEM_BYTES))
+    scalar_nt_ops: int = _row_field(
+        lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v <= MAX_SCALAR_NT_OPS,
+        f"a number of operations from 0 to {MAX_SCALAR_NT_OPS}")
+    wide_stencil_bytes: tuple = _row_field(*_item_sizes((1, 2, 4, 8, 16)))
+    origin: str = field(default="", compare=False, repr=False)
+    reasons: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-# The rows of every profile; those holding a `LoadStage`.
-ROWS = ("stream_loads", "sources", "stencil_sources", "page_alias_bytes", "strip_bytes", "scalar_nt_bytes",
-        "scalar_nt_ops", "wide_stencil_bytes")
-_STAGE_ROWS = ("stream_loads", "sources", "stencil_sources")
+# The rows of every profile (its fields with a file check), and those holding a `LoadStage`.
+ROWS = tuple(f.name for f in fields(MachineProfile) if "check" in f.metadata)
+_STAGE_ROWS = tuple(f.name for f in fields(MachineProfile) if f.type in (LoadStage, "LoadStage"))
+# What each key of the profile file's "profile" object must hold (key -> check, what it should be)
+_PROFILE_KEYS = {
+    **{f.name: (f.metadata["check"], f.metadata["expected"]) for f in fields(MachineProfile) if f.name in ROWS},
+    "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
+}
+# The rows of a kernel compiled for no CPU (the GPU's options): no 4K check,
+# no staging, no scalar NT store, LLVM's own vector width.
+NO_ROWS = MachineProfile(LoadStage(), LoadStage(), LoadStage(), 0, 0, (), 0, (),
+                         origin="none: a kernel compiled for no CPU reads no row")
 
 
 def default_profile(vendor, family, model=None):

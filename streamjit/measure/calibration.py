@@ -51,8 +51,8 @@ import numpy as np
 from .. import measure
 from ..machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 from ..kernel.dispatcher import StreamDispatcher
-from ..machine.profile import (SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile, stage_record,
-                               update_profile_file, vector_isa)
+from ..machine.profile import (ROWS, SCALAR_NT_ITEM_BYTES, LoadStage, cache_sizes, cpu_name, machine_profile,
+                               stage_record, update_profile_file, vector_isa)
 from ..options import validate_options
 
 NO_LOSS = 0.97
@@ -110,11 +110,14 @@ def kernel_with_stages(function, output, stream_loads, loads, sources=None, **ro
     ``stream_loads``) with its streamed loads lowered as ``loads`` says and
     its sources, in a stencil's loop too, as ``sources`` says (None: as the
     machine profile's ``sources`` and ``stencil_sources`` rows say), and the
-    other `StreamOptions` fields in ``rows`` (``page_alias_bytes``,
-    ``threshold``) as given."""
+    other `StreamOptions` fields and machine profile rows in ``rows``
+    (``threshold``, ``page_alias_bytes``) as given."""
     options, forwarded = validate_options(function, [output], stream_loads, None, None, None, {})
     stages = {} if sources is None else {"sources": sources, "stencil_sources": sources}
-    return StreamDispatcher(function, dataclasses.replace(options, loads=loads, **{**stages, **rows}), forwarded, {})
+    machine = dataclasses.replace(options.machine, **{k: v for k, v in rows.items() if k in ROWS})
+    fields = {k: v for k, v in rows.items() if k not in ROWS}
+    return StreamDispatcher(function, dataclasses.replace(options, loads=loads, machine=machine, **stages, **fields),
+                            forwarded, {})
 
 
 def load_note():

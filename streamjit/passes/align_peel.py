@@ -389,7 +389,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     pre = Emitter(scope, loc)
     reverse = int_constant(scan, loop.step) == -1
     first, hi = _iterations(pre, loop, reverse)
-    checks = run_time_checks(scan, pre, plan, first, pre.sub(hi, 1), options.page_alias_bytes)
+    checks = run_time_checks(scan, pre, plan, first, pre.sub(hi, 1), options.machine.page_alias_bytes)
     plan.checks = {name: _all(pre, group).name for name, group in checks.items() if group}
     if checks["page_alias"]:
         _stage(state, scan, plan, pre, result)

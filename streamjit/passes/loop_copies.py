@@ -114,7 +114,7 @@ def scalar_bytes(scan, plan, options, result):
     prefetched = {bool(parse_load_marker(marker_of(scan, plan, load, options, result) or "none:0")[1])
                   for load, _ in plan.loads if load.array not in others}
     if prefetched <= {options.scalar_nt_prefetched}:
-        sizes, most, whose = options.scalar_nt_bytes, options.scalar_nt_ops, "this CPU's scalar_nt_ops row allows"
+        sizes, most, whose = options.machine.scalar_nt_bytes, options.machine.scalar_nt_ops, "this CPU's scalar_nt_ops row allows"
     else:
         sizes, most = UNMEASURED["scalar_nt_bytes"][0], UNMEASURED["scalar_nt_ops"][0]
         whose = "a CPU nobody measured allows (a source of the loop is not prefetched)"
@@ -126,7 +126,7 @@ def scalar_bytes(scan, plan, options, result):
         hint = (f"a source of its loop is {'not ' if options.scalar_nt_prefetched else ''}prefetched: it takes the "
                 f"scalar NT stores of a CPU nobody measured, items of {' and '.join(map(str, sizes))} bytes")
     for access, _ in plan.stores:
-        if itemsize(scan, access.array_var) in set(options.scalar_nt_bytes) - set(sizes):
+        if itemsize(scan, access.array_var) in set(options.machine.scalar_nt_bytes) - set(sizes):
             hints = result.vector_hints.setdefault(access.array, [])
             hints += [hint] if hint not in hints else []
     return sizes
@@ -140,7 +140,7 @@ def vector_lanes(scan, plan, access, options):
     a stencil's (`stream_loads.loads_a_stencil`: a Jacobi sweep's five loads
     per store, bound by its loads from the cache as much as by memory)."""
     size = itemsize(scan, access.array_var)
-    return WIDE_VECTOR_BYTES // size if size in options.wide_stencil_bytes and loads_a_stencil(plan) else 0
+    return WIDE_VECTOR_BYTES // size if size in options.machine.wide_stencil_bytes and loads_a_stencil(plan) else 0
 
 
 def _access_index(emit, access, stmt):

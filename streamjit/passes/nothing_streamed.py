@@ -69,7 +69,7 @@ def run_pass(state):
         if name in result.streamed_stores and (stores.nt_vector_stores or stores.nt_scalar_stores and x86):
             continue
         # (a reason already shown as a warning of its own, at its line, is not repeated)
-        plain_scalar = plain_scalar_note(getattr(state.typemap.get(name), "dtype", None), options.scalar_nt_bytes)
+        plain_scalar = plain_scalar_note(getattr(state.typemap.get(name), "dtype", None), options.machine.scalar_nt_bytes)
         reasons = [r for r in _reasons(result, name, stores, plain_scalar) if not _given_at_its_line(state.func_id, r)]
         if not reasons:
             continue

@@ -153,20 +153,20 @@ def disjoint_checks(scan, emitter, plan):
 def staged_loop(state, scan, plan, start, hi, options, result):
     """The entry label of ``plan.loop``'s staged version over ``[start, hi)``
     (see the module doc), exiting where the loop exits; strips of
-    ``options.strip_bytes`` (the machine profile's row) per destination."""
+    ``options.machine.strip_bytes`` (the machine profile's row) per destination."""
     blocks, loop = scan.func_ir.blocks, plan.loop
     scope, loc = blocks[loop.header].scope, loop.loc
     exit_label = blocks[loop.for_block].body[-1].falsebr
     # (every planned store has one item size: `align_peel.plan_peels`)
     item = itemsize(scan, plan.stores[0][0].array_var)
-    strip = options.strip_bytes // item
+    strip = options.machine.strip_bytes // item
     pre = Emitter(scope, loc)
     # one buffer per destination array (its stores share one index: `why_not_staged`)
     stores = list({access.array_var: (access, dims) for access, dims in plan.stores}.values())
     arrays = [ir.Var(scope, a.array_var, loc) for a, _ in stores]
     pointers = [pre.call(codegen.aligned_pointer, arr, emit_index(scan, d, loop, start, pre))
                 for arr, (_, d) in zip(arrays, stores)]
-    regions = [pre.call(codegen.staging_region, options.strip_bytes) for _ in arrays]
+    regions = [pre.call(codegen.staging_region, options.machine.strip_bytes) for _ in arrays]
     strips = pre.binop(operator.floordiv, pre.add(pre.sub(hi, start), strip - 1), strip)
     strip_body = new_block(blocks, scope, loc, [])
     entry, strip_header, (t,) = loop_nest(blocks, scope, loc, [pre.add(strips, 1)], strip_body, exit_label)
@@ -174,7 +174,7 @@ def staged_loop(state, scan, plan, start, hi, options, result):
 
     def slots(emit, first, parity):
         return {arr.name: emit.call(codegen.staging_slot, region, arr, emit_index(scan, d, loop, first, emit), parity,
-                                    options.strip_bytes)
+                                    options.machine.strip_bytes)
                 for arr, (_, d), region in zip(arrays, stores, regions)}
 
     # strip t computes [first, end) into slot t % 2 (empty for t == strips), ...
@@ -211,7 +211,7 @@ def staged_loop(state, scan, plan, start, hi, options, result):
             value = out.call(codegen.not_a_load, out.call(codegen.load_at, copied[arr.name], at, out.const(None)))
             out.call(codegen.stream_store, arr, emit_index(scan, dims, loop, j, out), value,
                      pointer if streamed else out.const(None), out.sub(j, start),
-                     out.const(store_marker(access.array, options.scalar_nt_bytes)))
+                     out.const(store_marker(access.array, options.machine.scalar_nt_bytes)))
         out.stmts.append(ir.Jump(copy_header, loc))
         blocks[copy_body].body = out.stmts
         return copy_entry
