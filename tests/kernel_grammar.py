@@ -3,7 +3,8 @@ numba.njit), deterministic from a seed, independent of streamjit.
 
 `generate(seed)` returns a `Case`: the kernel's Python source (a function
 ``kernel(out, a, b, s)``), the Numba options it is compiled with (the same
-for both compilers: ``parallel``, ``fastmath``, ``boundscheck``,
+for both compilers: ``parallel``, ``fastmath`` (``True`` or a set of
+flags), ``boundscheck``,
 ``error_model="numpy"``, ``nogil``), the streamjit options, the placements of its operands
 and the features it exercises (for counts). `Case.inputs(placement, seed)`
 builds the arguments and the buffers that back them; called twice with the
@@ -418,7 +419,9 @@ def generate(seed, quick=False):
     if shape in PARALLEL_SHAPES and r < 0.15 and not quick:
         numba_options["parallel"] = True
     elif r < 0.35 and not any(kind(d[n]) == "b" for n in ("a", "b")) or shape == "zerodiv" and r < 0.5:
-        numba_options["fastmath"] = True
+        # True, or one of the flag sets Numba takes (libmvec's approximate
+        # functions under "afn" only; reassociation without them)
+        numba_options["fastmath"] = rnd.choice((True, True, {"afn"}, {"reassoc", "contract"}, {"nsz", "arcp"}))
     if shape == "bounds":
         numba_options["boundscheck"] = True
     elif rnd.random() < 0.1:
