@@ -361,7 +361,7 @@ class MachineProfile:
 
     Each row is declared here once: a field whose metadata holds the check
     of its value in the profile file (`_row_field`); `ROWS`, the file's
-    checks and the rows read back as `LoadStage`\ s follow from the fields.
+    checks and the rows read back as load stages follow from the fields.
     A new row adds its field, its defaults per CPU (`cpu_defaults.py`), the
     pass that reads it (``options.machine.<row>``) and its measurement
     (`measure/calibration.py`, the CLI's ``calibrate``, ``info``)."""

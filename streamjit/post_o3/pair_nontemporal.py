@@ -15,7 +15,7 @@ aligned loop), with nothing between them:
       -> %ab = load <8 x float>, ptr %p ; %a, %b = its two halves
 """
 
-from ..llvm_text.module import LOCAL, Inst, type_bytes, vector_shape
+from ..llvm_text.module import LOCAL, Inst, shuffle, type_bytes, vector_shape
 
 
 def _adjacent_halves(offsets, first, second):
@@ -37,14 +37,11 @@ def _paired(function, first, second):
     _, lanes, element = vector_shape(first.type)
     pair, wide = function.new_name("pair"), f"<{2 * lanes} x {element}>"
     if first.opcode == "store":
-        mask = ", ".join(f"i32 {k}" for k in range(2 * lanes))
-        return [Inst(f"  {pair} = shufflevector {first.type} {first.value}, {first.type} {second.value}, "
-                     f"<{2 * lanes} x i32> <{mask}>"),
+        return [shuffle(pair, first.type, first.value, second.value, range(2 * lanes)),
                 Inst(f"  store {wide} {pair}, ptr {first.pointer}, align {first.align}{first.tail}")]
-    halves = [", ".join(f"i32 {k}" for k in range(h * lanes, (h + 1) * lanes)) for h in (0, 1)]
     return [Inst(f"  {pair} = load {wide}, ptr {first.pointer}, align {first.align}{first.tail}")] + [
-        Inst(f"  {half.result} = shufflevector {wide} {pair}, {wide} poison, <{lanes} x i32> <{mask}>")
-        for half, mask in zip((first, second), halves)]
+        shuffle(half.result, wide, pair, "poison", range(h * lanes, (h + 1) * lanes))
+        for h, half in enumerate((first, second))]
 
 
 def run(module, target):

@@ -48,7 +48,7 @@ import re
 import llvmlite.binding as llvm
 from numba.core.codegen import get_host_cpu_features  # (Numba's: NUMBA_ENABLE_AVX=0 turns AVX off)
 
-from ..llvm_text.module import LOCAL, Inst
+from ..llvm_text.module import LOCAL, Inst, shuffle
 
 # glibc's name for libmvec since 2.22, opened as dlopen finds it
 # (`ctypes.util.find_library` would run ldconfig at every import).
@@ -243,9 +243,8 @@ def _padded(function, value, lanes, width, element, records):
         records.append(Inst(f"  {function.new_name('vector_math')} = insertelement {vector_type} poison, "
                             f"{element} {value}, i64 0"))
         value = records[-1].result
-    mask = ", ".join(f"i32 {k % max(lanes, 1)}" for k in range(width))
-    records.append(Inst(f"  {function.new_name('vector_math')} = shufflevector {vector_type} {value}, "
-                        f"{vector_type} poison, <{width} x i32> <{mask}>"))
+    records.append(shuffle(function.new_name("vector_math"), vector_type, value, "poison",
+                           [k % max(lanes, 1) for k in range(width)]))
     return records[-1].result
 
 
@@ -262,9 +261,7 @@ def _narrow_call(function, inst, call, name, width):
     if lanes == 0:
         records.append(Inst(f"  {inst.result} = extractelement {piece} {wide}, i64 0"))
     else:
-        mask = ", ".join(f"i32 {k}" for k in range(lanes))
-        records.append(Inst(f"  {inst.result} = shufflevector {piece} {wide}, {piece} poison, "
-                            f"<{lanes} x i32> <{mask}>"))
+        records.append(shuffle(inst.result, piece, wide, "poison", range(lanes)))
     return records
 
 
@@ -276,22 +273,18 @@ def _wide_call(function, inst, call, name, width):
     vector_type, piece = f"<{lanes} x {element}>", f"<{width} x {element}>"
     records, results = [], []
     for start in range(0, lanes, width):
-        mask = ", ".join(f"i32 {k}" for k in range(start, start + width))
         parts = []
         for value in values:
             parts.append(function.new_name("vector_math"))
-            records.append(Inst(f"  {parts[-1]} = shufflevector {vector_type} {value}, {vector_type} poison, "
-                                f"<{width} x i32> <{mask}>"))
+            records.append(shuffle(parts[-1], vector_type, value, "poison", range(start, start + width)))
         results.append(function.new_name("vector_math"))
         records.append(Inst(f"  {results[-1]} = call {flags}{piece} @{name}("
                             f"{', '.join(f'{piece} {part}' for part in parts)}){inst.tail}"))
     while len(results) > 1:  # joined in pairs: each shufflevector takes two vectors of one type
         joined, pieces = [], width * 2
         for first, second in zip(results[::2], results[1::2]):
-            mask = ", ".join(f"i32 {k}" for k in range(pieces))
             joined.append(inst.result if pieces == lanes else function.new_name("vector_math"))
-            records.append(Inst(f"  {joined[-1]} = shufflevector <{width} x {element}> {first}, "
-                                f"<{width} x {element}> {second}, <{pieces} x i32> <{mask}>"))
+            records.append(shuffle(joined[-1], f"<{width} x {element}>", first, second, range(pieces)))
         results, width = joined, pieces
     return records
 

@@ -35,7 +35,7 @@ stores.
 """
 
 from ..protocol.markers import STREAM_STORE_SCOPE
-from ..llvm_text.module import LOCAL, Inst, type_bytes, vector_shape
+from ..llvm_text.module import LOCAL, Inst, shuffle, type_bytes, vector_shape
 
 _MIN_BYTES = 16
 _MAX_BYTES = 64
@@ -119,9 +119,7 @@ def _joined(function, stores, target):
         joined = []
         for a, b in zip(values[::2], values[1::2]):
             name = function.new_name("widen")
-            mask = ", ".join(f"i32 {i}" for i in range(2 * lanes))
-            insts.append(Inst(f"  {name} = shufflevector <{lanes} x {element}> {a}, <{lanes} x {element}> {b}, "
-                              f"<{2 * lanes} x i32> <{mask}>"))
+            insts.append(shuffle(name, f"<{lanes} x {element}>", a, b, range(2 * lanes)))
             joined.append(name)
         values, lanes = joined, 2 * lanes
     lowest = stores[0]
