@@ -235,7 +235,6 @@ class Inst:
         return f"Inst({self.text.strip()!r})"
 
 
-
 def shuffle(result, vector_type, first, second, lanes):
     """The record ``result = shufflevector``: the ``lanes`` (lane numbers)
     of ``first`` and ``second``, two values of ``vector_type`` (``second``
@@ -244,6 +243,7 @@ def shuffle(result, vector_type, first, second, lanes):
     mask = ", ".join(f"i32 {k}" for k in lanes)
     return Inst(f"  {result} = shufflevector {vector_type} {first}, {vector_type} {second}, "
                 f"<{len(lanes)} x i32> <{mask}>")
+
 
 class Block:
     """A basic block: its label line (None for an unlabelled entry block) and its `Inst` records."""

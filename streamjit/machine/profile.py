@@ -383,11 +383,12 @@ class MachineProfile:
 
 
 # The rows of every profile (its fields with a file check), and those holding a `LoadStage`.
-ROWS = tuple(f.name for f in fields(MachineProfile) if "check" in f.metadata)
-_STAGE_ROWS = tuple(f.name for f in fields(MachineProfile) if f.type in (LoadStage, "LoadStage"))
+_ROW_FIELDS = [f for f in fields(MachineProfile) if "check" in f.metadata]
+ROWS = tuple(f.name for f in _ROW_FIELDS)
+_STAGE_ROWS = tuple(f.name for f in _ROW_FIELDS if f.type in (LoadStage, "LoadStage"))
 # What each key of the profile file's "profile" object must hold (key -> check, what it should be)
 _PROFILE_KEYS = {
-    **{f.name: (f.metadata["check"], f.metadata["expected"]) for f in fields(MachineProfile) if f.name in ROWS},
+    **{f.name: (f.metadata["check"], f.metadata["expected"]) for f in _ROW_FIELDS},
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
 # The rows of a kernel compiled for no CPU (the GPU's options): no 4K check,
