@@ -34,7 +34,11 @@ the scalar ``s`` (its own dtype), small integer or float constants,
 Dtypes: each of ``out``, ``a``, ``b``, ``s`` is drawn from `DTYPES`
 independently, then restricted so that every store is defined behaviour in
 LLVM (no float or complex value converted to an integer: out-of-range
-conversions are poison, so two correct compilers may differ there).
+conversions are poison, so two correct compilers may differ there). Where
+an operand is a signed integer, every integer input is drawn small enough
+that no expression overflows (`no_overflow_bound`): Numba's signed
+arithmetic is ``nsw``, so an overflow is undefined too, and LLVM folds a
+comparison of ``a[i] * a[i]`` as if the product were never negative.
 
 Placements: ``c`` (fresh C-contiguous), ``offset`` (a view a few elements
 into a larger buffer), ``reversed``, ``strided``, ``fortran`` (2-D), ``empty``
@@ -452,14 +456,26 @@ def generate(seed, quick=False):
 
 # ----------------------------------------------------------------- inputs
 
+def no_overflow_bound(dtypes):
+    """The largest integer input (in magnitude) of a kernel whose operands
+    include a signed integer, so that no expression the grammar draws (at
+    most four leaves, constants up to 7) overflows the narrowest signed
+    type among them; None where none is signed (unsigned arithmetic wraps,
+    as NumPy's does)."""
+    signed = [np.iinfo(dtypes[n]).max for n in ("a", "b", "s") if kind(dtypes[n]) == "i"]
+    return int((min(signed) / 7) ** 0.25) if signed else None
+
+
 def random_values(rng, shape, dtype, int_range="full"):
-    """Random values, never zero."""
+    """Random values, never zero. ``int_range``: "full" (the dtype's), "small"
+    (within 100) or a bound on the magnitude."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return rng.random(shape) > 0.5
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        lo, hi = (info.min, info.max) if int_range == "full" else (max(info.min, -100), min(info.max, 100))
+        limit = {"full": None, "small": 100}.get(int_range, int_range)
+        lo, hi = (info.min, info.max) if limit is None else (max(info.min, -limit), min(info.max, limit))
         v = rng.integers(lo, hi, size=shape, dtype=dtype, endpoint=True)
         v[v == 0] = 1
         if int_range == "small" and dtype.kind == "i":
@@ -487,6 +503,8 @@ def placement_size(case, placement, rng):
 def build_inputs(case, placement, seed):
     rng = np.random.default_rng(seed)
     shape = placement_size(case, placement, rng)
+    bound = no_overflow_bound(case.dtypes)
+    int_range = case.int_range if bound is None else min(bound, 100 if case.int_range == "small" else bound)
     size = int(np.prod(shape))
     dts = case.dtypes
     buffers, arrays = [], {}
@@ -510,7 +528,7 @@ def build_inputs(case, placement, seed):
         big[:] = rng.integers(1, 256, size=total, dtype=np.uint8)
         for name, off in (("a", a_off), ("out", out_off), ("b", b_off)):
             view = big[off:off + nbytes[name]].view(dts[name]).reshape(shape)
-            view[...] = random_values(rng, shape, dts[name], case.int_range)
+            view[...] = random_values(rng, shape, dts[name], int_range)
             arrays[name] = view
         buffers.append(big)
         info = {"d_bytes": d_bytes, "d_bytes_b": (out_off - b_off) % 4096}
@@ -519,28 +537,28 @@ def build_inputs(case, placement, seed):
         for name in ("out", "a", "b"):
             dt = dts[name]
             if placement in ("c", "empty"):
-                base = random_values(rng, shape, dt, case.int_range)
+                base = random_values(rng, shape, dt, int_range)
                 view = base
             elif placement == "offset":
                 k = int(rng.integers(1, 8))
                 if case.ndim == 1:
-                    base = random_values(rng, size + 16, dt, case.int_range)
+                    base = random_values(rng, size + 16, dt, int_range)
                     view = base[k:k + size]
                 else:
-                    base = random_values(rng, (shape[0] + 2, shape[1] + 16), dt, case.int_range)
+                    base = random_values(rng, (shape[0] + 2, shape[1] + 16), dt, int_range)
                     view = base[1:1 + shape[0], k:k + shape[1]]
             elif placement == "reversed":
-                base = random_values(rng, size + 3, dt, case.int_range)
+                base = random_values(rng, size + 3, dt, int_range)
                 view = base[size + 1:0:-1] if size else base[:0]
             elif placement == "strided":
                 if case.ndim == 1:
-                    base = random_values(rng, 2 * size + 2, dt, case.int_range)
+                    base = random_values(rng, 2 * size + 2, dt, int_range)
                     view = base[1:1 + 2 * size:2]
                 else:
-                    base = random_values(rng, (shape[0], 2 * shape[1] + 1), dt, case.int_range)
+                    base = random_values(rng, (shape[0], 2 * shape[1] + 1), dt, int_range)
                     view = base[:, 1:1 + 2 * shape[1]:2]
             elif placement == "fortran":
-                base = np.asfortranarray(random_values(rng, shape, dt, case.int_range))
+                base = np.asfortranarray(random_values(rng, shape, dt, int_range))
                 view = base
             else:
                 raise ValueError(placement)
@@ -554,7 +572,7 @@ def build_inputs(case, placement, seed):
         elif flat_b is not None:
             flat_b[z] = 0
         info["zero_at"] = z
-    s = random_values(rng, 1, case.dtypes["s"], "small")[0]
+    s = random_values(rng, 1, case.dtypes["s"], "small" if bound is None else min(bound, 100))[0]
     args = [arrays["out"], arrays["a"], arrays["b"], s]
     return args, buffers, {"shape": shape, **info}
 

@@ -14,6 +14,7 @@ kernel's source and what differed.
 
 import warnings
 
+import numpy as np
 import pytest
 
 import kernel_grammar as G
@@ -59,3 +60,25 @@ def test_grammar_is_deterministic_and_covers_its_features():
             if p == "page" and args[0].size:
                 dist = (args[0].ctypes.data - args[1].ctypes.data) % 4096
                 assert dist == info["d_bytes"] + 0 and dist <= 192
+
+
+def test_no_drawn_expression_overflows_a_signed_integer():
+    # (no compiling) Numba's signed arithmetic is `nsw`: an overflow is undefined, and
+    # LLVM folded `b[i + 1] > a[i] * a[i]` (int64 `a`, uint8 `b`) unlike njit's loop
+    # under parallel=True (fuzzer seed 20506). Every integer input of a kernel with a
+    # signed operand is small enough that four leaves and a constant 7 stay in range.
+    case = G.generate(20506)
+    args, _, _ = case.inputs("page", 20506061518)
+    assert max(abs(int(x)) for x in args[1]) ** 2 < 2 ** 63
+    for s in range(300):
+        case = G.generate(s)
+        bound = G.no_overflow_bound(case.dtypes)
+        if bound is None:
+            continue
+        narrowest = min(np.iinfo(case.dtypes[n]).max for n in ("a", "b", "s") if case.dtypes[n].kind == "i")
+        assert 7 * bound ** 4 <= narrowest
+        args, _, _ = case.inputs(case.placements[0], s)
+        for x in (*args[:3], args[3]):
+            values = np.asarray(x)
+            if values.dtype.kind in "iu" and values.size:
+                assert max(abs(int(v)) for v in values.ravel()) <= bound, (s, values.dtype)
