@@ -107,20 +107,33 @@ def _source_dir(info):
     return HERE / "benchmarks" / info["relative_path"]
 
 
-def load_kernel(name, variant, source="numba_n", func_name=None):
+def load_kernel(name, variant, source="numba_n", func_name=None, module_dir=None):
     """The kernel's function (``func_name``, else NPBench's name for it) from
     ``<module>_<source>.py`` (``numba_n``; ``numba_np``: the parallel one), its
     module's Numba decorators made ``variant``'s (one of `VARIANTS`, the
-    decorator's options kept); helpers it calls are decorated alike."""
+    decorator's options kept); helpers it calls are decorated alike. With
+    ``module_dir``, the module is written there and imported, as a file
+    Numba's ``cache=True`` can locate and load again in another process."""
     info = kernel_info(name)
     path = _source_dir(info) / f"{info['module_name']}_{source}.py"
     text = path.read_text()
     assert DECORATOR in text, f"{path} has no {DECORATOR}"
     # (on the same line: Numba and the report name loops by their line)
-    namespace = {"__name__": f"npbench_{name}_{variant}_{source}", "__file__": str(path),
-                 "_variant_jit": VARIANTS[variant]}
-    exec(compile(text.replace(DECORATOR, "@_variant_jit("), str(path), "exec"), namespace)
-    return namespace[func_name or info["func_name"]], namespace
+    text = text.replace(DECORATOR, "@_variant_jit(")
+    module_name = f"npbench_{name}_{variant}_{source}"
+    if module_dir is None:
+        namespace = {"__name__": module_name, "__file__": str(path), "_variant_jit": VARIANTS[variant]}
+        exec(compile(text, str(path), "exec"), namespace)
+        return namespace[func_name or info["func_name"]], namespace
+    import importlib.util
+    module_path = Path(module_dir) / f"{module_name}.py"
+    module_path.write_text(text)
+    spec = importlib.util.spec_from_file_location(module_name, module_path)
+    module = importlib.util.module_from_spec(spec)
+    module._variant_jit = VARIANTS[variant]
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, func_name or info["func_name"]), vars(module)
 
 
 def parameters(name, preset=None, scale=1.0):

@@ -175,11 +175,13 @@ def test_an_unresolved_declaration_is_seen():
     """An entry declaring a symbol nothing has installed loads only after
     the refresh: LLVM would stop the process on the call."""
     from numba.core.registry import cpu_target
-    from streamjit.kernel.cache import declared_symbols_resolve
+    from streamjit.kernel.cache import declared_symbols, declared_symbols_resolve
 
     context = cpu_target.target_context
-    assert declared_symbols_resolve(context, library_declaring("sqrt"))
-    assert not declared_symbols_resolve(context, library_declaring("streamjit_no_such_symbol"))
+    assert declared_symbols(library_declaring("sqrt")) == ("sqrt",)
+    assert declared_symbols_resolve(context, declared_symbols(library_declaring("sqrt")))
+    assert not declared_symbols_resolve(context, declared_symbols(library_declaring("streamjit_no_such_symbol")))
+    assert not declared_symbols_resolve(context, declared_symbols(("test", "bitcode", b"")))
 
 
 def cached_function(x):
@@ -195,12 +197,14 @@ def test_an_entry_calling_what_is_not_here_is_a_miss():
 
     from numba.core.compiler import CompileResult
     from numba.core.registry import cpu_target
-    from streamjit.kernel.cache import _InspectableCompileResults
+    from streamjit.kernel.cache import _InspectableCompileResults, declared_symbols
 
     hooks_ran = []
     fields = dict.fromkeys(list(inspect.signature(CompileResult._rebuild).parameters)[1:])
     fields.update(libdata=library_declaring("streamjit_no_such_symbol"), reload_init=[lambda: hooks_ran.append(1)])
-    payload = (tuple(fields.values()), {"result": None, "llvm_ir": "", "asm": ""})
+    libdata = fields["libdata"]
+    payload = (tuple(fields.values()), {"result": None, "llvm_ir": "", "asm": "",
+                                        "declared": declared_symbols(libdata)})
     assert _InspectableCompileResults(cached_function).rebuild(cpu_target.target_context, payload) is None
     assert hooks_ran == [1]
 

@@ -82,3 +82,13 @@ def test_no_drawn_expression_overflows_a_signed_integer():
             values = np.asarray(x)
             if values.dtype.kind in "iu" and values.size:
                 assert max(abs(int(v)) for v in values.ravel()) <= bound, (s, values.dtype)
+
+
+def test_no_division_by_zero_is_drawn_under_fastmaths_no_inf_no_nan():
+    # (no compiling) under error_model="numpy" the planted zero divisor gives inf or nan, which
+    # fastmath=True declares impossible (poison): fuzzer seed 30265 stored inf where njit stored nan
+    assert G.generate(30265).numba_options["fastmath"] == {"nsz", "arcp"}
+    for s in range(2000):
+        case = G.generate(s)
+        if case.shape == "zerodiv" and case.numba_options.get("error_model") == "numpy":
+            assert case.numba_options.get("fastmath") is not True, s

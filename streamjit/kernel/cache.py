@@ -171,18 +171,28 @@ class _ChecksummedCacheFile(CacheFile):
 # threading-layer symbols come with Numba's reload hooks). Any later
 # compile refreshes anyway (Numba's CompilerBase does), which initializes
 # the runtime in full.
-def declared_symbols_resolve(target_context, libdata):
-    """Whether every function and global variable that the cached library
-    ``libdata`` (Numba's `serialize_using_object_code`) declares without
-    defining resolves in this process already."""
+def declared_symbols(libdata):
+    """The functions and global variables that the cached library ``libdata``
+    (Numba's `serialize_using_object_code`) declares without defining, as
+    names; None for a form without bitcode. Read as the entry is saved: its
+    bitcode parsed again at every load cost more than the rest of
+    streamjit's load (jacobi_2d, bench/compile_time.py --cached, AMD EPYC
+    Zen 3 VM)."""
     bitcode = cached_bitcode(libdata)
     if bitcode is None:
+        return None
+    module = llvm.parse_bitcode(bitcode)
+    return tuple(value.name for value in itertools.chain(module.functions, module.global_variables)
+                 if value.is_declaration and not value.name.startswith("llvm."))
+
+
+def declared_symbols_resolve(target_context, declared):
+    """Whether every symbol in ``declared`` (`declared_symbols`) resolves in
+    this process already (False for None)."""
+    if declared is None:
         return False
     codegen = target_context.codegen()
-    module = llvm.parse_bitcode(bitcode)
-    return all(symbol_defined(codegen, value.name) or llvm.address_of_symbol(value.name)
-               for value in itertools.chain(module.functions, module.global_variables)
-               if value.is_declaration and not value.name.startswith("llvm."))
+    return all(symbol_defined(codegen, name) or llvm.address_of_symbol(name) for name in declared)
 
 
 class _InspectableCompileResults(CompileResultCacheImpl):
@@ -190,19 +200,21 @@ class _InspectableCompileResults(CompileResultCacheImpl):
 
     def reduce(self, cres):
         library = cres.library
+        payload = super().reduce(cres)
         inspection = dict(result=(cres.metadata or {}).get(METADATA_KEY),
                           llvm_ir=getattr(library, "streamed_llvm_ir", None) or library.get_llvm_str(),
-                          asm=library.get_asm_str())
-        return super().reduce(cres), inspection
+                          asm=library.get_asm_str(), declared=declared_symbols(payload[0]))
+        return payload, inspection
 
     def rebuild(self, target_context, payload):
         payload, inspection = payload
         install_runtime_symbols()
-        if not declared_symbols_resolve(target_context, payload[0]):
+        declared = inspection["declared"]
+        if not declared_symbols_resolve(target_context, declared):
             target_context.refresh()
             for hook in reload_hooks(payload):  # (run again by Numba's rebuild: each starts what it starts once)
                 hook()
-            if not declared_symbols_resolve(target_context, payload[0]):
+            if not declared_symbols_resolve(target_context, declared):
                 return None  # a miss: the code would call what is not here, and LLVM would abort
         cres = super().rebuild(target_context, payload)
         # (read by StreamDispatcher.inspect_llvm / inspect_asm)

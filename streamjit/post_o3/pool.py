@@ -286,7 +286,10 @@ def _functions():
     llvm.initialize_native_asmprinter()
     module = llvm.parse_assembly(str(_pool_module()))
     module.verify()
-    engine = llvm.create_mcjit_compiler(module, llvm.Target.from_default_triple().create_target_machine())
+    # machine code without optimization: they run once per large array allocated or freed,
+    # and a cached kernel's load waits for them (7 ms at -O0 against 23 ms at LLVM's default
+    # -O2, AMD EPYC Zen 3 VM, bench/compile_time.py --cached)
+    engine = llvm.create_mcjit_compiler(module, llvm.Target.from_default_triple().create_target_machine(opt=0))
     engine.finalize_object()
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
     STATE[ALLOCATOR] = engine.get_function_address("pool.malloc")
