@@ -92,7 +92,6 @@ ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, opera
                operator.eq, operator.ne}
 # Operators that raise under Python's error model (ZeroDivisionError) where
 # an array expression, computed under NumPy's, gives inf or nan.
-NUMPY_ERRORS = {operator.truediv, operator.floordiv, operator.mod, operator.pow}
 LEAVES = ("array", "lead", "scalar")
 MAX_OPERATIONS = 256
 MAX_OPERANDS = 64
@@ -425,11 +424,15 @@ def expression(typingctx, scan, func_ir, block, end, value, ndim, consumers, top
 
 
 def apply(emit, fn, args):
-    """The operator ``fn`` on scalar ``args``, under NumPy's error model."""
-    if fn in NUMPY_ERRORS:
-        return emit.call(codegen.with_numpy_errors, emit.global_(fn.__name__, fn), *args)
+    """The operator ``fn`` on scalar ``args``, under NumPy's error model.
+    Every binary operator goes through it, not only those NumPy's model
+    changes (division, ``%``, ``**``): Numba compiles some of them as subroutines
+    (complex ``*``) that it keeps per error model but not per fastmath
+    flag, so the first kernel to compile one decides its flags for the
+    process; computed under the array expression's own model, a fused
+    element shares the subroutine that njit's array expression calls."""
     if len(args) == 2:
-        return emit.binop(fn, *args)
+        return emit.call(codegen.with_numpy_errors, emit.global_(fn.__name__, fn), *args)
     return emit.assign(ir.Expr.unary(fn, args[0], emit.loc), hint="element")
 
 
