@@ -62,8 +62,18 @@ def float_operations(scan, loop):
         if not (isinstance(value, ir.Expr) and isinstance(scan.typemap.get(stmt.target.name), (types.Float,
                                                                                                types.Complex))):
             continue
-        if value.op in _ARITHMETIC:
+        if value.op in _ARITHMETIC or _operator_applied(scan, value):
             ops += 1
         elif value.op == "call" and not isinstance(scan.typemap.get(value.func.name), types.NumberClass):
             ops += COMPUTE_BOUND_OPS
     return ops
+
+
+def _operator_applied(scan, value):
+    """Whether ``value`` applies an operator (``operator.mul``) through a
+    call, as a fused element does (`codegen.with_numpy_errors`): one
+    operation, not a function's many."""
+    if value.op != "call" or not value.args:
+        return False
+    applied = scan.definition(value.args[0].name)
+    return isinstance(applied, ir.Global) and getattr(applied.value, "__module__", None) == "_operator"
