@@ -9,6 +9,8 @@ than the machine profile's ``scalar_nt_ops`` row allows.
 
 from numba.core import ir, types
 
+from ... import codegen
+
 # Floating-point operations per loaded element from which `stream_loads.py`
 # takes a loop as compute-bound (a call to a function, np.exp or math.sqrt,
 # counts as that many by itself): an estimate (a vectorized core does about
@@ -75,5 +77,6 @@ def _operator_applied(scan, value):
     operation, not a function's many."""
     if value.op != "call" or not value.args:
         return False
-    applied = scan.definition(value.args[0].name)
-    return isinstance(applied, ir.Global) and getattr(applied.value, "__module__", None) == "_operator"
+    called, applied = scan.definition(value.func.name), scan.definition(value.args[0].name)
+    return (isinstance(called, ir.Global) and called.value is codegen.with_numpy_errors
+            and isinstance(applied, ir.Global) and getattr(applied.value, "__module__", None) == "_operator")

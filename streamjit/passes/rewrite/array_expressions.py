@@ -90,8 +90,6 @@ from .view_shifts import shift
 ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
                operator.pow, operator.neg, operator.pos, operator.lt, operator.le, operator.gt, operator.ge,
                operator.eq, operator.ne}
-# Operators that raise under Python's error model (ZeroDivisionError) where
-# an array expression, computed under NumPy's, gives inf or nan.
 LEAVES = ("array", "lead", "scalar")
 MAX_OPERATIONS = 256
 MAX_OPERANDS = 64
