@@ -23,9 +23,10 @@ import kernel_grammar as G  # noqa: E402
 
 
 def suite_profile(page_alias_bytes):
-    """The test suite's machine profile (tests/conftest.py), in a cache
-    directory of our own: the run-time 4K-aliasing check on (so the staged
-    loop runs for operands a few bytes apart modulo 4 KiB, on every CPU)."""
+    """The test suite's machine profile (tests/conftest.py) with the
+    run-time 4K-aliasing check on, as its differential test has it
+    (`helpers.staged_profile`), in a cache directory of our own: the staged
+    loop runs for operands a few bytes apart modulo 4 KiB, on every CPU."""
     import tempfile
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="streamjit-fuzz-")
     from streamjit.machine.profile import LoadStage, stage_record, update_profile_file

@@ -52,7 +52,8 @@ def _operand(n, dtype, offset, rng):
 @pytest.mark.parametrize("n, out_offset", [(0, 0), (1, 3), (37, 0), (1001, 1), (4099, 5), (3000, 264)])
 def test_bool_outputs_equal_njit(kernel, dtypes, n, out_offset):
     """Sources at 256 bytes into a page; the output at ``out_offset``: 264
-    trails them by 8 bytes (staged), odd offsets peel a head."""
+    trails them by 8 bytes (staged where the profile checks that, as in the
+    test below), odd offsets peel a head."""
     streamed, reference = COMPILED[kernel]
     rng = np.random.default_rng(n)
     a, b = (_operand(n, t, 256, rng) for t in dtypes)
@@ -63,7 +64,7 @@ def test_bool_outputs_equal_njit(kernel, dtypes, n, out_offset):
     np.testing.assert_array_equal(got, expected)
 
 
-def test_bool_outputs_take_the_aligned_and_staged_paths():
+def test_bool_outputs_take_the_aligned_and_staged_paths(staged):
     """Boolean sources 8 bytes behind the output modulo 4 KiB run staged; 1 byte past a page, aligned."""
     streamed = sj.stream_kernel(stream_stores=["out"], threshold=None)(compare_loop)
     rng = np.random.default_rng(0)

@@ -1,8 +1,8 @@
 """Streamed loops left early: a return or raise statement after (or before)
 the store, Numba's own ZeroDivisionError and, under boundscheck, IndexError,
 at stops in the head, the aligned loop and near the end, with the
-destination 0, 8, 64, 192 (the suite's page_alias_bytes: the staged loop's
-case) and 2048 bytes past its sources modulo 4 KiB, aligned or not. Every
+destination 0, 8, 64, 192 (`helpers.staged_profile`'s page_alias_bytes: the
+staged loop's case) and 2048 bytes past its sources modulo 4 KiB, aligned or not. Every
 element numba.njit writes is written, bit for bit, the same exception is
 raised, each return that a streamed store reaches is fenced, and
 stream_calls() counts every call."""
@@ -17,6 +17,9 @@ import pytest
 import streamjit as sj
 from streamjit.post_o3.exit_fences import unfenced_returns
 from streamjit.llvm_text.module import Module
+
+# (every kernel runs the 4K-aliasing check: the staged loop and its fallback are exited too)
+pytestmark = pytest.mark.usefixtures("staged")
 
 
 def return_after(out, a, b, stop):

@@ -76,8 +76,7 @@ def test_doitgen_equals_njit_on_odd_sizes_and_misaligned_views(sizes):
     kernel = sj.stream_kernel(stream_stores=True)(doitgen)
     kernel(NR, NQ, NP, A, C4)
     assert np.array_equal(A, expected)
-    # (threshold 0 in the suite: the aligned loop ran, or the staged one where A trails C4 modulo 4 KiB)
-    assert kernel.stream_calls()["streamed"] + kernel.stream_calls()["staged"] == 1
+    assert kernel.stream_calls()["streamed"] == 1  # (threshold 0 in the suite: the aligned loop ran)
 
 
 def test_doitgen_nest_is_rooted_at_r_and_fenced_once_per_call(monkeypatch):

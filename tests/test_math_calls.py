@@ -56,8 +56,6 @@ def test_elementwise_sin_is_named_with_its_line():
     assert why in str(report)
 
 
-# (where the allocator places out a few bytes behind y modulo 4 KiB, the call runs plain and warns: not what this tests)
-@pytest.mark.filterwarnings("ignore::streamjit.StreamWarning")
 def test_array_expression_names_numpy_function_not_vectorized_sqrt():
     y, x = np.linspace(0.1, 1.0, 1000), np.linspace(1.0, 2.0, 1000)
     out = sj.empty_like(x)

@@ -155,12 +155,12 @@ def test_each_program_streams_or_says_once_why_not(name, tmp_path):
                     np.testing.assert_array_equal(mine, its)
     said = [str(w.message) for w in caught if issubclass(w.category, sj.StreamWarning)]
     calls, fallbacks = kernel.stream_calls(), kernel.stream_fallbacks()
-    if calls["streamed"] + calls["staged"] == CALLS:  # (staged: trailing sources, on the suite's profile)
+    if calls["streamed"] == CALLS:
         assert said == [], said
         return
     failed = [check for check, n in fallbacks.items() if n]
     if failed:  # run-time checks sent calls to the plain loops: one warning per check, its remedy named
-        assert calls["streamed"] + calls["staged"] + calls["after_check"] == CALLS and len(said) == len(failed), said
+        assert calls["streamed"] + calls["after_check"] == CALLS and len(said) == len(failed), said
         for check in failed:
             (message,) = [m for m in said if FALLBACK_WORDS[check] in m]
             assert FALLBACK_REMEDIES[check] in message and f"{kernel.py_func.__name__}.stream_fallbacks()" in message
@@ -176,11 +176,11 @@ def heat_where_positive(a, b, c, steps):
         a, b = b, a
 
 
-def test_the_fallback_warning_points_at_the_call_and_names_sj_empty_like():
+def test_the_fallback_warning_points_at_the_call_and_names_sj_empty_like(staged):
     """The case the README's readers meet: a second buffer made by
     ``.copy()`` sits at its source's offset in a page, and a loop that
     reads ``a[i - 1]`` trails its stores by 8 bytes. Where the CPU stalls on
-    that (the suite's profile), the heat loop runs staged and says nothing;
+    that (`helpers.staged_profile`), the heat loop runs staged and says nothing;
     a loop that cannot be staged (an iteration may store nothing) runs
     plain, and the warning names the remedy."""
     # (64 KiB apart: the same offset in a page, as .copy() places them; 64 KiB, from which

@@ -1,6 +1,6 @@
 """The staged loop (streamjit/passes/staging.py): where a loop's sources
 trail its streamed stores by a few bytes modulo 4 KiB on a CPU whose
-profile says that stalls (the suite's profile: 192 bytes, as Zen 2), the
+profile says that stalls (`helpers.staged_profile`: 192 bytes, as Zen 2), the
 call streams through a buffer in cache instead of running the plain loop.
 Checked against numba.njit on random data placed at chosen page offsets,
 with the path each call took."""
@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 import streamjit as sj
 from streamjit.machine import profile as machine
 from streamjit import options
-from helpers import at_offset
+from helpers import at_offset, staged_profile
 
 # (x86 vector NT stores, by register: "x", "y" or "z")
 VECTOR_NT_STORE = re.compile(r"^\s*vmovnt(?:ps|pd|dq)\s+%([xyz])mm\d+,", re.M)
@@ -62,8 +62,11 @@ KERNELS = {
     either_branch: (["out"], [(True, np.int64), (False, np.int64), (False, np.int64)], []),
     time_loop: (["A", "B"], [(False, np.float64), (True, np.float64), (False, np.float64)], [3]),
 }
-COMPILED = {f: (sj.stream_kernel(stream_stores=names, threshold=None)(f), numba.njit(f))
-            for f, (names, _, _) in KERNELS.items()}
+with staged_profile():
+    COMPILED = {f: (sj.stream_kernel(stream_stores=names, threshold=None)(f), numba.njit(f))
+                for f, (names, _, _) in KERNELS.items()}
+# (every kernel decorated in a test runs the check too)
+pytestmark = pytest.mark.usefixtures("staged")
 
 
 def _arguments(kernel, n, source_offset, trail, seed):
@@ -144,7 +147,7 @@ def test_the_profiles_strip_size_is_compiled_in_and_every_size_equals_njit(kerne
     profile's ``strip_bytes`` per destination: the option a kernel is
     compiled with (part of its cache key), and results equal numba.njit's
     for loops shorter than a strip, of whole strips and between."""
-    profile = dataclasses.replace(machine.machine_profile(), strip_bytes=strip_bytes)
+    profile = dataclasses.replace(options.machine_profile(), strip_bytes=strip_bytes)
     monkeypatch.setattr(options, "machine_profile", lambda: profile)
     streamed, reference = (sj.stream_kernel(stream_stores=KERNELS[kernel][0], threshold=None)(kernel),
                            numba.njit(kernel))

@@ -146,8 +146,6 @@ def test_every_function_is_within_the_documented_bound_of_njits(fastmath, dtype)
     assert [name for name in REPLACED if not re.search(rf"_ZGV[bcde]N\d+v+_{name}{suffix}\b", asm)] == []
 
 
-# (where the allocator places out a few bytes behind y modulo 4 KiB, the call may run staged: the same code)
-@pytest.mark.filterwarnings("ignore::streamjit.StreamWarning")
 @libmvec
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("fastmath", FASTMATH)
