@@ -112,16 +112,11 @@ def rows(out, g):
 
 
 def test_align_peel_gives_a_row_loop_a_tail(monkeypatch):
-    # the outer loop; in it, a loop of two rounds holding the head loop (before the aligned
-    # start, then again as the tail, after the row's last line boundary) and the aligned loop:
-    # two copies of the loop's blocks, not three
+    # the outer loop, the head, the aligned loop up to the row's last line boundary, the tail after it
     g = np.random.default_rng(0).random((5, 37))
     seen = after(monkeypatch, align_peel, rows, (g.copy(), g), stream_stores=True)
     assert seen.loops == 4 and seen.state.metadata["streamjit"].peeled_loops == 1
-    assert seen.text.count("global(keep_scalar") == 1
-    bounds = [s.target.name for b in seen.state.func_ir.blocks.values() for s in b.body
-              if isinstance(s, ir.Assign) and "head_bound" in s.target.name]
-    assert len(bounds) == 4 and len(set(bounds)) == 2  # (the head's range, then the tail's)
+    assert seen.text.count("global(keep_scalar") == 2  # (the head and the tail)
 
 
 def test_fence_placement_fences_each_exit_of_the_nest(monkeypatch):

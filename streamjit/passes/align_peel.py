@@ -13,18 +13,16 @@ in the IR (names shortened):
     if hi > sv:
         p = aligned_pointer(out, idx(sv))  # alignment proven above, handed to LLVM
         for j in range(sv, ev): BODY'      # a copy of the loop's blocks
-        (the head again, over range(ev, hi): the tail, where an outer loop moves the row)
+        for j in range(ev, hi): BODY       # tail, where an outer loop moves the row
 
 The head is the original loop, its iterator re-made over ``range(lo, sv)``;
 the aligned loop is a copy of its blocks with new labels (loop versioning,
-as Numba's ``MixedContainerUnroller`` clones loop bodies). Where the loop
-writes a row per iteration of an outer loop, the aligned loop's NT stores
-fill every line they touch (`_line_end`) and the head loop runs a second
-time over the rest of each row, its range re-made from two variables
-(`_head_then_tail`): the tail is not a third copy to lower and optimize
-(a 2-D Jacobi loop's unoptimized LLVM function, 2,929 lines with one,
-2,287 without). A loop that runs once per call (a 1-D array) ends mid-line
-once: it has no tail. In ``BODY'``
+as Numba's ``MixedContainerUnroller`` clones loop bodies), and so is the
+tail, left as the user wrote it: where the loop writes a row per iteration
+of an outer loop, the aligned loop's NT stores fill every line they touch
+(`_line_end`) and the tail's plain stores the rest of each row. A loop that
+runs once per call (a 1-D array) ends mid-line once: it has no tail, and
+costs no third copy to compile. In ``BODY'``
 stores to streamed arrays are ``stream_store`` (addressed as ``p[j - sv]``,
 so every vector store derives from the aligned pointer) and affine loads are
 ``direct_load``: both skip negative-index wraparound, which the bounds check
@@ -326,29 +324,20 @@ def _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options,
     return new_block(blocks, scope, loc, test.stmts)
 
 
-def _head_then_tail(blocks, pre, preheader, loop, head, tail):
-    """Run the head loop twice where rows end mid-line: over ``head`` (its
-    ``range`` arguments) before the aligned loop, then over ``tail`` (what
-    the aligned loop leaves of the row). One block before the loop's header
-    makes its iterator from two variables, which ``pre`` sets to the head's
-    bounds and the returned block (where the aligned loop goes on) to the
-    tail's: the head loop stays the innermost loop LLVM vectorizes, inside a
-    loop of two rounds (head, tail) that also holds the aligned loop, and
-    the tail is not a third copy of the loop's blocks to lower and optimize.
-    Returns ``(that block's label, the variable holding the range's end)``:
-    after the tail it is the tail's, which the caller's test tells apart."""
-    scope, loc = pre.scope, pre.loc
-    bounds = [pre.assign(pre.value(x), hint="head_bound") for x in head[:2]]
-    enter = Emitter(scope, loc)
-    enter.range_iterator(range, bounds + head[2:], target=loop.iterator)
-    enter.stmts.append(ir.Jump(loop.header, loc))
-    entry = new_block(blocks, scope, loc, enter.stmts)
-    retarget(preheader, {loop.header: entry})
-    again = Emitter(scope, loc)
-    for bound, value in zip(bounds, tail[:2]):
-        again.assign(again.value(value), target=bound.name)
-    again.stmts.append(ir.Jump(entry, loc))
-    return new_block(blocks, scope, loc, again.stmts), bounds[1]
+def _tail_loop(state, plan, scope, end, hi, reverse):
+    """The entry of the tail: a copy of the original loop over what the
+    aligned loop leaves, ``[end, hi)`` (downwards ``[first, end)``), kept
+    scalar as always-streamed kernels' heads are (under a line of items;
+    each element converted as the head's are, where an out-of-range
+    conversion's result depends on the loop)."""
+    blocks, loop = state.func_ir.blocks, plan.loop
+    tail = Emitter(scope, loop.loc)
+    iterator = tail.temp("tail_iter").name
+    tail.range_iterator(range, [tail.sub(end, 1), loop.stop, -1] if reverse else [end, hi], target=iterator)
+    header, mapping = clone_loop(state, loop, iterator)
+    tail.stmts.append(ir.Jump(header, loop.loc))
+    _keep_scalar(blocks[mapping[blocks[loop.for_block].body[-1].truebr]], scope, loop.loc)
+    return new_block(blocks, scope, loop.loc, tail.stmts)
 
 
 def _keep_scalar(body, scope, loc):
@@ -414,15 +403,14 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     start = pre.call(boundary, ir.Var(scope, anchor.array_var, loc), emit_index(scan, anchor_dims, loop, at, pre),
                      first, hi, ok)
     drop_definition(blocks, scan.defs[loop.iterator][0])
-    head = [loop.start, pre.sub(start, 1), -1] if reverse else [first, start]
+    pre.range_iterator(range, [loop.start, pre.sub(start, 1), -1] if reverse else [first, start],
+                       target=loop.iterator)
     if any(dim.coeffs for dim in anchor_dims[:-1]):  # a row per iteration of an outer loop: a tail each
         end = _line_end(pre, start, first if reverse else hi, reverse,
                         STREAM_ALIGN_BYTES // itemsize(scan, anchor.array_var))
-        then, last = _head_then_tail(blocks, pre, preheader, loop, head, [pre.sub(end, 1), loop.stop, -1] if reverse
-                                     else [end, hi])
+        then = _tail_loop(state, plan, scope, end, hi, reverse)
     else:
-        pre.range_iterator(range, head, target=loop.iterator)
-        end, then, last = (first, exit_label, None) if reverse else (hi, exit_label, None)
+        end, then = (first, exit_label) if reverse else (hi, exit_label)
     preheader.body[-1:-1] = pre.stmts
     entry = _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options, result)
     if plan.staged:
@@ -431,10 +419,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
                                                          loc)])
     after = Emitter(scope, loc)
     runs = (start, first) if reverse else (hi, start)
-    if last is None:
-        more = after.binop(operator.gt, *runs)
-    else:  # the aligned loop runs after the head, whose range ends where it starts, not after the tail
-        more = after.binop(operator.ge, last, first) if reverse else after.binop(operator.gt, hi, last)
+    more = after.binop(operator.gt, *runs)
     plan.start, plan.runs = start.name, runs
     after.stmts.append(ir.Branch(more, entry, exit_label, loc))
     retarget(blocks[loop.for_block], {exit_label: new_block(blocks, scope, loc, after.stmts)})
