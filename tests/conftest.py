@@ -28,7 +28,7 @@ from helpers import staged_profile  # noqa: E402
 # every loop doubled a kernel's compile (a triad 0.71-0.82 s against
 # 0.43-0.47 s without, bench/compile_time.py's kernels on an AMD EPYC Zen 3
 # VM), so only the tests of the staged loop and the generated kernels placed
-# in a page compile it (`staged_profile`, the ``staged`` fixture); and scalar NT
+# in a page compile it (`staged_profile`, the ``page_alias_check`` fixture); and scalar NT
 # stores of every item size,
 # so that 32-bit ones are emitted (and checked) on CPUs whose row leaves them plain,
 # in loops computing up to 64 operations per element (the suite's kernels: one or two);
@@ -49,7 +49,7 @@ def pytest_configure(config):
 
 
 @pytest.fixture
-def staged():
+def page_alias_check():
     """Kernels decorated in the test run the 4K-aliasing check of Zen 2 and stage the calls whose sources
     trail their streamed stores (`helpers.staged_profile`)."""
     with staged_profile() as profile:

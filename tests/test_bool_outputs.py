@@ -64,7 +64,7 @@ def test_bool_outputs_equal_njit(kernel, dtypes, n, out_offset):
     np.testing.assert_array_equal(got, expected)
 
 
-def test_bool_outputs_take_the_aligned_and_staged_paths(staged):
+def test_bool_outputs_take_the_aligned_and_staged_paths(page_alias_check):
     """Boolean sources 8 bytes behind the output modulo 4 KiB run staged; 1 byte past a page, aligned."""
     streamed = sj.stream_kernel(stream_stores=["out"], threshold=None)(compare_loop)
     rng = np.random.default_rng(0)

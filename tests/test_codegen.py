@@ -391,7 +391,7 @@ def placed_after(array, shift_bytes, rng):
 
 @pytest.mark.parametrize("shift, streamed", [(0, True), (4, False), (64, False), (188, False), (256, True),
                                              (2048, True), (4092, True)])
-def test_sources_just_behind_the_stores_modulo_a_page_run_staged(shift, streamed, staged):
+def test_sources_just_behind_the_stores_modulo_a_page_run_staged(shift, streamed, page_alias_check):
     """AMD EPYC Zen 2: a streamed triad ran 0.46x njit, the 5-point stencil
     0.54x, when their output lay 4-128 bytes past their inputs modulo 4 KiB
     (4K aliasing: later loads wait for the NT stores still in flight). With

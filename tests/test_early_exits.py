@@ -19,7 +19,7 @@ from streamjit.post_o3.exit_fences import unfenced_returns
 from streamjit.llvm_text.module import Module
 
 # (every kernel runs the 4K-aliasing check: the staged loop and its fallback are exited too)
-pytestmark = pytest.mark.usefixtures("staged")
+pytestmark = pytest.mark.usefixtures("page_alias_check")
 
 
 def return_after(out, a, b, stop):

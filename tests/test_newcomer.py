@@ -176,7 +176,7 @@ def heat_where_positive(a, b, c, steps):
         a, b = b, a
 
 
-def test_the_fallback_warning_points_at_the_call_and_names_sj_empty_like(staged):
+def test_the_fallback_warning_points_at_the_call_and_names_sj_empty_like(page_alias_check):
     """The case the README's readers meet: a second buffer made by
     ``.copy()`` sits at its source's offset in a page, and a loop that
     reads ``a[i - 1]`` trails its stores by 8 bytes. Where the CPU stalls on

@@ -66,7 +66,7 @@ with staged_profile():
     COMPILED = {f: (sj.stream_kernel(stream_stores=names, threshold=None)(f), numba.njit(f))
                 for f, (names, _, _) in KERNELS.items()}
 # (every kernel decorated in a test runs the check too)
-pytestmark = pytest.mark.usefixtures("staged")
+pytestmark = pytest.mark.usefixtures("page_alias_check")
 
 
 def _arguments(kernel, n, source_offset, trail, seed):
