@@ -25,11 +25,11 @@ from helpers import staged_profile  # noqa: E402
 
 # and no run-time 4K-aliasing check, as on the CPUs where trailing sources do
 # not stall streamed stores (Zen 3 and 4, Intel): the staged copy it adds to
-# every loop doubled a kernel's compile (a triad 0.71-0.82 s against
-# 0.43-0.47 s without, bench/compile_time.py's kernels on an AMD EPYC Zen 3
-# VM), so only the tests of the staged loop and the generated kernels placed
-# in a page compile it (`staged_profile`, the ``page_alias_check`` fixture); and scalar NT
-# stores of every item size,
+# every loop made a triad's first compile 0.71-0.82 s against 0.49-0.55 s
+# without (bench/README.md, "the suite's staged copy", AMD EPYC Zen 3 VM), so
+# only the tests of the staged loop and the generated kernels placed in a page
+# compile it (`staged_profile`, the ``page_alias_check`` fixture); and scalar
+# NT stores of every item size,
 # so that 32-bit ones are emitted (and checked) on CPUs whose row leaves them plain,
 # in loops computing up to 64 operations per element (the suite's kernels: one or two);
 # and LLVM's own vector width for every loop, as on CPUs that have no wide_stencil_bytes row.
