@@ -52,8 +52,8 @@ def pytest_configure(config):
 def page_alias_check():
     """Kernels decorated in the test run the 4K-aliasing check of Zen 2 and stage the calls whose sources
     trail their streamed stores (`helpers.staged_profile`)."""
-    with staged_profile() as profile:
-        yield profile
+    with staged_profile():
+        yield
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ that returns its signature, the stream passes' IR right after one runs,
 and the pattern a documented example's printed report is compared with.
 No test module imports another (tests/test_imports.py checks)."""
 
-import contextlib
 import dataclasses
 import functools
 import io
 import re
+from unittest import mock
 
 import llvmlite.binding as llvm
 import numba
@@ -19,28 +19,20 @@ from numba.core import ir
 from numba.core.analysis import compute_cfg_from_blocks
 
 import streamjit as sj
+from streamjit.machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
 
 # ---------------------------------------------------------------- the staged loop
 
-# The 4K-aliasing distance of the CPUs whose streamed stores stall behind sources a
-# few bytes behind them modulo 4 KiB (Zen 2's row): the suite's profile has none.
-STAGED_PAGE_ALIAS_BYTES = 192
 
-
-@contextlib.contextmanager
-def staged_profile(page_alias_bytes=STAGED_PAGE_ALIAS_BYTES):
+def staged_profile():
     """Kernels decorated inside get the suite's profile with the 4K-aliasing
-    check of ``page_alias_bytes``: a call whose sources trail its streamed
-    stores by less runs the staged loop (`passes/staging.py`), or the plain
-    loop where it cannot be staged."""
+    check of the CPUs whose streamed stores stall behind sources a few bytes
+    behind them modulo 4 KiB (Zen 2's row; the suite's profile has none): a
+    call whose sources trail its streamed stores by less runs the staged loop
+    (`passes/staging.py`), or the plain loop where it cannot be staged."""
     from streamjit import options
-    profile = dataclasses.replace(options.machine_profile(), page_alias_bytes=page_alias_bytes)
-    suite = options.machine_profile
-    options.machine_profile = lambda: profile
-    try:
-        yield profile
-    finally:
-        options.machine_profile = suite
+    profile = dataclasses.replace(options.machine_profile(), page_alias_bytes=STALLING_PAGE_ALIAS_BYTES)
+    return mock.patch.object(options, "machine_profile", lambda: profile)
 
 
 # ---------------------------------------------------------------- arrays

@@ -6,7 +6,6 @@ line or say why they differ."""
 import dataclasses
 import warnings
 
-import numba
 import numpy as np
 import pytest
 
@@ -14,6 +13,7 @@ import streamjit as sj
 from streamjit.codegen import CALL_PATHS
 from streamjit.inspection.report import COLUMN_HEADS, LEGEND, ArrayReport, StreamReport
 import kernels as K
+from helpers import compiled
 
 
 def test_the_first_lines_say_what_was_done_and_what_the_calls_did():
@@ -32,11 +32,9 @@ def test_the_first_lines_say_what_was_done_and_what_the_calls_did():
 
 
 def test_verbose_adds_the_table_with_its_legend_last_in_the_repl_and_jupyter():
-    args = np.zeros(1001, np.float32), np.ones(1001, np.float32)
-    K.copy(*args)
     # (this signature's: the kernel is shared, and the latest compiled may be another test's, whose
     # machine code can hold more vector NT stores than its LLVM IR, adding a note after the last line)
-    sig = tuple(numba.typeof(a) for a in args)
+    sig = compiled(K.copy, np.zeros(1001, np.float32), np.ones(1001, np.float32))
     short, report = K.copy.stream_report(sig), K.copy.stream_report(sig, verbose=True)
     lines = str(report).splitlines()
     assert lines[:len(str(short).splitlines()) - 1] == str(short).splitlines()[:-1]
