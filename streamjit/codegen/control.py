@@ -149,81 +149,49 @@ llvm.add_symbol(_HOLDS_GIL, ctypes.cast(ctypes.pythonapi.PyGILState_Check, ctype
 llvm.add_symbol(_FALLBACK_NOTICE, ctypes.cast(_first_fallback, ctypes.c_void_p).value)
 
 
-_NOTE_FALLBACKS = "streamjit.note_first_fallbacks"
-
-
-def _note_fallbacks_function(module, counters_type):
-    """``void note(counters, name, fell...)``, defined once per module:
-    for each check that failed (``fell``, one count per FALLBACK_CHECKS)
-    for the first time (its notice slot, after the counters, still zero) in
-    a thread holding the GIL, mark the slot and call `_first_fallback`.
-    Out of line and never inlined, so that each return's call record stays
-    one straight block: LLVM merges the returns' identical tails (their
-    store fence among them), where branches in them would keep a fence per
-    return."""
-    function = module.globals.get(_NOTE_FALLBACKS)
-    if function is not None:
-        return function
-    i64, i32, text = llir.IntType(64), llir.IntType(32), llir.IntType(8).as_pointer()
-    function = llir.Function(module, llir.FunctionType(llir.VoidType(), [counters_type, text]
-                                                       + [i64] * len(FALLBACK_CHECKS)), _NOTE_FALLBACKS)
-    function.linkage = "linkonce_odr"
-    function.attributes.add("noinline")
-    holds_gil = cgutils.get_or_insert_function(module, llir.FunctionType(i32, []), _HOLDS_GIL)
-    notice = cgutils.get_or_insert_function(module, llir.FunctionType(llir.VoidType(), [text, i64]), _FALLBACK_NOTICE)
-    counters, name, *failed = function.args
-    builder = llir.IRBuilder(function.append_basic_block("entry"))
-    with builder.if_then(builder.icmp_unsigned("!=", functools.reduce(builder.or_, failed), i64(0)), likely=False):
-        for k, check_failed in enumerate(failed):
-            slot = builder.gep(counters, [i32(0), i32(len(CALL_PATHS) + len(FALLBACK_CHECKS) + k)])
-            first = builder.and_(builder.icmp_unsigned("!=", check_failed, i64(0)),
-                                 builder.icmp_unsigned("==", builder.load(slot), i64(0)))
-            with builder.if_then(first, likely=False):
-                with builder.if_then(builder.icmp_unsigned("!=", builder.call(holds_gil, []), i32(0))):
-                    builder.store(i64(1), slot)
-                    builder.call(notice, [name, i64(k)])
-    builder.ret_void()
-    return function
-
-
-def _notify_first_fallbacks(builder, counters, name, failed):
-    """Call the module's `_note_fallbacks_function` with this call's
-    failed checks (a call per kernel call: the test is out of line)."""
-    module = builder.module
-    text = bytearray(name.encode() + b"\0")
-    constant = module.globals.get(f"{name}.name") or cgutils.global_constant(
-        module, f"{name}.name", llir.Constant(llir.ArrayType(llir.IntType(8), len(text)), text))
-    builder.call(_note_fallbacks_function(module, counters.type),
-                 [counters, builder.bitcast(constant, llir.IntType(8).as_pointer()), *failed])
-
-
 # A call's count, as `count_call` keeps it: the path's index in its low
 # bits, and, on the after_check path, one bit per failed check above them
 # (-1: not counted yet).
 _PATH_BITS = 3
-_MOVE_COUNT = "streamjit.move_call_count"
+_COUNT_CALL = "streamjit.count_call"
 
 
-def _move_count_function(module, counters_type):
-    """``void move(counters, old, new)``, defined once per module, called
-    where a call's count changes from ``old`` to ``new`` (see `_PATH_BITS`):
-    take one from the old path and its checks' counters (none for -1) and
-    add one to the new ones. Out of line and never inlined, as
-    `_note_fallbacks_function` is."""
-    function = module.globals.get(_MOVE_COUNT)
+def _count_function(module, counters_type):
+    """``i64 count(counters, name, counted, ran, staged, unprefetched,
+    fell..., large)``, defined once per module: `count_call`'s work, out of
+    line and never inlined, so that a kernel carries one call per count
+    instead of its code at each (the call record was a quarter of a small
+    kernel's first compile: bench/README.md, "the call record"), and each
+    return's call record stays one straight block (LLVM merges the returns'
+    identical tails, their store fence among them, where branches in them
+    would keep a fence per return). ``name`` (a C string, null but at a
+    return or raise) asks for the notice of first fallbacks."""
+    function = module.globals.get(_COUNT_CALL)
     if function is not None:
         return function
-    i64, i32 = llir.IntType(64), llir.IntType(32)
-    function = llir.Function(module, llir.FunctionType(llir.VoidType(), [counters_type, i64, i64]), _MOVE_COUNT)
+    i64, i32, i8, text = llir.IntType(64), llir.IntType(32), llir.IntType(8), llir.IntType(8).as_pointer()
+    function = llir.Function(module, llir.FunctionType(i64, [counters_type, text] + [i64] * (4 + len(FALLBACK_CHECKS))
+                                                       + [i8]), _COUNT_CALL)
     function.linkage = "linkonce_odr"
     function.attributes.add("noinline")
-    counters, old, new = function.args
+    function.attributes.add("nounwind")
+    counters, name, counted, ran, staged, unprefetched, *fell, large = function.args
     builder = llir.IRBuilder(function.append_basic_block("entry"))
+    failed = [builder.zext(builder.icmp_unsigned("!=", count, i64(0)), i64) for count in fell]
+    fell_any = builder.icmp_unsigned("!=", functools.reduce(builder.or_, failed), i64(0))
+    path = builder.select(builder.icmp_unsigned("!=", ran, i64(0)), i64(0),
+                          builder.select(builder.icmp_unsigned("!=", large, i8(0)),
+                                         builder.select(fell_any, i64(2), i64(3)), i64(1)))
+    for copy, count in (("unprefetched", unprefetched), ("staged", staged)):  # (staged, where both ran)
+        path = builder.select(builder.icmp_unsigned("!=", count, i64(0)), i64(CALL_PATHS.index(copy)), path)
+    after_check = builder.icmp_unsigned("==", path, i64(2))
+    fallbacks = [builder.select(after_check, check_failed, i64(0)) for check_failed in failed]
+    new = functools.reduce(builder.or_, [builder.shl(f, i64(_PATH_BITS + k)) for k, f in enumerate(fallbacks)], path)
 
-    def add(count, amount):
+    def add(slot, amount):
         # (atomic: calls from several threads, nogil kernels and copyto's
         # threads, each count; a lock'ed add per change, no measurable cost)
-        builder.atomic_rmw("add", builder.gep(counters, [i32(0), count]), amount, "monotonic")
+        builder.atomic_rmw("add", builder.gep(counters, [i32(0), slot]), amount, "monotonic")
 
     def move(count, amount):
         add(builder.and_(count, i64((1 << _PATH_BITS) - 1)), amount)
@@ -231,11 +199,36 @@ def _move_count_function(module, counters_type):
             bit = builder.and_(builder.lshr(count, i64(_PATH_BITS + k)), i64(1))
             add(i64(len(CALL_PATHS) + k), builder.mul(bit, amount))
 
-    with builder.if_then(builder.icmp_signed(">=", old, i64(0))):
-        move(old, i64(-1))
-    move(new, i64(1))
-    builder.ret_void()
+    # (moved only where the count changes: a count per row of a 2-D loop moves the call once)
+    with builder.if_then(builder.icmp_signed("!=", counted, new), likely=False):
+        with builder.if_then(builder.icmp_signed(">=", counted, i64(0))):
+            move(counted, i64(-1))
+        move(new, i64(1))
+    # (at a return or raise: the first failure of each check, in a thread holding the GIL, told to Python)
+    holds_gil = cgutils.get_or_insert_function(module, llir.FunctionType(i32, []), _HOLDS_GIL)
+    notice = cgutils.get_or_insert_function(module, llir.FunctionType(llir.VoidType(), [text, i64]), _FALLBACK_NOTICE)
+    final_failed = builder.and_(builder.icmp_unsigned("!=", name, text(None)),
+                                builder.icmp_unsigned("!=", functools.reduce(builder.or_, fallbacks), i64(0)))
+    with builder.if_then(final_failed, likely=False):
+        for k, check_failed in enumerate(fallbacks):
+            slot = builder.gep(counters, [i32(0), i32(len(CALL_PATHS) + len(FALLBACK_CHECKS) + k)])
+            first = builder.and_(builder.icmp_unsigned("!=", check_failed, i64(0)),
+                                 builder.icmp_unsigned("==", builder.load(slot), i64(0)))
+            with builder.if_then(first, likely=False):
+                with builder.if_then(builder.icmp_unsigned("!=", builder.call(holds_gil, []), i32(0))):
+                    builder.store(i64(1), slot)
+                    builder.call(notice, [name, i64(k)])
+    builder.ret(new)
     return function
+
+
+def _name_text(builder, name):
+    """``name`` as a C string constant of the module (an ``i8*``)."""
+    module = builder.module
+    text = bytearray(name.encode() + b"\0")
+    constant = module.globals.get(f"{name}.name") or cgutils.global_constant(
+        module, f"{name}.name", llir.Constant(llir.ArrayType(llir.IntType(8), len(text)), text))
+    return builder.bitcast(constant, llir.IntType(8).as_pointer())
 
 
 @intrinsic(prefer_literal=True)
@@ -274,24 +267,12 @@ def count_call(typingctx, name, counted, streamed, copies, large, fell, final):
             counters.initializer = ty(None)
             counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
         _, counted_value, ran, copies_value, large_value, fell_value, _ = args
-        failed = [builder.zext(builder.icmp_unsigned("!=", count, count.type(0)), i64)
-                  for count in cgutils.unpack_tuple(builder, fell_value, len(FALLBACK_CHECKS))]
-        fell_any = builder.icmp_unsigned("!=", functools.reduce(builder.or_, failed), i64(0))
-        path = builder.select(builder.icmp_unsigned("!=", ran, ran.type(0)), i64(0),
-                              builder.select(large_value, builder.select(fell_any, i64(2), i64(3)), i64(1)))
-        staged, unprefetched = cgutils.unpack_tuple(builder, copies_value)
-        for copy, count in (("unprefetched", unprefetched), ("staged", staged)):  # (staged, where both ran)
-            path = builder.select(builder.icmp_unsigned("!=", count, count.type(0)), i64(CALL_PATHS.index(copy)), path)
-        # (no branches here: which checks failed, kept only on the after_check path)
-        after_check = builder.icmp_unsigned("==", path, i64(2))
-        fallbacks = [builder.select(after_check, check_failed, i64(0)) for check_failed in failed]
-        new = functools.reduce(builder.or_, [builder.shl(f, i64(_PATH_BITS + k)) for k, f in enumerate(fallbacks)],
-                               path)
-        # (called only where the count changes: a count_call per row of a 2-D loop moves the call once)
-        with builder.if_then(builder.icmp_signed("!=", counted_value, new), likely=False):
-            builder.call(_move_count_function(builder.module, counters.type), [counters, counted_value, new])
-        if final.literal_value:
-            _notify_first_fallbacks(builder, counters, name.literal_value, fallbacks)
-        return new
+        counts = [(counted_value, sig.args[1]), (ran, sig.args[2]),
+                  *zip(cgutils.unpack_tuple(builder, copies_value), sig.args[3]),
+                  *zip(cgutils.unpack_tuple(builder, fell_value, len(FALLBACK_CHECKS)), sig.args[5])]
+        text = _name_text(builder, name.literal_value) if final.literal_value else llir.IntType(8).as_pointer()(None)
+        return builder.call(_count_function(builder.module, counters.type),
+                            [counters, text, *(context.cast(builder, v, ty, types.int64) for v, ty in counts),
+                             builder.zext(large_value, llir.IntType(8))])
 
     return signature(types.int64, name, types.int64, streamed, copies, types.boolean, fell, final), codegen

@@ -68,7 +68,7 @@ REQUIRES = ("options", "scan", "legal", "store_origin", "typed")
 PRODUCES = ("peels", "typed")
 # Not ``scan``: its readers after this pass use its arrays, which no split
 # changes, and the streamed loads it found, which stay where it found them
-# (the head loop is the original loop; `_unwrap_head` replaces only other
+# (the head loop is the original loop; `_unwrap` replaces only other
 # accesses); the copies are new blocks it does not list, whose loads are the
 # intrinsics already. ``legal`` goes stale: the nests it names are split.
 INVALIDATES = ("legal",)
@@ -234,14 +234,19 @@ def _never_negative(scan, dims):
     return True
 
 
-def _unwrap_head(scan, blocks, plan, streamed_loads):
-    """In the head loop (the plain path below the threshold), element
+def _unwrap(scan, blocks, plan, streamed_loads, mapping=None):
+    """In the head loop (the plain path below the threshold), or with
+    ``mapping`` (a label's copy) in the tail copied from it, element
     accesses whose indices are never negative skip Numba's wraparound test:
     LLVM cannot always prove it away (an array a time loop swaps is a phi
     there), and the test keeps the loop from vectorizing (0.43x numba.njit
-    below the threshold, bench/ping_pong.py). Streamed loads keep theirs
-    for `stream_loads.py` to tag."""
+    below the threshold, bench/ping_pong.py). In a kept-scalar loop it is
+    IR to lower and optimize for nothing: a 2-D Jacobi kernel's tail was
+    the largest block of its function, 481 lines of 2,796 (bench/README.md,
+    "the tail's accesses"). Streamed loads keep theirs for `stream_loads.py`
+    to tag."""
     scope = blocks[plan.loop.header].scope
+    edits = []
     for access, dims in plan.stores + plan.loads:
         stmt = access.stmt
         if access.chained or not access.is_element or access.array in streamed_loads \
@@ -255,9 +260,11 @@ def _unwrap_head(scan, blocks, plan, streamed_loads):
             replaced.call(codegen.unwrapped_load, stmt.value.value, stmt.value.index, target=stmt.target)
         else:
             continue
-        body = blocks[access.label].body
-        at = next(k for k, s in enumerate(body) if s is stmt)
-        body[at:at + 1] = replaced.stmts
+        # (a copy's statements sit where the original's do: `loop_copies.clone_loop`)
+        at = next(k for k, s in enumerate(blocks[access.label].body) if s is stmt)
+        edits.append((mapping[access.label] if mapping else access.label, at, replaced.stmts))
+    for label, at, stmts in sorted(edits, key=lambda edit: -edit[1]):  # (the last first: positions hold)
+        blocks[label].body[at:at + 1] = stmts
 
 
 def _all(emitter, variables):
@@ -324,17 +331,19 @@ def _aligned_loops(state, scan, plan, scope, start, end, reverse, then, options,
     return new_block(blocks, scope, loc, test.stmts)
 
 
-def _tail_loop(state, plan, scope, end, hi, reverse):
+def _tail_loop(state, scan, plan, scope, end, hi, reverse, streamed_loads):
     """The entry of the tail: a copy of the original loop over what the
     aligned loop leaves, ``[end, hi)`` (downwards ``[first, end)``), kept
     scalar as always-streamed kernels' heads are (under a line of items;
     each element converted as the head's are, where an out-of-range
-    conversion's result depends on the loop)."""
+    conversion's result depends on the loop), its accesses unwrapped as
+    the head's (`_unwrap`)."""
     blocks, loop = state.func_ir.blocks, plan.loop
     tail = Emitter(scope, loop.loc)
     iterator = tail.temp("tail_iter").name
     tail.range_iterator(range, [tail.sub(end, 1), loop.stop, -1] if reverse else [end, hi], target=iterator)
     header, mapping = clone_loop(state, loop, iterator)
+    _unwrap(scan, blocks, plan, streamed_loads, mapping)
     tail.stmts.append(ir.Jump(header, loop.loc))
     _keep_scalar(blocks[mapping[blocks[loop.for_block].body[-1].truebr]], scope, loop.loc)
     return new_block(blocks, scope, loop.loc, tail.stmts)
@@ -408,7 +417,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     if any(dim.coeffs for dim in anchor_dims[:-1]):  # a row per iteration of an outer loop: a tail each
         end = _line_end(pre, start, first if reverse else hi, reverse,
                         STREAM_ALIGN_BYTES // itemsize(scan, anchor.array_var))
-        then = _tail_loop(state, plan, scope, end, hi, reverse)
+        then = _tail_loop(state, scan, plan, scope, end, hi, reverse, result.streamed_loads)
     else:
         end, then = (first, exit_label) if reverse else (hi, exit_label)
     preheader.body[-1:-1] = pre.stmts
@@ -428,8 +437,7 @@ def apply_peel(state, scan, plan, gate, scalar_head, options, result):
     # vectorized, not kept scalar as always-streamed kernels' heads are, 0.39x njit)
     if scalar_head and not checks["page_alias"]:
         _keep_scalar(blocks[header_branch.truebr], scope, loc)
-    else:
-        _unwrap_head(scan, blocks, plan, result.streamed_loads)
+    _unwrap(scan, blocks, plan, result.streamed_loads)
 
 
 def run_pass(state):
