@@ -37,7 +37,7 @@ near plain ``numba.njit``).
   streams through (``passes/staging.py``), the plain stores into them
   (``load_at`` without a marker reads them back), and the check that the
   destination shares no memory with what the loop reads or writes.
-- ``exceeds``: whether the streamed arrays are above the size threshold.
+- ``nbytes_of``: an array's bytes, which the size test against the threshold adds.
 - ``copies_elementwise`` / ``same_shape`` / ``leads``: whether a whole-array
   store or an array expression can run as an element loop
   (``passes/array_stores.py``); ``sliced``: a view of one of its operands;
@@ -63,7 +63,7 @@ guessed alignment.
 
 from .access import (aligned_pointer, buffer_store, direct_load, direct_stream_load, load_at, not_a_load, stream_load,
                      stream_store, unwrapped_load, unwrapped_store)
-from .checks import (aligned_end, aligned_start, exceeds, in_bounds, inner_contiguous, is_stream_aligned,
+from .checks import (aligned_end, aligned_start, in_bounds, inner_contiguous, is_stream_aligned, nbytes_of,
                      no_trailing_alias, rows_hold, same_alignment)
 from .control import (CALL_PATHS, FALLBACK_CHECKS, add_to_cell, cell, counter_cells, keep_scalar, opaque, count_call,
                       store_fence)
@@ -73,8 +73,8 @@ from .placement import placed_apart
 from .staging import disjoint, staging_region, staging_slot
 
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
-           "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "exceeds", "in_bounds",
-           "inner_contiguous", "is_stream_aligned", "no_trailing_alias", "rows_hold", "same_alignment", "CALL_PATHS",
+           "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "in_bounds",
+           "inner_contiguous", "is_stream_aligned", "nbytes_of", "no_trailing_alias", "rows_hold", "same_alignment", "CALL_PATHS",
            "FALLBACK_CHECKS", "keep_scalar", "opaque", "count_call", "counter_cells", "add_to_cell", "cell", "store_fence",
            "copies_elementwise", "same_shape",
            "leads", "sliced", "where_element", "with_numpy_errors", "placed_apart",

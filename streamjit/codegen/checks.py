@@ -15,18 +15,16 @@ from .registration import intrinsic
 
 
 @intrinsic
-def in_bounds(typingctx, arrays, first, last):
-    """True when indices ``first`` and ``last`` both lie inside the array
-    ``arrays`` (or inside each array of a tuple of them)."""
+def in_bounds(typingctx, arr, first, last):
+    """True when indices ``first`` and ``last`` both lie inside ``arr``."""
     parts = integer_indices(first)
-    members = list(arrays) if isinstance(arrays, types.BaseTuple) else [arrays]
 
-    def inside(context, builder, aryty, ary_value, sig, args):
-        if not isinstance(aryty, types.Array):
+    def codegen(context, builder, sig, args):
+        if not isinstance(arr, types.Array):
             return cgutils.true_bit  # not an array: its accesses keep Numba's semantics
-        if parts is None or len(parts) > aryty.ndim:
+        if parts is None or len(parts) > arr.ndim:
             return cgutils.false_bit
-        shape = array_shape(context, builder, aryty, ary_value)
+        shape = array_shape(context, builder, arr, args[0])
         ok = cgutils.true_bit
         for idx_type, idx_value in ((sig.args[1], args[1]), (sig.args[2], args[2])):
             for value, n in zip(index_values(context, builder, idx_type, idx_value), shape):
@@ -35,17 +33,7 @@ def in_bounds(typingctx, arrays, first, last):
                 ok = builder.and_(ok, within)
         return ok
 
-    def codegen(context, builder, sig, args):
-        if isinstance(sig.args[0], types.BaseTuple):
-            values = cgutils.unpack_tuple(builder, args[0], len(members))
-        else:
-            values = [args[0]]
-        ok = cgutils.true_bit
-        for aryty, value in zip(members, values):
-            ok = builder.and_(ok, inside(context, builder, aryty, value, sig, args))
-        return ok
-
-    return types.boolean(arrays, first, last), codegen
+    return types.boolean(arr, first, last), codegen
 
 
 @intrinsic
@@ -195,21 +183,14 @@ def inner_contiguous(typingctx, arr):
 
 
 @intrinsic
-def exceeds(typingctx, threshold, arrays):
-    """True when the arrays in the tuple ``arrays`` hold more than
-    ``threshold`` bytes together (non-array members count 0)."""
-    if not isinstance(arrays, types.BaseTuple) or not isinstance(threshold, types.Integer):
-        return None
-
+def nbytes_of(typingctx, arr):
+    """The bytes ``arr`` holds, 0 where it is not an array (a variable that
+    holds arrays in turn): the size test adds these, where a tuple of the
+    arrays would take and drop a reference to each."""
     def codegen(context, builder, sig, args):
-        total = context.get_constant(types.intp, 0)
-        members = cgutils.unpack_tuple(builder, args[1], len(sig.args[1]))
-        for member_type, member in zip(sig.args[1], members):
-            if isinstance(member_type, types.Array):
-                nitems = array_field(context, builder, member_type, member, "nitems")
-                itemsize = array_field(context, builder, member_type, member, "itemsize")
-                total = builder.add(total, builder.mul(nitems, itemsize))
-        limit = context.cast(builder, args[0], sig.args[0], types.intp)
-        return builder.icmp_signed(">", total, limit)
+        if not isinstance(arr, types.Array):
+            return context.get_constant(types.intp, 0)
+        return builder.mul(array_field(context, builder, arr, args[0], "nitems"),
+                           array_field(context, builder, arr, args[0], "itemsize"))
 
-    return types.boolean(threshold, arrays), codegen
+    return types.intp(arr), codegen

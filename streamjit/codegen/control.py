@@ -232,7 +232,8 @@ def _name_text(builder, name):
 
 
 @intrinsic(prefer_literal=True)
-def count_call(typingctx, name, counted, streamed, copies, large, fell, final):
+def count_call(typingctx, name, final, counted, streamed, staged, unprefetched, large,
+               bounds, alignment, contiguous, page_alias, operands):
     """Count the call under the path its counters give so far, in the
     module global ``name`` (an ``[n x i64]``, zero at load, read by the
     dispatcher), moving it from ``counted`` (what an earlier `count_call`
@@ -240,22 +241,21 @@ def count_call(typingctx, name, counted, streamed, copies, large, fell, final):
     Counted where the counters change, not only at the returns, a call
     ended by an exception Numba's own code raises (a division by zero, an
     index out of bounds) is counted too. The path: ``staged`` or else
-    ``unprefetched`` where that count of ``copies`` (of aligned loops that
-    ran staged, `passes/staging.py`, and that ran without prefetches,
+    ``unprefetched`` where that count (of aligned loops that ran staged,
+    `passes/staging.py`, and that ran without prefetches,
     `passes/stream_loads.py`) is not zero, else ``streamed`` (a count of
     aligned loops that ran) is not zero, else ``below_threshold`` (not
-    ``large``), else ``after_check`` (``fell``, how often each of
-    FALLBACK_CHECKS failed, is not all zero: a run-time check sent a loop
-    to its plain version), else ``plain``. An ``after_check`` call is also
+    ``large``), else ``after_check`` (``bounds`` to ``operands``, how often
+    each of FALLBACK_CHECKS failed, are not all zero: a run-time check sent
+    a loop to its plain version), else ``plain``. An ``after_check`` call is also
     counted under each check that failed, after the paths' counters;
     ``final`` (a return or raise statement), the first failure of each
     check is told to Python (`on_first_fallback`), marked in a slot after
     those (not before: a later loop may still stream)."""
-    if not (isinstance(name, types.StringLiteral) and isinstance(streamed, types.Integer)
-            and isinstance(counted, types.Integer) and isinstance(final, types.BooleanLiteral)
-            and isinstance(copies, types.BaseTuple) and len(copies) == 2
-            and isinstance(fell, types.BaseTuple) and len(fell) == len(FALLBACK_CHECKS)
-            and all(isinstance(t, types.Integer) for t in (*copies, *fell))):
+    fell = (bounds, alignment, contiguous, page_alias, operands)  # (one count per FALLBACK_CHECKS, in order)
+    counts = (counted, streamed, staged, unprefetched, *fell)
+    if not (isinstance(name, types.StringLiteral) and isinstance(final, types.BooleanLiteral)
+            and isinstance(large, types.Boolean) and all(isinstance(t, types.Integer) for t in counts)):
         return None
 
     def codegen(context, builder, sig, args):
@@ -266,13 +266,13 @@ def count_call(typingctx, name, counted, streamed, copies, large, fell, final):
             counters = llir.GlobalVariable(builder.module, ty, name.literal_value)
             counters.initializer = ty(None)
             counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
-        _, counted_value, ran, copies_value, large_value, fell_value, _ = args
-        counts = [(counted_value, sig.args[1]), (ran, sig.args[2]),
-                  *zip(cgutils.unpack_tuple(builder, copies_value), sig.args[3]),
-                  *zip(cgutils.unpack_tuple(builder, fell_value, len(FALLBACK_CHECKS)), sig.args[5])]
+        _, _, *count_values, large_value = args[:7]
+        count_values += args[7:]
         text = _name_text(builder, name.literal_value) if final.literal_value else llir.IntType(8).as_pointer()(None)
         return builder.call(_count_function(builder.module, counters.type),
-                            [counters, text, *(context.cast(builder, v, ty, types.int64) for v, ty in counts),
+                            [counters, text, *(context.cast(builder, value, ty, types.int64)
+                                               for value, ty in zip(count_values, sig.args[2:6] + sig.args[7:])),
                              builder.zext(large_value, llir.IntType(8))])
 
-    return signature(types.int64, name, types.int64, streamed, copies, types.boolean, fell, final), codegen
+    return signature(types.int64, name, final, *map(types.unliteral, counts[:4]), types.boolean,
+                     *map(types.unliteral, fell)), codegen

@@ -13,14 +13,14 @@ is loaded, read by ``StreamDispatcher.stream_calls`` and
 counters' increments before each return:
 
     ran = opaque(0); fell_bounds = opaque(0); ...     # at entry
-    counted = count_call(name, -1, ran, (staged, unprefetched), large, (fell_bounds, ...))  # (after the size test)
+    counted = count_call(name, False, -1, ran, staged, unprefetched, large, fell_bounds, ...)  # (after the size test)
     fell_bounds = fell_bounds + (not (ok | end <= first))  # after each of an aligned loop's run-time checks
     ran = ran + opaque(end > start)                   # where the aligned loop's start is computed
     staged = staged + opaque(end > start & not alias_ok)  # there too, where the loop can run staged
     unprefetched = unprefetched + opaque(not long_rows)  # where the rows pick the aligned loop's copy
     fell_operands = fell_operands + (not ok)          # after a fused loop's check (`array_stores.py`)
-    counted = count_call(name, counted, ran, ...)     # after each of those: moved where the path changed
-    count_call(name, counted, ran, ..., final=True)   # before each return and raise
+    counted = count_call(name, False, counted, ran, ...)  # after each of those: moved where the path changed
+    count_call(name, True, counted, ran, ...)             # before each return and raise
 
 The call is counted at entry and moved from path to path as its counters
 change, not only at its returns: a call ended by an exception that Numba's
@@ -141,10 +141,9 @@ def run_pass(state):
                 return emit.call(codegen.cell, ir.Var(emit.scope, CELLS, emit.loc), emit.const(slots[name]))
             return ir.Var(emit.scope, name, emit.loc)
         large = var(SIZE_GATE) if gated else emit.const(True)
-        fell = emit.tuple_([var(counter) for counter in FELL.values()])
-        counts = emit.tuple_([var(counter) if kept else emit.const(0) for counter, kept in copies.items()])
-        return emit.call(codegen.count_call, emit.const(result.call_counter), counted, var(RAN), counts, large, fell,
-                         emit.const(final), target=None if final else COUNTED)
+        counts = [var(counter) if kept else emit.const(0) for counter, kept in copies.items()]
+        return emit.call(codegen.count_call, emit.const(result.call_counter), emit.const(final), counted, var(RAN),
+                         *counts, large, *map(var, FELL.values()), target=None if final else COUNTED)
 
     def after(name, update):
         """``update(emit, var)`` right after ``name`` is set, then the call counted anew."""

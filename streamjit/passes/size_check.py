@@ -13,6 +13,9 @@ exactly the code `numba.njit` would run; no dispatch cost is added, and the
 kernel stays callable from other jitted code.
 """
 
+import functools
+import operator
+
 from numba.core import ir
 
 from ..plan import METADATA_KEY
@@ -53,8 +56,9 @@ def run_pass(state):
         result.note(fresh[0], 0, "threshold: compared with the bytes of the array parameters")
     entry = state.func_ir.blocks[min(state.func_ir.blocks)]
     emit = Emitter(entry.scope, entry.loc)
-    arrays = emit.tuple_([ir.Var(entry.scope, scan.arrays[a], entry.loc) for a in result.size_arrays])
-    emit.call(codegen.exceeds, threshold, arrays, target=SIZE_GATE)
+    sizes = [emit.call(codegen.nbytes_of, ir.Var(entry.scope, scan.arrays[a], entry.loc)) for a in result.size_arrays]
+    total = functools.reduce(emit.add, sizes) if sizes else emit.const(0)
+    emit.assign(ir.Expr.binop(operator.gt, total, emit.const(threshold), entry.loc), target=SIZE_GATE)
     # after the arguments are bound
     at = next(i for i, s in enumerate(entry.body) if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Arg)))
     entry.body[at:at] = emit.stmts

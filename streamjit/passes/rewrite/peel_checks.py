@@ -31,7 +31,7 @@ def _bounds_checks(scan, emitter, plan, first, last):
     array whose indices differ only by constants share one check (per
     dimension the extremes over the loop are the constant extremes at the
     first and last iteration, swapped where the coefficient is negative);
-    arrays whose extremes come out identical share one call."""
+    arrays whose extremes come out identical share those indices."""
     loop = plan.loop
     groups = {}
     for access, dims in plan.stores + plan.loads:
@@ -49,10 +49,11 @@ def _bounds_checks(scan, emitter, plan, first, last):
         extremes.setdefault(text, ([], low, high))[0].append(access.array_var)
     checks = []
     for arrays, low, high in extremes.values():
-        members = [ir.Var(emitter.scope, a, emitter.loc) for a in arrays]
-        target = emitter.index(members)
-        checks.append(emitter.call(codegen.in_bounds, target, emit_index(scan, low, loop, first, emitter),
-                                   emit_index(scan, high, loop, last, emitter)))
+        # (a call per array, not one of their tuple: a tuple of arrays takes
+        # and drops a reference to each, IR to lower and optimize for nothing)
+        at_first, at_last = emit_index(scan, low, loop, first, emitter), emit_index(scan, high, loop, last, emitter)
+        checks += [emitter.call(codegen.in_bounds, ir.Var(emitter.scope, a, emitter.loc), at_first, at_last)
+                   for a in arrays]
     return checks
 
 
