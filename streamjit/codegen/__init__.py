@@ -53,7 +53,7 @@ near plain ``numba.njit``).
 - ``store_fence``: the per-target store fence after a streamed loop nest.
 - ``count_call``: counts which path the call took, where its counters
   change and at each return (``passes/call_record.py``); ``opaque``: a value LLVM cannot fold;
-  ``counter_cells`` / ``add_to_cell`` / ``cell``: the counters of a call with ``prange`` workers.
+  ``counter_cells`` / ``update_cell`` / ``cell``: the counters of a call with ``prange`` workers.
 
 Anything they cannot handle with certainty (non-array targets, partial
 indices, a last dimension that is not contiguous at run time, unaligned
@@ -65,8 +65,8 @@ from .access import (aligned_pointer, buffer_store, direct_load, direct_stream_l
                      stream_store, unwrapped_load, unwrapped_store)
 from .checks import (aligned_end, aligned_start, in_bounds, inner_contiguous, is_stream_aligned, nbytes_of,
                      no_trailing_alias, rows_hold, same_alignment)
-from .control import (CALL_PATHS, FALLBACK_CHECKS, add_to_cell, cell, counter_cells, keep_scalar, opaque, count_call,
-                      store_fence)
+from .control import (CALL_PATHS, FALLBACK_CHECKS, cell, counter_cells, keep_scalar, opaque, count_call,
+                      store_fence, update_cell)
 from .integers import larger, smaller
 from .fusion import copies_elementwise, leads, same_shape, sliced, where_element, with_numpy_errors
 from .placement import placed_apart
@@ -75,7 +75,7 @@ from .staging import disjoint, staging_region, staging_slot
 __all__ = ["aligned_pointer", "direct_load", "direct_stream_load", "load_at", "not_a_load", "stream_load",
            "stream_store", "unwrapped_load", "unwrapped_store", "aligned_end", "aligned_start", "in_bounds",
            "inner_contiguous", "is_stream_aligned", "nbytes_of", "no_trailing_alias", "rows_hold", "same_alignment", "CALL_PATHS",
-           "FALLBACK_CHECKS", "keep_scalar", "opaque", "count_call", "counter_cells", "add_to_cell", "cell", "store_fence",
+           "FALLBACK_CHECKS", "keep_scalar", "opaque", "count_call", "counter_cells", "update_cell", "cell", "store_fence",
            "copies_elementwise", "same_shape",
            "leads", "sliced", "where_element", "with_numpy_errors", "placed_apart",
            "buffer_store", "disjoint", "staging_region", "staging_slot", "smaller", "larger"]

@@ -63,7 +63,7 @@ def opaque(typingctx, flag):
 @intrinsic
 def counter_cells(typingctx, count):
     """The address (an intp) of ``count`` zeroed 64-bit counters in the
-    calling function's frame: what `prange` workers add to (`add_to_cell`)
+    calling function's frame: what `prange` workers update (`update_cell`)
     where a sum in a variable would be a parfor reduction (Numba compiles
     ``np.empty`` and a reduction function for those, and carries each sum
     out of every worker)."""
@@ -83,20 +83,22 @@ def _cell(builder, cells, slot):
     return builder.gep(builder.inttoptr(cells, llir.IntType(64).as_pointer()), [cells.type(slot)])
 
 
-@intrinsic
-def add_to_cell(typingctx, cells, slot, value):
-    """Add ``value`` (a boolean or an integer) to counter ``slot`` of
-    `counter_cells`' ``cells``, atomically (workers add at once)."""
+@intrinsic(prefer_literal=True)
+def update_cell(typingctx, cells, slot, op, value):
+    """``op`` ("add" or "or") ``value`` (a boolean or an integer) into
+    counter ``slot`` of `counter_cells`' ``cells``, atomically (workers
+    update at once)."""
     if not (isinstance(cells, types.Integer) and isinstance(slot, types.IntegerLiteral)
+            and isinstance(op, types.StringLiteral) and op.literal_value in ("add", "or")
             and isinstance(value, (types.Boolean, types.Integer))):
         return None
 
     def codegen(context, builder, sig, args):
-        value = context.cast(builder, args[2], sig.args[2], types.int64)
-        builder.atomic_rmw("add", _cell(builder, args[0], slot.literal_value), value, "monotonic")
+        value = context.cast(builder, args[3], sig.args[3], types.int64)
+        builder.atomic_rmw(op.literal_value, _cell(builder, args[0], slot.literal_value), value, "monotonic")
         return context.get_dummy_value()
 
-    return signature(types.none, cells, slot, types.unliteral(value)), codegen
+    return signature(types.none, cells, slot, op, types.unliteral(value)), codegen
 
 
 @intrinsic
@@ -158,7 +160,7 @@ _COUNT_CALL = "streamjit.count_call"
 
 def _count_function(module, counters_type):
     """``i64 count(counters, name, counted, ran, staged, unprefetched,
-    fell..., large)``, defined once per module: `count_call`'s work, out of
+    fell, large)``, defined once per module: `count_call`'s work, out of
     line and never inlined, so that a kernel carries one call per count
     instead of its code at each (the call record was a quarter of a small
     kernel's first compile: bench/README.md, "the call record"), and each
@@ -170,15 +172,14 @@ def _count_function(module, counters_type):
     if function is not None:
         return function
     i64, i32, i8, text = llir.IntType(64), llir.IntType(32), llir.IntType(8), llir.IntType(8).as_pointer()
-    function = llir.Function(module, llir.FunctionType(i64, [counters_type, text] + [i64] * (4 + len(FALLBACK_CHECKS))
-                                                       + [i8]), _COUNT_CALL)
+    function = llir.Function(module, llir.FunctionType(i64, [counters_type, text] + [i64] * 5 + [i8]), _COUNT_CALL)
     function.linkage = "linkonce_odr"
     function.attributes.add("noinline")
     function.attributes.add("nounwind")
-    counters, name, counted, ran, staged, unprefetched, *fell, large = function.args
+    counters, name, counted, ran, staged, unprefetched, fell, large = function.args
     builder = llir.IRBuilder(function.append_basic_block("entry"))
-    failed = [builder.zext(builder.icmp_unsigned("!=", count, i64(0)), i64) for count in fell]
-    fell_any = builder.icmp_unsigned("!=", functools.reduce(builder.or_, failed), i64(0))
+    failed = [builder.and_(builder.lshr(fell, i64(k)), i64(1)) for k in range(len(FALLBACK_CHECKS))]
+    fell_any = builder.icmp_unsigned("!=", fell, i64(0))
     path = builder.select(builder.icmp_unsigned("!=", ran, i64(0)), i64(0),
                           builder.select(builder.icmp_unsigned("!=", large, i8(0)),
                                          builder.select(fell_any, i64(2), i64(3)), i64(1)))
@@ -232,8 +233,7 @@ def _name_text(builder, name):
 
 
 @intrinsic(prefer_literal=True)
-def count_call(typingctx, name, final, counted, streamed, staged, unprefetched, large,
-               bounds, alignment, contiguous, page_alias, operands):
+def count_call(typingctx, name, final, counted, streamed, staged, unprefetched, large, fell):
     """Count the call under the path its counters give so far, in the
     module global ``name`` (an ``[n x i64]``, zero at load, read by the
     dispatcher), moving it from ``counted`` (what an earlier `count_call`
@@ -245,15 +245,14 @@ def count_call(typingctx, name, final, counted, streamed, staged, unprefetched, 
     `passes/staging.py`, and that ran without prefetches,
     `passes/stream_loads.py`) is not zero, else ``streamed`` (a count of
     aligned loops that ran) is not zero, else ``below_threshold`` (not
-    ``large``), else ``after_check`` (``bounds`` to ``operands``, how often
-    each of FALLBACK_CHECKS failed, are not all zero: a run-time check sent
-    a loop to its plain version), else ``plain``. An ``after_check`` call is also
+    ``large``), else ``after_check`` (``fell``, bit k set where check k of
+    FALLBACK_CHECKS failed, is not zero: a run-time check sent a loop to
+    its plain version), else ``plain``. An ``after_check`` call is also
     counted under each check that failed, after the paths' counters;
     ``final`` (a return or raise statement), the first failure of each
     check is told to Python (`on_first_fallback`), marked in a slot after
     those (not before: a later loop may still stream)."""
-    fell = (bounds, alignment, contiguous, page_alias, operands)  # (one count per FALLBACK_CHECKS, in order)
-    counts = (counted, streamed, staged, unprefetched, *fell)
+    counts = (counted, streamed, staged, unprefetched, fell)
     if not (isinstance(name, types.StringLiteral) and isinstance(final, types.BooleanLiteral)
             and isinstance(large, types.Boolean) and all(isinstance(t, types.Integer) for t in counts)):
         return None
@@ -266,13 +265,12 @@ def count_call(typingctx, name, final, counted, streamed, staged, unprefetched, 
             counters = llir.GlobalVariable(builder.module, ty, name.literal_value)
             counters.initializer = ty(None)
             counters.linkage = "linkonce_odr"  # (one counter where a caller links this kernel in)
-        _, _, *count_values, large_value = args[:7]
-        count_values += args[7:]
+        *_, counted_value, ran, staged, unprefetched, large_value, fell_value = args
+        counts = zip((counted_value, ran, staged, unprefetched, fell_value), sig.args[2:6] + sig.args[7:])
         text = _name_text(builder, name.literal_value) if final.literal_value else llir.IntType(8).as_pointer()(None)
         return builder.call(_count_function(builder.module, counters.type),
-                            [counters, text, *(context.cast(builder, value, ty, types.int64)
-                                               for value, ty in zip(count_values, sig.args[2:6] + sig.args[7:])),
+                            [counters, text, *(context.cast(builder, value, ty, types.int64) for value, ty in counts),
                              builder.zext(large_value, llir.IntType(8))])
 
     return signature(types.int64, name, final, *map(types.unliteral, counts[:4]), types.boolean,
-                     *map(types.unliteral, fell)), codegen
+                     types.unliteral(fell)), codegen

@@ -12,13 +12,13 @@ is loaded, read by ``StreamDispatcher.stream_calls`` and
 ``stream_fallbacks``), counts kept in locals where the paths part, and the
 counters' increments before each return:
 
-    ran = opaque(0); fell_bounds = opaque(0); ...     # at entry
-    counted = count_call(name, False, -1, ran, staged, unprefetched, large, fell_bounds, ...)  # (after the size test)
-    fell_bounds = fell_bounds + (not (ok | end <= first))  # after each of an aligned loop's run-time checks
+    ran = opaque(0); fell = opaque(0); ...            # at entry
+    counted = count_call(name, False, -1, ran, staged, unprefetched, large, fell)  # (after the size test)
+    fell = fell | (not (ok | end <= first)) * 1       # after each of an aligned loop's run-time checks (bit k: check k)
     ran = ran + opaque(end > start)                   # where the aligned loop's start is computed
     staged = staged + opaque(end > start & not alias_ok)  # there too, where the loop can run staged
     unprefetched = unprefetched + opaque(not long_rows)  # where the rows pick the aligned loop's copy
-    fell_operands = fell_operands + (not ok)          # after a fused loop's check (`array_stores.py`)
+    fell = fell | (not ok) * 16                       # after a fused loop's check (`array_stores.py`)
     counted = count_call(name, False, counted, ran, ...)  # after each of those: moved where the path changed
     count_call(name, True, counted, ran, ...)             # before each return and raise
 
@@ -30,15 +30,16 @@ that no IR statement precedes, is counted under the path it took until
 then. With ``parallel=True`` the counters change inside `prange` workers
 (below): such a call is counted where it starts and at its returns only.
 
-One count per kind of check (``codegen.FALLBACK_CHECKS``: bounds,
-alignment of several streamed stores, contiguous rows, a source a few bytes
-behind a store modulo a page, a fused loop's operands), so that the report
-can say which check sent a call to the plain code, not only that one did.
-They are sums, not flags or'ed together, because with ``parallel=True``
-the aligned loops run inside `prange` workers (`parallel_blocks.py`), which
-add to them at once. There the counters are not variables but cells in
-the call's frame (``codegen.counter_cells``), which the workers add to
-atomically: a sum in a variable would be a parfor reduction, for which
+One bit of ``fell`` per kind of check (``codegen.FALLBACK_CHECKS``:
+bounds, alignment of several streamed stores, contiguous rows, a source a
+few bytes behind a store modulo a page, a fused loop's operands), so that
+the report can say which check sent a call to the plain code, not only
+that one did: one variable, not one per check, each of which every count
+and every loop copy would carry. With ``parallel=True`` the aligned loops
+run inside `prange` workers (`parallel_blocks.py`), which update the
+counters at once. There the counters are not variables but cells in the
+call's frame (``codegen.counter_cells``), which the workers add to (``fell``:
+or into) atomically: a sum in a variable would be a parfor reduction, for which
 Numba compiles ``np.empty`` and a reduction function and carries each sum
 out of every worker (a prange triad's first call: 2.7 s CPU with them,
 1.5 s without, /tmp script around bench/compile_time.py's child, AMD EPYC
@@ -70,7 +71,7 @@ RAN = "$streamjit_ran"
 COUNTED = "$streamjit_counted"
 STAGED = "$streamjit_staged"
 UNPREFETCHED = "$streamjit_unprefetched"
-FELL = {check: f"$streamjit_fell_{check}" for check in codegen.FALLBACK_CHECKS}
+FELL = "$streamjit_fell"
 CELLS = "$streamjit_cells"
 
 
@@ -88,11 +89,23 @@ def _after(blocks, name, update):
 def _count(emit, counter, value, slots):
     """``counter = counter + value``, or with ``slots`` ({counter: its
     cell}) an add to its cell in `CELLS`."""
+    _update(emit, counter, operator.add, value, slots)
+
+
+def _fell(emit, check, failed, slots):
+    """``FELL = FELL | failed << k``: bit k of the mask for check k of
+    `codegen.FALLBACK_CHECKS` (or'ed, not added: one bit per check; with
+    ``slots`` an atomic or into its cell)."""
+    bit = emit.binop(operator.mul, failed, emit.const(1 << codegen.FALLBACK_CHECKS.index(check)))
+    _update(emit, FELL, operator.or_, bit, slots)
+
+
+def _update(emit, counter, op, value, slots):
     if slots:
-        emit.call(codegen.add_to_cell, ir.Var(emit.scope, CELLS, emit.loc), emit.const(slots[counter]), value)
+        emit.call(codegen.update_cell, ir.Var(emit.scope, CELLS, emit.loc), emit.const(slots[counter]),
+                  emit.const("add" if op is operator.add else "or"), value)
     else:
-        emit.assign(ir.Expr.binop(operator.add, ir.Var(emit.scope, counter, emit.loc), value, emit.loc),
-                    target=counter)
+        emit.assign(ir.Expr.binop(op, ir.Var(emit.scope, counter, emit.loc), value, emit.loc), target=counter)
 
 
 def _failed(emit, passed):
@@ -130,7 +143,7 @@ def run_pass(state):
     copies = {STAGED: any(plan.staged for plan in facts.peels),
               UNPREFETCHED: any(plan.long_rows for plan in facts.peels)}
 
-    counters = (RAN, *(c for c, kept in copies.items() if kept), *FELL.values())
+    counters = (RAN, *(c for c, kept in copies.items() if kept), FELL)
     # (with parallel=True the counters are cells of the call's frame that prange workers add to)
     slots = {counter: k for k, counter in enumerate(counters)} if options.parallel else {}
 
@@ -143,7 +156,7 @@ def run_pass(state):
         large = var(SIZE_GATE) if gated else emit.const(True)
         counts = [var(counter) if kept else emit.const(0) for counter, kept in copies.items()]
         return emit.call(codegen.count_call, emit.const(result.call_counter), emit.const(final), counted, var(RAN),
-                         *counts, large, *map(var, FELL.values()), target=None if final else COUNTED)
+                         *counts, large, var(FELL), target=None if final else COUNTED)
 
     def after(name, update):
         """``update(emit, var)`` right after ``name`` is set, then the call counted anew."""
@@ -182,10 +195,10 @@ def run_pass(state):
                 emit, UNPREFETCHED, emit.call(codegen.opaque, _failed(emit, long_rows)), slots))
         for check, variable in plan.checks.items():
             # (an empty loop's checks fail too: not a fallback)
-            after(variable, lambda emit, passed, plan=plan, check=check: _count(emit, FELL[check], _failed(
+            after(variable, lambda emit, passed, plan=plan, check=check: _fell(emit, check, _failed(
                 emit, emit.binop(operator.or_, passed, emit.binop(operator.le, plan.span[1], plan.span[0]))), slots))
     for ok in facts.fallbacks:
-        after(ok, lambda emit, ok: _count(emit, FELL["operands"], _failed(emit, ok), slots))
+        after(ok, lambda emit, ok: _fell(emit, "operands", _failed(emit, ok), slots))
     for block in blocks.values():
         if isinstance(block.body[-1], (ir.Return, ir.Raise, ir.StaticRaise, ir.DynamicRaise)):
             emit = Emitter(block.scope, block.body[-1].loc)
