@@ -52,48 +52,6 @@ def _vector_version_of(callee):
     return _math_function(version.group(1)) if version else None
 
 
-def _loop_blocks(function):
-    """The labels of ``function``'s blocks that lie on a cycle of its
-    control-flow graph: its loops (strongly connected components, Kosaraju)."""
-    successors = {block.label: block.successors() for block in function.blocks}
-    order, seen = [], set()
-    for root in successors:  # first pass: blocks by finishing time
-        if root in seen:
-            continue
-        seen.add(root)
-        stack = [(root, iter(successors[root]))]
-        while stack:
-            node, rest = stack[-1]
-            nxt = next((s for s in rest if s not in seen and s in successors), None)
-            if nxt is None:
-                order.append(node)
-                stack.pop()
-            else:
-                seen.add(nxt)
-                stack.append((nxt, iter(successors[nxt])))
-    predecessors = {label: [] for label in successors}
-    for label, targets in successors.items():
-        for target in targets:
-            if target in predecessors:
-                predecessors[target].append(label)
-    looping, assigned = set(), set()
-    for root in reversed(order):  # second pass: components on the reversed graph
-        if root in assigned:
-            continue
-        component, stack = [], [root]
-        assigned.add(root)
-        while stack:
-            node = stack.pop()
-            component.append(node)
-            for p in predecessors[node]:
-                if p not in assigned:
-                    assigned.add(p)
-                    stack.append(p)
-        if len(component) > 1 or root in successors[root]:
-            looping.update(component)
-    return looping
-
-
 def scalar_math_calls(functions):
     """The math-library functions (`MATH_FUNCTIONS`) that loops of the LLVM
     ``functions`` call one element at a time: scalar calls, and vector
@@ -101,7 +59,7 @@ def scalar_math_calls(functions):
     loops call no vector version of that function (libmvec's)."""
     found = set()
     for function in functions:
-        loops = _loop_blocks(function)
+        loops = {label for _, body in function.loops() for label in body}
         calls = [inst.callee for block in function.blocks if block.label in loops for inst in block.insts
                  if inst.opcode == "call"]
         vectorized = set(filter(None, map(_vector_version_of, calls)))
