@@ -69,7 +69,9 @@ def how_it_works():
     lines += ["## The pre-O3 stage", "", f"*`{_source_path(widths)}`*", "", _markdown(widths.__doc__), ""]
     lines += ["## The post-O3 stages", "",
               _markdown(stages.__doc__).split("\n\n")[0], "",
-              "`STREAMJIT_DUMP_AFTER=<stage name>` prints the LLVM module after a stage.", ""]
+              "`STREAMJIT_DUMP_AFTER=<stage name>` prints the LLVM module after a stage; "
+              "`STREAMJIT_OVERRIDE_AFTER=<stage name>:<path.ll>` replaces the kernel's module after it "
+              "with the file's.", ""]
     for number, module in enumerate(stages.STAGES, 1):
         lines += [f"### {number}. `{stages.stage_name(module)}`", "", f"*`{_source_path(module)}`*", "",
                   _markdown(module.__doc__), ""]

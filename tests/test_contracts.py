@@ -3,13 +3,18 @@
 order checked against them statically and each run-time check made to fire
 by a pass broken on purpose; ``STREAMJIT_VERIFY_EACH`` naming a pass or a
 build step that leaves broken code; ``STREAMJIT_DUMP_AFTER`` on the build
-list's steps."""
+list's steps, and ``STREAMJIT_OVERRIDE_AFTER`` running an edited dump."""
+
+import ast
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from numba.core.compiler_machinery import AnalysisPass, _pass_registry
 
 import streamjit as sj
+from cuda_kernels import checkout_env
 from streamjit.kernel import pipeline
 from streamjit.passes import accesses, fence_placement, fills, legality
 from streamjit.post_o3 import keep_scalar
@@ -131,3 +136,67 @@ def test_dump_after_o3_prints_the_optimized_module_before_the_post_o3_stages(mon
     assert " after o3 ----" in dumped.splitlines()[0]
     assert "define" in dumped and "streamjit.stream_store:dst" in dumped
     assert "!nontemporal" not in dumped     # (the post-O3 stage `nontemporal` tags the stores afterwards)
+
+
+# A kernel adding a constant, run in a fresh interpreter: Numba numbers the
+# functions it compiles in a process, so an edited dump fits a rerun of the
+# program that dumped it.
+ADD_SEVEN = """
+import numpy as np, streamjit as sj
+def add_seven(dst, src):
+    for i in range(src.shape[0]):
+        dst[i] = src[i] + 7.0
+src = np.arange(100.0); dst = np.empty_like(src)
+sj.stream_kernel(stream_stores=("dst",))(add_seven)(dst, src)
+print("RESULT", (dst - src).tolist())
+"""
+
+
+def run_add_seven(tmp_path, **variables):
+    """(stdout before the result line, ``dst - src``) of `ADD_SEVEN` run
+    with the environment ``variables``."""
+    done = subprocess.run([sys.executable, "-c", ADD_SEVEN], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=checkout_env(**variables))
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed, _, result = done.stdout.rpartition("RESULT ")
+    return printed, ast.literal_eval(result.strip())
+
+
+@pytest.mark.parametrize("step", ["o3", "nontemporal"])
+def test_override_after_a_step_runs_the_edited_dump_of_the_kernels_module(tmp_path, step):
+    dumped, differences = run_add_seven(tmp_path, STREAMJIT_DUMP_AFTER=step)
+    assert set(differences) == {7.0}
+    header = "---- streamjit: LLVM IR of add_seven after " + step + " ----\n"
+    module = dumped[dumped.index(header) + len(header):]
+    assert "7.000000e+00" in module
+    (tmp_path / "edited.ll").write_text(module.replace("7.000000e+00", "9.000000e+00"))
+    printed, differences = run_add_seven(tmp_path, STREAMJIT_OVERRIDE_AFTER=f"{step}:edited.ll")
+    assert set(differences) == {9.0}
+    assert f"LLVM IR of add_seven after {step} replaced by edited.ll" in printed
+
+
+def test_override_from_a_file_that_is_not_llvm_names_the_step_and_the_file(monkeypatch, tmp_path):
+    broken = tmp_path / "broken.ll"
+    broken.write_text("define i32 @f() {\n  ret void\n}\n")
+    monkeypatch.setenv("STREAMJIT_OVERRIDE_AFTER", f"o3:{broken}")
+    with pytest.raises(Exception, match=f"STREAMJIT_OVERRIDE_AFTER: the file '{broken}' given for build step 'o3' "
+                                        "is not a valid LLVM module"):
+        compile_copy()
+
+
+def test_override_dumped_in_another_compile_is_not_used_and_says_why(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("STREAMJIT_DUMP_AFTER", "o3")
+    compile_copy()
+    dumped = capsys.readouterr().out
+    (tmp_path / "copy.ll").write_text(dumped[dumped.index("\n") + 1:])
+    monkeypatch.delenv("STREAMJIT_DUMP_AFTER")
+    monkeypatch.setenv("STREAMJIT_OVERRIDE_AFTER", f"o3:{tmp_path / 'copy.ll'}")
+    with pytest.warns(sj.StreamWarning, match="was not used after 'o3' for 'copy': it defines other functions"):
+        compile_copy()    # (the same kernel compiled again: Numba numbers its functions anew)
+
+
+def test_override_naming_no_build_step_warns_with_the_steps(monkeypatch):
+    monkeypatch.setenv("STREAMJIT_OVERRIDE_AFTER", "align_peel:x.ll")
+    with pytest.warns(sj.StreamWarning, match="'align_peel' names no build step, so nothing is replaced; the "
+                                              "steps: loop_widths, o3, keep_scalar"):
+        compile_copy()

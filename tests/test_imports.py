@@ -86,8 +86,9 @@ def test_the_bottom_floor_imports_only_the_warning_class_and_the_measured_defaul
 # the other. At the ground, what everything shares: the errors, the seam
 # every private Numba name goes through (`numba_internals/`), what the code
 # generation emits and the post-O3 stages read back (`protocol/`). Then what
-# is known of the machine (`machine/`) and the one reader of LLVM IR text
-# (`llvm_text/`, read before and after O3); the code generation (run while
+# is known of the machine (`machine/`), the one reader of LLVM IR text
+# (`llvm_text/`, read before and after O3) and the dumps and overrides of
+# each step (`dump.py`, which warns); the code generation (run while
 # Numba lowers), the plan and the stages on the LLVM module; the facts about
 # Numba IR (`passes/analysis/`), the options, the build (`backend/`) and
 # the report read back from the code (`inspection/`); the IR builders
@@ -95,8 +96,8 @@ def test_the_bottom_floor_imports_only_the_warning_class_and_the_measured_defaul
 # pipeline, cache); the front door (`api.py`) and the GPU kernels; the
 # drop-ins and the measurements, which compile kernels; the CLI and the
 # package's own `__init__.py` on top.
-FLOORS = (("errors", "numba_internals", "protocol", "dump", "verify", "_version", "dask"),
-          ("machine", "llvm_text"),
+FLOORS = (("errors", "numba_internals", "protocol", "verify", "_version", "dask"),
+          ("machine", "llvm_text", "dump"),
           ("codegen", "plan", "post_o3", "pre_o3"),
           ("passes.analysis", "options", "backend", "inspection"),
           ("passes.rewrite",),

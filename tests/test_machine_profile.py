@@ -2,10 +2,14 @@
 it can choose, and what users see of it (report, info, calibrate)."""
 
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
 import threading
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -725,3 +729,57 @@ def test_the_profile_reads_at_its_path_from_before_the_folder():
     from streamjit.machine import LoadStage as OldStage, machine_profile as old_profile
 
     assert old_profile is machine.machine_profile and OldStage is LoadStage
+
+
+# Run on a copy of the package with one more row, `demo_bytes`, declared in
+# two files only: what reads the rows must take it in by iterating them.
+NEW_ROW_CHECKS = """
+import dataclasses, json, os, warnings
+import numpy as np
+from streamjit.machine.profile import ROWS, machine_profile, profile_file
+from streamjit.measure import calibration, info
+from streamjit.options import validate_options
+
+def copy(dst, src):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+assert ROWS[-1] == "demo_bytes"
+assert machine_profile().demo_bytes == 64 and machine_profile().reasons["demo_bytes"] == "unmeasured demo"
+os.makedirs(os.path.dirname(profile_file()), exist_ok=True)
+with open(profile_file(), "w") as f:
+    json.dump({"profile": {"demo_bytes": 128}}, f)
+assert machine_profile().demo_bytes == 128                        # read back from the profile file
+assert info.machine_info(why=True)["demo_bytes"] == "128 (calibrated)"
+options, _ = validate_options(copy, ["dst"], False, None, None, None, {})
+assert options.machine.demo_bytes == 128                         # every kernel's options carry the row
+other = dataclasses.replace(options, machine=dataclasses.replace(options.machine, demo_bytes=256))
+assert other.cache_key() != options.cache_key()                  # and their cache key
+kernel = calibration.kernel_with_stages(copy, "dst", False, options.loads, demo_bytes=512)
+a = np.arange(1000.0); b = np.empty_like(a); kernel(b, a)
+assert (b == a).all() and kernel.stream_options.machine.demo_bytes == 512
+with open(profile_file(), "w") as f:
+    json.dump({"profile": {"demo_bytes": -1}}, f)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    assert machine_profile().demo_bytes == 64                    # a damaged value is dropped, with a warning
+assert any("profile.demo_bytes is -1, not a multiple of 64" in str(w.message) for w in caught)
+print("ok")
+"""
+
+
+def test_a_new_row_declared_in_two_files_reaches_options_cache_key_info_and_calibration(tmp_path):
+    package = tmp_path / "streamjit"
+    shutil.copytree(Path(machine.__file__).parents[1], package, ignore=shutil.ignore_patterns("__pycache__"))
+    edits = {"machine/profile.py": ("    origin: str = field(", "    demo_bytes: int = _row_field(lambda v: "
+                                    "isinstance(v, int) and v > 0 and v % 64 == 0, 'a multiple of 64')\n"),
+             "machine/cpu_defaults.py": ("UNMEASURED = {\n", '    "demo_bytes": (64, "unmeasured demo"),\n')}
+    for name, (before, added) in edits.items():
+        path = package / name
+        text = path.read_text()
+        at = text.index(before) + (len(before) if before.endswith("\n") else 0)
+        path.write_text(text[:at] + added + text[at:])
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", NEW_ROW_CHECKS], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

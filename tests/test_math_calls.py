@@ -11,6 +11,7 @@ from numba.core import config
 
 import streamjit as sj
 from streamjit.post_o3 import vector_math
+from streamjit.llvm_text.math_names import LIBMVEC_FUNCTIONS, math_call, vector_version, vector_version_of
 from streamjit.llvm_text.module import Module
 from streamjit.inspection.math_calls import math_call_notes, math_calls, scalar_math_calls
 
@@ -128,3 +129,12 @@ def test_notes_say_why(monkeypatch):
                      "SVML support)"]
     monkeypatch.setattr(config, "USING_SVML", True)
     assert "the loop did not vectorize" in math_call_notes([(7, ("sin",))])[-1]
+
+
+def test_math_names_read_back_the_names_they_write():
+    assert math_call("llvm.sin.v4f64") == ("sin", "f64", 4) and math_call("llvm.pow.f32") == ("pow", "f32", 0)
+    assert math_call("atan2f") == ("atan2", "f32", 0) and math_call("erf") == ("erf", "f64", 0)
+    assert math_call("llvm.fabs.v4f64") is None and math_call("memcpy") is None
+    assert vector_version("d", 4, "sin", "f64") == "_ZGVdN4v_sin"
+    assert vector_version("e", 16, "atan2", "f32") == "_ZGVeN16vv_atan2f"
+    assert [vector_version_of(vector_version("b", 4, f, "f32")) for f in LIBMVEC_FUNCTIONS] == list(LIBMVEC_FUNCTIONS)

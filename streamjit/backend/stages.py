@@ -14,13 +14,16 @@ The host build (`library.py`) and the build for another CPU
 they run the same list. Every step can be named in
 ``STREAMJIT_DUMP_AFTER`` (the first two print the modules of the kernel
 and its prange workers, the post-O3 stages those that hold streamjit's
-marks), and ``STREAMJIT_VERIFY_EACH=1`` runs LLVM's verifier after each,
-naming the step at fault (`verify.py`).
+marks), every step in ``STREAMJIT_OVERRIDE_AFTER=<step>:<path.ll>``, which
+replaces a kernel's own module after that step with the file's (`dump.py`:
+the way to try an edit of the code one step makes), and
+``STREAMJIT_VERIFY_EACH=1`` runs LLVM's verifier after each, naming the
+step at fault (`verify.py`).
 """
 
 import llvmlite.binding as llvm
 
-from ..dump import dump_after
+from ..dump import dump_after, override_after
 from ..post_o3.stages import STAGE_NAMES, run_post_o3
 from ..pre_o3 import loop_widths
 from ..verify import verify_llvm, verifying
@@ -36,14 +39,16 @@ def build(module, machine, target, name="", code="kernel", record=no_record):
     """``(final module, its text)``: ``module`` (linked, unoptimized, with
     the data layout of ``machine``) after every step of ``BUILD`` for
     ``target`` (a `protocol.targets.Target`). ``name`` names the module in
-    dumps; ``code`` is `post_o3.stages.run_post_o3`'s; ``record`` is
-    `o3.o3`'s."""
+    dumps; ``code`` is `post_o3.stages.run_post_o3`'s (only a
+    ``"kernel"`` module is overridden); ``record`` is `o3.o3`'s."""
     for step, run in MODULE_STEPS:
         module = run(module, machine, record)
         if verifying():
             verify_llvm(module, step)
         if code != "shared":
             dump_after(step, f"LLVM IR of {name or 'the module'}", lambda: print(module))
+        replacement = override_after(step, module) if code == "kernel" else None
+        module = module if replacement is None else replacement
     text, changed = run_post_o3(str(module), target, name, code=code)
     if changed:
         rewritten = llvm.parse_assembly(text)

@@ -6,105 +6,36 @@ glibc's vector versions (``_ZGVdN4v_sin``: `post_o3/vector_math.py`, under
 fastmath) is vectorized for that function: its scalar calls are the vector
 loop's remainder and the peeled head loops."""
 
-import re
-
 from numba import types
 from numba.core import config, ir
 from numba.core.analysis import compute_cfg_from_blocks
 
+from ..llvm_text.math_names import math_call, vector_version_of
 from ..post_o3 import vector_math
 
-# Transcendental functions of the C math library (and their float versions,
-# with an ``f``), which no CPU has an instruction for: a vectorized loop calls
-# them one lane at a time (the backend splits `llvm.sin.v4f64` into four calls
-# of ``sin``), unless a vector math library maps them to vector versions.
-# Numba's one such library was Intel's SVML (``config.USING_SVML``); Numba 0.62
-# and later have no SVML support (its release notes: the LLVM patch it needs
-# no longer applies), and the LLVM 22 of llvmlite 0.50 takes no
-# ``-vector-library`` option, so installing SVML's runtime changes nothing
-# (checked on the Intel Xeon VM: bench/README.md, "arc_distance with SVML").
-# streamjit's own route is glibc's libmvec (`post_o3/vector_math.py`).
-MATH_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
-                  "atanh", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "cbrt", "hypot",
-                  "erf", "erfc", "lgamma", "tgamma")
-# NumPy's names for them, where NumPy's differ (`math_call_lines` reads NumPy's ufuncs and Python's math module)
+# NumPy's names for the math functions, where NumPy's differ (`math_call_lines`
+# reads NumPy's ufuncs and Python's math module)
 _NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2", "asinh": "arcsinh",
                 "acosh": "arccosh", "atanh": "arctanh", "pow": "power"}
-_MATH_INTRINSIC = re.compile(r"llvm\.(\w+)\.(?:f32|f64|v\d+f32|v\d+f64)")
-# a vector function ABI name (``_ZGV<isa><mask>N<lanes><parameters>_<name>``), as libmvec's
-_VECTOR_VERSION = re.compile(r"_ZGV[a-z][MN]\d+[a-z]+_(\w+)")
 
 
 def _math_function(callee):
     """The math-library function ``callee`` (an LLVM function name) calls, or None."""
-    intrinsic = _MATH_INTRINSIC.fullmatch(callee or "")
-    name = intrinsic.group(1) if intrinsic else callee
-    if name in MATH_FUNCTIONS:
-        return name
-    if not intrinsic and name and name.endswith("f") and name[:-1] in MATH_FUNCTIONS:
-        return name[:-1]
-    return None
-
-
-def _vector_version_of(callee):
-    """The `MATH_FUNCTIONS` name of a vector math library's function ``callee`` calls, or None."""
-    version = _VECTOR_VERSION.fullmatch(callee or "")
-    return _math_function(version.group(1)) if version else None
-
-
-def _loop_blocks(function):
-    """The labels of ``function``'s blocks that lie on a cycle of its
-    control-flow graph: its loops (strongly connected components, Kosaraju)."""
-    successors = {block.label: block.successors() for block in function.blocks}
-    order, seen = [], set()
-    for root in successors:  # first pass: blocks by finishing time
-        if root in seen:
-            continue
-        seen.add(root)
-        stack = [(root, iter(successors[root]))]
-        while stack:
-            node, rest = stack[-1]
-            nxt = next((s for s in rest if s not in seen and s in successors), None)
-            if nxt is None:
-                order.append(node)
-                stack.pop()
-            else:
-                seen.add(nxt)
-                stack.append((nxt, iter(successors[nxt])))
-    predecessors = {label: [] for label in successors}
-    for label, targets in successors.items():
-        for target in targets:
-            if target in predecessors:
-                predecessors[target].append(label)
-    looping, assigned = set(), set()
-    for root in reversed(order):  # second pass: components on the reversed graph
-        if root in assigned:
-            continue
-        component, stack = [], [root]
-        assigned.add(root)
-        while stack:
-            node = stack.pop()
-            component.append(node)
-            for p in predecessors[node]:
-                if p not in assigned:
-                    assigned.add(p)
-                    stack.append(p)
-        if len(component) > 1 or root in successors[root]:
-            looping.update(component)
-    return looping
+    call = math_call(callee)
+    return call[0] if call else None
 
 
 def scalar_math_calls(functions):
-    """The math-library functions (`MATH_FUNCTIONS`) that loops of the LLVM
+    """The math-library functions (`math_names.MATH_FUNCTIONS`) that loops of the LLVM
     ``functions`` call one element at a time: scalar calls, and vector
     intrinsics the backend splits into scalar calls, in a function whose
     loops call no vector version of that function (libmvec's)."""
     found = set()
     for function in functions:
-        loops = _loop_blocks(function)
+        loops = {label for _, body in function.loops() for label in body}
         calls = [inst.callee for block in function.blocks if block.label in loops for inst in block.insts
                  if inst.opcode == "call"]
-        vectorized = set(filter(None, map(_vector_version_of, calls)))
+        vectorized = set(filter(None, map(vector_version_of, calls)))
         found.update(name for name in map(_math_function, calls) if name and name not in vectorized)
     return found
 
@@ -118,7 +49,7 @@ def _expression_functions(expr):
 
 
 def math_call_lines(blocks, typemap, names):
-    """``{line: {name as called: its `MATH_FUNCTIONS` name}}``: where the
+    """``{line: {name as called: its `math_names.MATH_FUNCTIONS` name}}``: where the
     typed Numba IR ``blocks`` call the math functions ``names``, by Python's
     math module's or NumPy's name, in a call inside a loop or on an array,
     or in an array expression."""
@@ -160,6 +91,12 @@ def math_calls(functions, annotation=None):
     return rows + ([(None, tuple(sorted(found - placed)))] if found - placed else [])
 
 
+# Numba's one vector math library was Intel's SVML (``config.USING_SVML``);
+# Numba 0.62 and later have no SVML support (its release notes: the LLVM
+# patch it needs no longer applies), and the LLVM 22 of llvmlite 0.50 takes
+# no ``-vector-library`` option, so installing SVML's runtime changes nothing
+# (checked on the Intel Xeon VM: bench/README.md, "arc_distance with SVML").
+# streamjit's own route is glibc's libmvec (`post_o3/vector_math.py`).
 def math_call_notes(rows):
     """The report's lines for `math_calls`' rows: where, and why no vector version ran."""
     if not rows:
@@ -176,6 +113,6 @@ def math_call_notes(rows):
 
 
 def vector_math_functions(callees):
-    """The `MATH_FUNCTIONS` names whose vector versions (libmvec's) the
+    """The `math_names.MATH_FUNCTIONS` names whose vector versions (libmvec's) the
     called functions ``callees`` include, sorted."""
-    return sorted({_vector_version_of(callee) for callee in callees} - {None})
+    return sorted({vector_version_of(callee) for callee in callees} - {None})

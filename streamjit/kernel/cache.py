@@ -6,10 +6,11 @@ pass did with it, so the key here adds the kernel's stream plan (streamed
 arrays, the machine profile's rows), the Numba options it compiles with
 (`numba_options_key`: Numba's key holds none, so a ``fastmath=True`` or
 ``parallel=True`` entry would be another kernel's), the runtime libraries
-its code may call (`runtime_libraries`) and a digest of streamjit's
-sources and the Numba and llvmlite versions (`compiler_digest`): changing
-an option, editing, upgrading or moving the cache to another C library
-never reuses an old entry.
+its code may call (`runtime_libraries`), a digest of streamjit's
+sources and the Numba and llvmlite versions (`compiler_digest`) and any
+``STREAMJIT_OVERRIDE_AFTER`` file (`dump.override_key`): changing an
+option, editing, upgrading, overriding a build step or moving the cache to
+another C library never reuses an old entry.
 
 Numba's entry keeps only object code, and no compile metadata. Each entry
 here also keeps what introspection reads: the `StreamResult` (for
@@ -45,6 +46,7 @@ import llvmlite.binding as llvm
 import numba
 from numba.core.caching import CompileResultCacheImpl
 
+from ..dump import override_key
 from ..errors import StreamWarning
 from ..numba_internals.caching import CacheFile, FunctionCache, reload_hooks
 from ..numba_internals.codegen import cached_bitcode, symbol_defined
@@ -238,7 +240,7 @@ class StreamFunctionCache(FunctionCache):
 
     def index_key(self, sig, codegen):
         return super().index_key(sig, codegen) + (self._stream_key, self._numba_options, runtime_libraries(),
-                                                  compiler_digest())
+                                                  compiler_digest(), override_key())
 
     def load_overload(self, sig, target_context):
         try:

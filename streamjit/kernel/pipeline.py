@@ -57,7 +57,9 @@ exceptions take out of a streamed nest). After Numba's lowering:
 ``STREAMJIT_DUMP_AFTER=<pass name>`` (or ``all``) prints the IR after that
 pass, as Numba's ``NUMBA_DEBUG_PRINT_AFTER`` does for its own passes; a
 build step's name (`backend/stages.py`: ``loop_widths``, ``o3``, each post-O3
-stage) prints the LLVM module after that step (`dump.py`).
+stage) prints the LLVM module after that step (`dump.py`), and
+``STREAMJIT_OVERRIDE_AFTER=<build step>:<path.ll>`` replaces the kernel's
+module after that step with the file's (an edited dump).
 ``STREAMJIT_VERIFY_EACH=1`` checks the IR after each pass that rewrites it,
 and the LLVM module after each build step, naming the one at fault
 (`verify.py`).
@@ -75,7 +77,7 @@ from numba.core.compiler_machinery import AnalysisPass, FunctionPass, register_p
 from numba.core.typed_passes import InlineOverloads, NativeLowering, NativeParforLowering
 from numba.core.untyped_passes import InlineInlinables
 
-from ..dump import DUMP_ENV, dump_after
+from ..dump import DUMP_ENV, OVERRIDE_ENV, dump_after, override_request
 from ..errors import StreamWarning
 from ..backend.stages import BUILD
 from ..verify import verify_ir, verifying
@@ -150,13 +152,20 @@ def deciding_passes(last="legality", skip=()):
 
 def _check_dump_env(pm):
     """A ``STREAMJIT_DUMP_AFTER`` that names none of the passes in ``pm``
-    nor a build step would dump nothing, silently: warn, listing the names."""
+    nor a build step would dump nothing, silently, and a
+    ``STREAMJIT_OVERRIDE_AFTER`` that names no build step would replace
+    nothing: warn, listing the names."""
     value = os.environ.get(DUMP_ENV)
     names = [cls.name().removeprefix("streamjit_") for cls, _ in pm.passes if cls.name().startswith("streamjit_")]
-    names += list(BUILD) if names else []
-    if value is not None and value != "all" and names and value not in names:
+    if not names:
+        return
+    if value is not None and value != "all" and value not in names + list(BUILD):
         warnings.warn(f"{DUMP_ENV}={value!r} names no streamjit pass or stage, so nothing is printed; the names: "
-                      f"{', '.join(names)}, or 'all'", StreamWarning, stacklevel=2)
+                      f"{', '.join(names + list(BUILD))}, or 'all'", StreamWarning, stacklevel=2)
+    request = override_request()
+    if request is not None and request[0] not in BUILD:
+        warnings.warn(f"{OVERRIDE_ENV}: {request[0]!r} names no build step, so nothing is replaced; the steps: "
+                      f"{', '.join(BUILD)}", StreamWarning, stacklevel=2)
 
 
 def add_stream_passes(pm, untyped, typed, lowered=()):

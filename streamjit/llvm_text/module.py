@@ -20,6 +20,8 @@ information (``!DILocation``, ``distinct !DISubprogram``) included.
 
 import re
 
+from numba.core.controlflow import CFGraph
+
 NAME = r'(?:[-a-zA-Z$._][-a-zA-Z$._0-9]*|"[^"]*"|\d+)'
 LOCAL = re.compile("%" + NAME)
 _LAST_LOCAL = re.compile("(%" + NAME + ")$")
@@ -311,6 +313,21 @@ class Function:
         body = [line for block in self._blocks for line in
                 ([block.label_line] if block.label_line is not None else []) + [i.text for i in block.insts]]
         return [self.header, *body, "}"]
+
+    def loops(self):
+        """``[(latches, body labels)]`` of each natural loop, by Numba's own
+        control-flow analysis (`CFGraph`, what its passes find loops with):
+        the latches are the body's blocks that branch to the header."""
+        graph = CFGraph()
+        for block in self.blocks:
+            graph.add_node(block.label)
+        for block in self.blocks:
+            for target in block.successors():
+                graph.add_edge(block.label, target)
+        graph.set_entry_point(self.blocks[0].label)
+        graph.process()
+        return [([label for label, _ in graph.predecessors(loop.header) if label in loop.body], loop.body)
+                for loop in graph.loops().values()]
 
     def instructions(self):
         """Every instruction, as (block, index in the block, `Inst`)."""

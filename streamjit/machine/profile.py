@@ -361,10 +361,15 @@ class MachineProfile:
 
     Each row is declared here once: a field whose metadata holds the check
     of its value in the profile file (`_row_field`); `ROWS`, the file's
-    checks and the rows read back as load stages follow from the fields.
-    A new row adds its field, its defaults per CPU (`cpu_defaults.py`), the
-    pass that reads it (``options.machine.<row>``) and its measurement
-    (`measure/calibration.py`, the CLI's ``calibrate``, ``info``)."""
+    checks, the rows read back as load stages and `NO_ROWS` follow from the
+    fields, and the kernels' options (``options.machine``), their cache key
+    (`plan.StreamOptions.cache_key`), calibration's kernels and ``info``
+    iterate them. A new row adds its field, its defaults per CPU
+    (`cpu_defaults.py`: at least the unmeasured one) and the pass that
+    reads it (``options.machine.<row>``); then, if it is measured, its
+    measurement (`measure/calibration.py`, the CLI's ``calibrate``), and
+    its wording in ``info`` (`measure/info.ROW_LINES`; else its value is
+    shown)."""
     stream_loads: LoadStage = _row_field(*_STAGE)
     sources: LoadStage = _row_field(*_STAGE)
     stencil_sources: LoadStage = _row_field(*_STAGE)
@@ -391,9 +396,11 @@ _PROFILE_KEYS = {
     **{f.name: (f.metadata["check"], f.metadata["expected"]) for f in _ROW_FIELDS},
     "reasons": (lambda v: isinstance(v, dict) and all(isinstance(r, str) for r in v.values()), "an object of strings"),
 }
-# The rows of a kernel compiled for no CPU (the GPU's options): no 4K check,
-# no staging, no scalar NT store, LLVM's own vector width.
-NO_ROWS = MachineProfile(LoadStage(), LoadStage(), LoadStage(), 0, 0, (), 0, (),
+# The rows of a kernel compiled for no CPU (the GPU's options): each row
+# its type's empty value, which a row's reader takes as "nothing": no
+# prefetch, no 4K check, no staging, no scalar NT store, LLVM's own vector
+# width.
+NO_ROWS = MachineProfile(**{f.name: f.type() for f in _ROW_FIELDS},
                          origin="none: a kernel compiled for no CPU reads no row")
 
 

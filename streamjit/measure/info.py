@@ -17,7 +17,7 @@ import numpy as np
 
 from ..api import stream_kernel
 from ..machine.cpu_defaults import measured_rows
-from ..machine.profile import cache_sizes, cpu_identity, cpu_name, machine_profile, vector_isa
+from ..machine.profile import ROWS, cache_sizes, cpu_identity, cpu_name, machine_profile, vector_isa
 from ..protocol.targets import fence_forms, nt_store_forms
 
 
@@ -85,6 +85,43 @@ def _parallel_line(parallel, source):
     return "never" if parallel is None else f"from {parallel / (1 << 20):.4g} MiB ({source})"
 
 
+def _items(sizes):
+    return " and ".join(map(str, sizes))
+
+
+# How ``info`` phrases each row it knows: row -> (label, its value in words).
+# A row missing here is shown as its name and value, so that a new row
+# (`machine/profile.py`) is shown before anyone phrases it.
+ROW_LINES = {
+    "stream_loads": ("streamed loads", lambda p: p.stream_loads.describe()),
+    "sources": ("sources of stores", lambda p: p.sources.describe()),
+    "stencil_sources": ("stencil sources", lambda p: f"{p.stencil_sources.describe()}, the sources of a stencil's "
+                                                     "loop"),
+    "page_alias_bytes": ("4K aliasing check", lambda p: f"sources 1-{p.page_alias_bytes} bytes behind a streamed "
+                         "store modulo 4 KiB run the staged loop" if p.page_alias_bytes else "none"),
+    "strip_bytes": ("staged strips", lambda p: f"{p.strip_bytes} bytes per destination"),
+    "scalar_nt_bytes": ("scalar NT stores", lambda p: (f"items of {_items(p.scalar_nt_bytes)} bytes"
+                                                       if p.scalar_nt_bytes else "none")
+                        + ", where a streamed loop does not vectorize"),
+    "scalar_nt_ops": ("scalar NT loops", lambda p: f"those computing at most "
+                      f"{_plural(p.scalar_nt_ops, 'floating-point operation')} per element stored"),
+    "wide_stencil_bytes": ("wide stencils", lambda p: f"items of {_items(p.wide_stencil_bytes)} bytes: streamed "
+                           "stencil loops vectorized 512 bits wide" if p.wide_stencil_bytes else
+                           "none: streamed stencil loops at LLVM's own vector width"),
+}
+
+
+def row_lines(profile, why=False):
+    """``{label: value}`` of each row of ``profile``, in the order of
+    `ROWS` (with ``why``, each with its reason)."""
+    lines = {}
+    for row in ROWS:
+        label, words = ROW_LINES.get(row, (row, None))
+        value = words(profile) if words else str(getattr(profile, row))
+        lines[label] = value + (f" ({profile.reasons.get(row, '')})" if why else "")
+    return lines
+
+
 def machine_info(why=False):
     """Everything ``python -m streamjit info`` prints, as a dict, the
     profile's state first (with ``why``, each row of the profile with its
@@ -93,11 +130,6 @@ def machine_info(why=False):
 
     stores, fences, widest = streaming_instructions()
     profile = machine_profile()
-
-    def reason(row):
-        return f" ({profile.reasons.get(row, '')})" if why else ""
-
-    wide = profile.wide_stencil_bytes
     return {
         "profile": profile_state(profile),
         "CPU": f"{cpu_name()} ({os.cpu_count()} CPUs, LLVM CPU {llvm.get_host_cpu_name()})",
@@ -107,21 +139,7 @@ def machine_info(why=False):
         "widest NT store": widest,
         "store fence": ", ".join(fences) or "none",
         "caches": ", ".join(f"{k} {v >> 10} KiB" for k, v in cache_sizes().items()) or "unknown",
-        "streamed loads": profile.stream_loads.describe() + reason("stream_loads"),
-        "sources of stores": profile.sources.describe() + reason("sources"),
-        "stencil sources": f"{profile.stencil_sources.describe()}, the sources of a stencil's loop"
-                           + reason("stencil_sources"),
-        "4K aliasing check": (f"sources 1-{profile.page_alias_bytes} bytes behind a streamed store modulo 4 KiB run "
-                              "the staged loop" if profile.page_alias_bytes else "none") + reason("page_alias_bytes"),
-        "staged strips": f"{profile.strip_bytes} bytes per destination" + reason("strip_bytes"),
-        "scalar NT stores": (f"items of {' and '.join(map(str, profile.scalar_nt_bytes))} bytes"
-                             if profile.scalar_nt_bytes else "none")
-                            + ", where a streamed loop does not vectorize" + reason("scalar_nt_bytes"),
-        "scalar NT loops": f"those computing at most {_plural(profile.scalar_nt_ops, 'floating-point operation')} "
-                           "per element stored" + reason("scalar_nt_ops"),
-        "wide stencils": (f"items of {' and '.join(map(str, wide))} bytes: streamed stencil loops vectorized 512 "
-                          "bits wide" if wide else "none: streamed stencil loops at LLVM's own vector width")
-                         + reason("wide_stencil_bytes"),
+        **row_lines(profile, why),
         "threshold (auto)": _threshold_line(*default_threshold()),
         "copyto streams": f"above {_threshold_line(*copy_threshold())}; on all threads "
                           + _parallel_line(*parallel_copy_bytes()),

@@ -29,10 +29,12 @@ build (`backend/library.py`) and the inspection for other CPUs
 (`backend/cross_target.py`) both run it, so they cannot drift apart. Which
 targets a stage runs for is written in `APPLIES`, not inside the stage. ``STREAMJIT_DUMP_AFTER=<stage name>`` prints the module after that
 stage, for each module that holds streamjit marks, and for the kernel's own
-module where a stage has work on unmarked code.
+module where a stage has work on unmarked code;
+``STREAMJIT_OVERRIDE_AFTER=<stage name>:<path.ll>`` replaces the kernel's
+own module after that stage with the file's (`dump.py`).
 """
 
-from ..dump import dump_after
+from ..dump import dump_after, override_after, override_request
 from ..verify import verify_llvm, verifying
 from ..protocol.keep_scalar import MARKER as KEEP_SCALAR
 from ..protocol.markers import DOMAIN_NAME
@@ -76,16 +78,20 @@ def run_post_o3(text, target, module_name="", code="kernel"):
     code run on the code `UNMARKED_CODE_STAGES` lets them."""
     marked = f'!"{DOMAIN_NAME}' in text
     unmarked_work = any(code in where and stage.has_work(text) for stage, where in UNMARKED_CODE_STAGES.items())
-    if not marked and KEEP_SCALAR not in text and not unmarked_work:
+    request = override_request()
+    overriding = code == "kernel" and request is not None and request[0] in STAGE_NAMES
+    if not marked and KEEP_SCALAR not in text and not unmarked_work and not overriding:
         return text, False
     module = Module(text)
     changed = False
     for stage in STAGES:
-        if code not in UNMARKED_CODE_STAGES.get(stage, (code,)) or not APPLIES.get(stage, bool)(target):
-            continue
-        changed |= stage.run(module, target)
-        if verifying():
-            verify_llvm(module, stage_name(stage))
-        if marked or unmarked_work:
-            dump_after(stage_name(stage), f"LLVM IR of {module_name or 'the module'}", lambda: print(module))
+        if code in UNMARKED_CODE_STAGES.get(stage, (code,)) and APPLIES.get(stage, bool)(target):
+            changed |= stage.run(module, target)
+            if verifying():
+                verify_llvm(module, stage_name(stage))
+            if marked or unmarked_work:
+                dump_after(stage_name(stage), f"LLVM IR of {module_name or 'the module'}", lambda: print(module))
+        replacement = override_after(stage_name(stage), module) if overriding else None
+        if replacement is not None:
+            module, changed = Module(str(replacement)), True
     return (str(module), True) if changed else (text, False)

@@ -48,22 +48,17 @@ import re
 import llvmlite.binding as llvm
 from numba.core.codegen import get_host_cpu_features  # (Numba's: NUMBA_ENABLE_AVX=0 turns AVX off)
 
+from ..llvm_text.math_names import LIBMVEC_FUNCTIONS, arguments, math_call, vector_version
 from ..llvm_text.module import LOCAL, Inst, shuffle
 
 # glibc's name for libmvec since 2.22, opened as dlopen finds it
 # (`ctypes.util.find_library` would run ldconfig at every import).
 LIBRARY_NAME = "libmvec.so.1"
-# the LLVM intrinsics libmvec has versions of (glibc 2.35 and later; older
-# ones have fewer, which `_has_symbol` finds out)
-FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "exp2", "exp10",
-             "log", "log2", "log10", "pow")
-_INTRINSIC = re.compile(r"llvm\.(" + "|".join(FUNCTIONS) + r")\.v(\d+)(f32|f64)")
-_INTRINSIC_CALL = re.compile(r"@llvm\.(?:" + "|".join(FUNCTIONS) + r")\.v\d+f(?:32|64)\(")
-# a scalar call of one: its intrinsic (``llvm.sin.f64``), or the C library's
-# function (``atan2``, ``atan2f``: Numba calls some by name)
-_SCALAR = re.compile(r"llvm\.(" + "|".join(FUNCTIONS) + r")\.(f32|f64)|(" + "|".join(FUNCTIONS) + r")(f?)")
+# a call of a vector intrinsic libmvec has versions of (older glibcs than
+# 2.35 have fewer, which `_has_symbol` finds out), found in a module's text
+_INTRINSIC_CALL = re.compile(r"@llvm\.(?:" + "|".join(LIBMVEC_FUNCTIONS) + r")\.v\d+f(?:32|64)\(")
 _APPROXIMATE = {"afn", "fast"}
-_ELEMENTS = {"f64": ("double", 8, ""), "f32": ("float", 4, "f")}
+_ELEMENTS = {"f64": ("double", 8), "f32": ("float", 4)}
 # a constant operand: a vector, or a number as LLVM prints it (``2.500000e+00``, ``0x7FF0000000000000``)
 _CONSTANT = re.compile(r"(?:<.*>|splat \(.*\)|zeroinitializer|poison|undef|-?\d[\w.+-]*)")
 
@@ -167,17 +162,13 @@ def _version(function_name, kind, lanes, usable):
     """(libmvec's name, its lanes) for calls of up to ``lanes`` lanes of
     ``kind`` ("f32", "f64"): the widest usable version whose lanes divide
     them; None if libmvec has none."""
-    _, element_bytes, suffix = _ELEMENTS[kind]
+    element_bytes = _ELEMENTS[kind][1]
     for letter, bits in usable:
         width = bits // 8 // element_bytes
-        name = f"_ZGV{letter}N{width}{'v' * _arity(function_name)}_{function_name}{suffix}"
+        name = vector_version(letter, width, function_name, kind)
         if width <= lanes and _joins_in_pairs(lanes, width) and _has_symbol(name):
             return name, width
     return None
-
-
-def _arity(function_name):
-    return 2 if function_name in ("atan2", "pow") else 1
 
 
 def _split_type(call_type):
@@ -195,20 +186,16 @@ def _approximate_call(inst):
     flags allow an approximation; None for any other instruction."""
     if inst.opcode != "call" or inst.result is None or not inst.type:
         return None
-    vector, scalar = _INTRINSIC.fullmatch(inst.callee or ""), _SCALAR.fullmatch(inst.callee or "")
-    if vector:
-        function_name, lanes, kind = vector.group(1), int(vector.group(2)), vector.group(3)
-    elif scalar:
-        function_name, lanes = scalar.group(1) or scalar.group(3), 0
-        kind = scalar.group(2) or ("f32" if scalar.group(4) else "f64")
-    else:
+    call = math_call(inst.callee)
+    if call is None or call[0] not in LIBMVEC_FUNCTIONS:
         return None
+    function_name, kind, lanes = call
     flags, value_type = _split_type(inst.type)
     element = _ELEMENTS[kind][0]
     if not _APPROXIMATE & set(flags.split()) or value_type != (f"<{lanes} x {element}>" if lanes else element):
         return None
     values = [argument[len(value_type):].strip() for argument in inst.arguments]
-    if len(values) != _arity(function_name) or \
+    if len(values) != arguments(function_name) or \
             not all(a.startswith(value_type + " ") for a in inst.arguments) or \
             not all(LOCAL.fullmatch(v) or _CONSTANT.fullmatch(v) for v in values):
         return None

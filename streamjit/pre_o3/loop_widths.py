@@ -24,26 +24,9 @@ A module with no such marker is returned as it is, unparsed.
 """
 
 import llvmlite.binding as llvm
-from numba.core.controlflow import CFGraph
 
 from ..llvm_text.module import Module
 from ..protocol.markers import STREAM_STORE_SCOPE, parse_store_marker
-
-
-def _loops(function):
-    """``[(latches, body labels)]`` of each natural loop of ``function``, by
-    Numba's own control-flow analysis (`CFGraph`, what its passes find loops
-    with): the latches are the body's blocks that branch to the header."""
-    graph = CFGraph()
-    for block in function.blocks:
-        graph.add_node(block.label)
-    for block in function.blocks:
-        for target in block.successors():
-            graph.add_edge(block.label, target)
-    graph.set_entry_point(function.blocks[0].label)
-    graph.process()
-    return [([label for label, _ in graph.predecessors(loop.header) if label in loop.body], loop.body)
-            for loop in graph.loops().values()]
 
 
 def _terminator(block):
@@ -60,7 +43,7 @@ def _widened(module, lanes_of):
                   if inst.opcode == "store" and inst.scope() in lanes_of}
         if not marked:
             continue
-        loops = _loops(function)
+        loops = function.loops()
         widths = {}  # the latches of each innermost loop holding a marked store -> its lanes
         for label, lanes in marked.items():
             holding = [loop for loop in loops if label in loop[1]]

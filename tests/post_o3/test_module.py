@@ -81,3 +81,31 @@ zero:
     entry = module.functions[0].blocks[0]
     assert entry.successors() == ["other one", "zero"] and entry.insts[0].metadata == {"prof": "!0"}
     assert str(module) == text
+
+
+def test_loops_are_the_natural_loops_with_their_latches():
+    text = """define void @f(i64 %n) {
+entry:
+  br label %outer
+
+outer:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %outer.latch ]
+  br label %inner
+
+inner:
+  %j = phi i64 [ 0, %outer ], [ %j.next, %inner ]
+  %j.next = add i64 %j, 1
+  %more = icmp slt i64 %j.next, %n
+  br i1 %more, label %inner, label %outer.latch
+
+outer.latch:
+  %i.next = add i64 %i, 1
+  %again = icmp slt i64 %i.next, %n
+  br i1 %again, label %outer, label %exit
+
+exit:
+  ret void
+}
+"""
+    loops = sorted((latches, sorted(body)) for latches, body in Module(text).functions[0].loops())
+    assert loops == [(["inner"], ["inner"]), (["outer.latch"], ["inner", "outer", "outer.latch"])]
