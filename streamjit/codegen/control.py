@@ -163,7 +163,8 @@ def _count_function(module, counters_type):
     fell, large)``, defined once per module: `count_call`'s work, out of
     line and never inlined, so that a kernel carries one call per count
     instead of its code at each (the call record was a quarter of a small
-    kernel's first compile: bench/README.md, "the call record"), and each
+    kernel's first compile: bench/README.md,
+    "What the call record costs to compile"), and each
     return's call record stays one straight block (LLVM merges the returns'
     identical tails, their store fence among them, where branches in them
     would keep a fence per return). ``name`` (a C string, null but at a

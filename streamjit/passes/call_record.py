@@ -101,6 +101,8 @@ def _fell(emit, check, failed, slots):
 
 
 def _update(emit, counter, op, value, slots):
+    """``counter = counter op value`` (``op``: `operator.add` or `operator.or_`), or with ``slots`` the same
+    on its cell, atomically."""
     if slots:
         emit.call(codegen.update_cell, ir.Var(emit.scope, CELLS, emit.loc), emit.const(slots[counter]),
                   emit.const("add" if op is operator.add else "or"), value)
