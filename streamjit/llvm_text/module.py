@@ -8,8 +8,9 @@ once did the same round trip). This module is the one place that reads that
 text: a `Module` is its top-level lines, its metadata nodes and its
 `Function`\\ s; a function is `Block`\\ s of `Inst` records (result, opcode,
 type, pointer operand, alignment, metadata attachments), parsed on first
-use. Stages replace records in a block's list; ``str(module)`` prints the
-module back, unchanged lines as they were.
+use. Stages replace records in a block's list (the records they add are
+built by `build.py`); ``str(module)`` prints the module back, unchanged
+lines as they were.
 
 Names follow LLVM's identifier grammar (LangRef, "Identifiers"): ``%name``
 with ``-$._`` among letters and digits, ``%"quoted name"``, and numbers, so a
@@ -235,16 +236,6 @@ class Inst:
 
     def __repr__(self):
         return f"Inst({self.text.strip()!r})"
-
-
-def shuffle(result, vector_type, first, second, lanes):
-    """The record ``result = shufflevector``: the ``lanes`` (lane numbers)
-    of ``first`` and ``second``, two values of ``vector_type`` (``second``
-    may be ``poison``), as one vector; the stages join, split and pad
-    vectors with it."""
-    mask = ", ".join(f"i32 {k}" for k in lanes)
-    return Inst(f"  {result} = shufflevector {vector_type} {first}, {vector_type} {second}, "
-                f"<{len(lanes)} x i32> <{mask}>")
 
 
 class Block:

@@ -17,8 +17,8 @@ called inside a streamed nest, whose fence follows the call.
 
 import collections
 
+from ..llvm_text import build
 from ..llvm_text.counts import is_nt_store, is_store_fence
-from ..llvm_text.module import Inst
 from ..protocol.markers import FILL
 
 EXIT_FENCE_MARK = "; streamjit: exit fence"
@@ -89,9 +89,9 @@ def run(module, target):
         _, returns = unfenced_returns(function)
         own = fences[function.name]
         # (another function's fence without its attachments: its `!dbg` names that function)
-        fence = own.text.strip() if own else first_fence.text.strip().removesuffix(first_fence.tail)
+        fence = own or first_fence
         for block in function.blocks:
             for k in sorted((k for label, k in returns if label == block.label), reverse=True):
-                block.insts.insert(k, Inst(f"  {fence} {EXIT_FENCE_MARK}"))
+                block.insts.insert(k, build.commented(fence, EXIT_FENCE_MARK, attachments=own is not None))
                 changed = True
     return changed

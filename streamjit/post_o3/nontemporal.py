@@ -33,7 +33,8 @@ import llvmlite.binding as llvm
 
 from ..protocol.markers import (MOVNTI_ASM, STREAM_LOAD_SCOPE, STREAM_STORE_SCOPE, parse_load_marker,
                                 parse_store_marker)
-from ..llvm_text.module import ELEMENT_BYTES, Inst, vector_shape
+from ..llvm_text import build
+from ..llvm_text.module import ELEMENT_BYTES, vector_shape
 
 # Vector NT accesses exist for 16-byte (SSE, NEON q) registers and wider.
 _MIN_VECTOR_BYTES = 16
@@ -63,9 +64,9 @@ def _movnti(function, inst):
     writes through the pointer, keeping the store's scope for the report)."""
     integer, suffix = _INTEGER[inst.type]
     bits = function.new_name("nti")
-    return [Inst(f"  {bits} = bitcast {inst.type} {inst.value} to {integer}"),
-            Inst(f'  call void {MOVNTI_ASM}{suffix} $1, $0", "=*m,r,~{{memory}}"(ptr elementtype({integer}) '
-                 f'{inst.pointer}, {integer} {bits}){inst.tail}')]
+    return [build.cast(bits, "bitcast", f"{inst.type} {inst.value}", integer),
+            build.call(None, "void", f'{MOVNTI_ASM}{suffix} $1, $0", "=*m,r,~{{memory}}"',
+                       [f"ptr elementtype({integer}) {inst.pointer}", f"{integer} {bits}"], tail=inst.tail)]
 
 
 def run(module, target):

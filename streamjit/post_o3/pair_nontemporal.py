@@ -15,7 +15,8 @@ aligned loop), with nothing between them:
       -> %ab = load <8 x float>, ptr %p ; %a, %b = its two halves
 """
 
-from ..llvm_text.module import LOCAL, Inst, shuffle, type_bytes, vector_shape
+from ..llvm_text import build
+from ..llvm_text.module import LOCAL, type_bytes, vector_shape
 
 
 def _adjacent_halves(offsets, first, second):
@@ -37,10 +38,10 @@ def _paired(function, first, second):
     _, lanes, element = vector_shape(first.type)
     pair, wide = function.new_name("pair"), f"<{2 * lanes} x {element}>"
     if first.opcode == "store":
-        return [shuffle(pair, first.type, first.value, second.value, range(2 * lanes)),
-                Inst(f"  store {wide} {pair}, ptr {first.pointer}, align {first.align}{first.tail}")]
-    return [Inst(f"  {pair} = load {wide}, ptr {first.pointer}, align {first.align}{first.tail}")] + [
-        shuffle(half.result, wide, pair, "poison", range(h * lanes, (h + 1) * lanes))
+        return [build.shuffle(pair, first.type, first.value, second.value, range(2 * lanes)),
+                build.store(wide, pair, first.pointer, first.align, first.tail)]
+    return [build.load(pair, wide, first.pointer, first.align, first.tail)] + [
+        build.shuffle(half.result, wide, pair, "poison", range(h * lanes, (h + 1) * lanes))
         for h, half in enumerate((first, second))]
 
 

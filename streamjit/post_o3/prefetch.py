@@ -25,7 +25,7 @@ let every optimization round add another copy: four prefetches per line.)
 
 from ..protocol.markers import STREAM_LOAD_SCOPE, parse_load_marker
 from ..machine.profile import PREFETCH_HINTS, line_bytes
-from ..llvm_text.module import Inst
+from ..llvm_text import build
 
 PREFETCH = "llvm.prefetch.p0"
 # (`captures(none)`: how LLVM 21 and later spell `nocapture`)
@@ -44,8 +44,9 @@ def _prefetched_lines(function, block, prefetched, offsets):
             if line_key not in seen:
                 seen.add(line_key)
                 name = function.new_name("prefetch")
-                insts += [Inst(f"  {name} = getelementptr i8, ptr {inst.pointer}, i64 {distance}"),
-                          Inst(f"  call void @{PREFETCH}(ptr {name}, i32 0, i32 {locality}, i32 1)")]
+                insts += [build.byte_offset(name, inst.pointer, distance),
+                          build.call(None, "void", f"@{PREFETCH}",
+                                     [f"ptr {name}", "i32 0", f"i32 {locality}", "i32 1"])]
                 added += 1
         insts.append(inst)
     return insts, added

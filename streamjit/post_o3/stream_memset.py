@@ -15,7 +15,8 @@ faster fill.
 """
 
 from ..protocol.markers import FILL, STREAM_STORE_SCOPE
-from ..llvm_text.module import Inst, argument_align
+from ..llvm_text import build
+from ..llvm_text.module import argument_align
 
 MEMSET = "llvm.memset.p0.i64"
 _MIN_BYTES = 16
@@ -76,8 +77,8 @@ def run(module, target):
             if width:
                 widths.add(width)
                 value, size = inst.arguments[1], inst.arguments[2]
-                block.insts[k] = Inst(f"  call void @{FILL}.{width}(ptr {inst.pointer}, {value}, {size})"
-                                      f"{inst.call_attributes}{inst.tail}")
+                block.insts[k] = build.call(None, "void", f"@{FILL}.{width}", [f"ptr {inst.pointer}", value, size],
+                                            tail=inst.call_attributes + inst.tail)
     if not widths:
         return False
     nt_id = module.nontemporal_node()

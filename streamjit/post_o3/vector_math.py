@@ -49,7 +49,8 @@ import llvmlite.binding as llvm
 from numba.core.codegen import get_host_cpu_features  # (Numba's: NUMBA_ENABLE_AVX=0 turns AVX off)
 
 from ..llvm_text.math_names import LIBMVEC_FUNCTIONS, arguments, math_call, vector_version
-from ..llvm_text.module import LOCAL, Inst, shuffle
+from ..llvm_text import build
+from ..llvm_text.module import LOCAL
 
 # glibc's name for libmvec since 2.22, opened as dlopen finds it
 # (`ctypes.util.find_library` would run ldconfig at every import).
@@ -227,11 +228,11 @@ def _padded(function, value, lanes, width, element, records):
     usual path); the records that make it go to ``records``."""
     vector_type = f"<{max(lanes, 1)} x {element}>"
     if lanes == 0:
-        records.append(Inst(f"  {function.new_name('vector_math')} = insertelement {vector_type} poison, "
-                            f"{element} {value}, i64 0"))
+        records.append(build.insert_element(function.new_name("vector_math"), vector_type, "poison",
+                                            f"{element} {value}", 0))
         value = records[-1].result
-    records.append(shuffle(function.new_name("vector_math"), vector_type, value, "poison",
-                           [k % max(lanes, 1) for k in range(width)]))
+    records.append(build.shuffle(function.new_name("vector_math"), vector_type, value, "poison",
+                                 [k % max(lanes, 1) for k in range(width)]))
     return records[-1].result
 
 
@@ -243,12 +244,11 @@ def _narrow_call(function, inst, call, name, width):
     piece, records = f"<{width} x {element}>", []
     parts = [_padded(function, value, lanes, width, element, records) for value in values]
     wide = function.new_name("vector_math")
-    records.append(Inst(f"  {wide} = call {flags}{piece} @{name}({', '.join(f'{piece} {part}' for part in parts)})"
-                        f"{inst.tail}"))
+    records.append(build.call(wide, piece, f"@{name}", [f"{piece} {part}" for part in parts], flags, inst.tail))
     if lanes == 0:
-        records.append(Inst(f"  {inst.result} = extractelement {piece} {wide}, i64 0"))
+        records.append(build.extract_element(inst.result, piece, wide, 0))
     else:
-        records.append(shuffle(inst.result, piece, wide, "poison", range(lanes)))
+        records.append(build.shuffle(inst.result, piece, wide, "poison", range(lanes)))
     return records
 
 
@@ -263,15 +263,15 @@ def _wide_call(function, inst, call, name, width):
         parts = []
         for value in values:
             parts.append(function.new_name("vector_math"))
-            records.append(shuffle(parts[-1], vector_type, value, "poison", range(start, start + width)))
+            records.append(build.shuffle(parts[-1], vector_type, value, "poison", range(start, start + width)))
         results.append(function.new_name("vector_math"))
-        records.append(Inst(f"  {results[-1]} = call {flags}{piece} @{name}("
-                            f"{', '.join(f'{piece} {part}' for part in parts)}){inst.tail}"))
+        records.append(build.call(results[-1], piece, f"@{name}", [f"{piece} {part}" for part in parts], flags,
+                                    inst.tail))
     while len(results) > 1:  # joined in pairs: each shufflevector takes two vectors of one type
         joined, pieces = [], width * 2
         for first, second in zip(results[::2], results[1::2]):
             joined.append(inst.result if pieces == lanes else function.new_name("vector_math"))
-            records.append(shuffle(joined[-1], f"<{width} x {element}>", first, second, range(pieces)))
+            records.append(build.shuffle(joined[-1], f"<{width} x {element}>", first, second, range(pieces)))
         results, width = joined, pieces
     return records
 
@@ -294,7 +294,7 @@ def _replacement(function, inst, versions, declarations):
     piece = f"<{width} x {_ELEMENTS[call[1]][0]}>"
     declarations[name] = f"declare {piece} @{name}({', '.join([piece] * len(call[4]))})"
     if lanes == width:
-        return [Inst(f"  {inst.result} = call {call[3]}{piece} @{name}({', '.join(inst.arguments)}){inst.tail}")]
+        return [build.call(inst.result, piece, f"@{name}", inst.arguments, call[3], inst.tail)]
     return (_narrow_call if lanes < width else _wide_call)(function, inst, call, name, width)
 
 

@@ -35,7 +35,8 @@ stores.
 """
 
 from ..protocol.markers import STREAM_STORE_SCOPE
-from ..llvm_text.module import LOCAL, Inst, shuffle, type_bytes, vector_shape
+from ..llvm_text import build
+from ..llvm_text.module import LOCAL, type_bytes, vector_shape
 
 _MIN_BYTES = 16
 _MAX_BYTES = 64
@@ -104,8 +105,8 @@ def _spelled_out_conversions(function, stores, target):
             source = conversion.operands[0].split(" to ")[0]
             through = function.new_name("convert")
             value = function.new_name("truncate")
-            insts += [Inst(f"  {through} = fptosi {source} to <{lanes} x {wider}>"),
-                      Inst(f"  {value} = trunc <{lanes} x {wider}> {through} to {store.type}")]
+            insts += [build.cast(through, "fptosi", source, f"<{lanes} x {wider}>"),
+                      build.cast(value, "trunc", f"<{lanes} x {wider}> {through}", store.type)]
         values.append(value)
     return insts, values
 
@@ -119,12 +120,11 @@ def _joined(function, stores, target):
         joined = []
         for a, b in zip(values[::2], values[1::2]):
             name = function.new_name("widen")
-            insts.append(shuffle(name, f"<{lanes} x {element}>", a, b, range(2 * lanes)))
+            insts.append(build.shuffle(name, f"<{lanes} x {element}>", a, b, range(2 * lanes)))
             joined.append(name)
         values, lanes = joined, 2 * lanes
     lowest = stores[0]
-    insts.append(Inst(f"  store <{lanes} x {element}> {values[0]}, ptr {lowest.pointer}, align {lowest.align}"
-                      f"{lowest.tail}"))
+    insts.append(build.store(f"<{lanes} x {element}>", values[0], lowest.pointer, lowest.align, lowest.tail))
     return insts
 
 
