@@ -379,3 +379,44 @@ def test_kernels_of_one_name_from_two_modules_count_their_own_calls(tmp_path):
                "print(b[0], c[0], sum(m1.kernel.stats.cache_hits.values()), sum(m2.kernel.stats.cache_hits.values()))\n"
                "print(m1.kernel.stream_calls()['streamed'], m2.kernel.stream_calls()['streamed'])\n") == \
         ["1.0", "2.0", "1", "1", "3", "5"]
+
+
+POOL_MODULE = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import streamjit as sj
+    from streamjit.post_o3 import pool
+
+    @sj.stream_kernel(stream_stores=True, cache=True, threshold=None)
+    def triad(a, b, c, s):
+        for i in range(a.shape[0]):
+            a[i] = b[i] + s * c[i]
+
+    @sj.stream_kernel(stream_stores=True, cache=True, threshold=None)
+    def doubled(src):
+        out = np.empty_like(src)
+        for i in range(src.shape[0]):
+            out[i] = 2.0 * src[i]
+        return out
+
+    x = np.random.default_rng(0).random(1001)
+    a = np.empty_like(x)
+    triad(a, x, x, 2.0)
+    assert np.array_equal(a, x + 2.0 * x)
+    compiled_after_triad = pool._functions.cache_info().currsize
+    assert np.array_equal(doubled(x), 2.0 * x)
+    print(sum(triad.stats.cache_hits.values()), compiled_after_triad, pool._functions.cache_info().currsize)
+""")
+
+
+def test_a_cached_kernel_that_allocates_nothing_loads_without_the_pool(tmp_path):
+    """Every cached load compiled the array pool's functions (almost half of a
+    triad's load, bench/README.md, "Cached loads without the pool"); only
+    code that reaches the pool needs them."""
+    (tmp_path / "pooled.py").write_text(POOL_MODULE)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    runs = [subprocess.run([sys.executable, "pooled.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    assert all(done.returncode == 0 for done in runs), runs[-1].stderr
+    assert runs[1].stdout.split() == ["1", "0", "1"]  # loaded; the pool's functions only for `doubled`

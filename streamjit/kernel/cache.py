@@ -219,6 +219,8 @@ class _InspectableCompileResults(CompileResultCacheImpl):
             if not declared_symbols_resolve(target_context, declared):
                 return None  # a miss: the code would call what is not here, and LLVM would abort
         cres = super().rebuild(target_context, payload)
+        # (read by `load_overload`: the code reaches the array pool through its one symbol)
+        cres.library.uses_array_pool = declared is None or array_pool.SYMBOL in declared
         # (read by StreamDispatcher.inspect_llvm / inspect_asm)
         cres.library.streamed_llvm_ir = inspection["llvm_ir"]
         cres.library.cached_asm = inspection["asm"]
@@ -250,8 +252,10 @@ class StreamFunctionCache(FunctionCache):
         except Exception as exc:  # anything unreadable: recompile instead
             warnings.warn(f"ignoring an unreadable cache entry of {self.function_repr} ({exc}); recompiling", StreamWarning)
             return None
-        if loaded is not None:
-            # (its code may allocate through the pool; a bad STREAMJIT_POOL_BYTES raises here, naming itself)
+        if loaded is not None and loaded.library.uses_array_pool:
+            # (its code allocates through the pool; a bad STREAMJIT_POOL_BYTES raises here, naming itself;
+            # code that does not is loaded without compiling the pool's functions: about half of
+            # a triad's load, bench/README.md, "Cached loads without the pool")
             array_pool.switch_on()
         return loaded
 
