@@ -139,6 +139,18 @@ LOADING_MODULE = textwrap.dedent("""
 """)
 
 
+def run_twice(tmp_path, source):
+    """Run the script ``source`` in two fresh processes sharing a cache
+    directory (the first compiles, the second loads); both must succeed."""
+    (tmp_path / "script.py").write_text(source)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    runs = [subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    assert all(done.returncode == 0 for done in runs), runs[-1].stderr
+    return runs
+
+
 def test_a_cached_kernel_loads_without_numbas_registries(tmp_path):
     """Numba refreshes its CPU target before loading any cache entry: every
     registry of implementations, and SciPy (0.27-0.29 s of a cached
@@ -146,12 +158,7 @@ def test_a_cached_kernel_loads_without_numbas_registries(tmp_path):
     all resolve loads without it; a parallel kernel's (its threading
     layer's symbols come with Numba's reload hooks) loads after it, and
     both run as compiled."""
-    (tmp_path / "loading.py").write_text(LOADING_MODULE)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
-    runs = [subprocess.run([sys.executable, "loading.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=300) for _ in range(2)]
-    assert all(done.returncode == 0 for done in runs), runs[-1].stderr
+    runs = run_twice(tmp_path, LOADING_MODULE)
     assert runs[0].stdout.split() == ["0", "True", "0"]   # compiled: the compile refreshes
     assert runs[1].stdout.split() == ["1", "False", "1"]  # loaded, the first without the registries
 
@@ -413,10 +420,5 @@ def test_a_cached_kernel_that_allocates_nothing_loads_without_the_pool(tmp_path)
     """Every cached load compiled the array pool's functions (almost half of a
     triad's load, bench/README.md, "Cached loads without the pool"); only
     code that reaches the pool needs them."""
-    (tmp_path / "pooled.py").write_text(POOL_MODULE)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
-    runs = [subprocess.run([sys.executable, "pooled.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=300) for _ in range(2)]
-    assert all(done.returncode == 0 for done in runs), runs[-1].stderr
+    runs = run_twice(tmp_path, POOL_MODULE)
     assert runs[1].stdout.split() == ["1", "0", "1"]  # loaded; the pool's functions only for `doubled`
