@@ -5,7 +5,6 @@ first time each run-time check sends a kernel's call to its plain code
 (`on_first_fallback`)."""
 
 import ctypes
-import functools
 
 import llvmlite.binding as llvm
 import llvmlite.ir as llir
@@ -179,16 +178,15 @@ def _count_function(module, counters_type):
     function.attributes.add("nounwind")
     counters, name, counted, ran, staged, unprefetched, fell, large = function.args
     builder = llir.IRBuilder(function.append_basic_block("entry"))
-    failed = [builder.and_(builder.lshr(fell, i64(k)), i64(1)) for k in range(len(FALLBACK_CHECKS))]
-    fell_any = builder.icmp_unsigned("!=", fell, i64(0))
     path = builder.select(builder.icmp_unsigned("!=", ran, i64(0)), i64(0),
                           builder.select(builder.icmp_unsigned("!=", large, i8(0)),
-                                         builder.select(fell_any, i64(2), i64(3)), i64(1)))
+                                         builder.select(builder.icmp_unsigned("!=", fell, i64(0)), i64(2), i64(3)),
+                                         i64(1)))
     for copy, count in (("unprefetched", unprefetched), ("staged", staged)):  # (staged, where both ran)
         path = builder.select(builder.icmp_unsigned("!=", count, i64(0)), i64(CALL_PATHS.index(copy)), path)
-    after_check = builder.icmp_unsigned("==", path, i64(2))
-    fallbacks = [builder.select(after_check, check_failed, i64(0)) for check_failed in failed]
-    new = functools.reduce(builder.or_, [builder.shl(f, i64(_PATH_BITS + k)) for k, f in enumerate(fallbacks)], path)
+    # (the failed checks, kept only on the after_check path: `fell` is already their mask)
+    fallbacks = builder.select(builder.icmp_unsigned("==", path, i64(2)), fell, i64(0))
+    new = builder.or_(path, builder.shl(fallbacks, i64(_PATH_BITS)))
 
     def add(slot, amount):
         # (atomic: calls from several threads, nogil kernels and copyto's
@@ -210,10 +208,11 @@ def _count_function(module, counters_type):
     holds_gil = cgutils.get_or_insert_function(module, llir.FunctionType(i32, []), _HOLDS_GIL)
     notice = cgutils.get_or_insert_function(module, llir.FunctionType(llir.VoidType(), [text, i64]), _FALLBACK_NOTICE)
     final_failed = builder.and_(builder.icmp_unsigned("!=", name, text(None)),
-                                builder.icmp_unsigned("!=", functools.reduce(builder.or_, fallbacks), i64(0)))
+                                builder.icmp_unsigned("!=", fallbacks, i64(0)))
     with builder.if_then(final_failed, likely=False):
-        for k, check_failed in enumerate(fallbacks):
+        for k in range(len(FALLBACK_CHECKS)):
             slot = builder.gep(counters, [i32(0), i32(len(CALL_PATHS) + len(FALLBACK_CHECKS) + k)])
+            check_failed = builder.and_(builder.lshr(fallbacks, i64(k)), i64(1))
             first = builder.and_(builder.icmp_unsigned("!=", check_failed, i64(0)),
                                  builder.icmp_unsigned("==", builder.load(slot), i64(0)))
             with builder.if_then(first, likely=False):
