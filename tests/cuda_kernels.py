@@ -4,22 +4,11 @@ the prange shapes of the CPU tests (test_parallel.py, test_user_shapes.py)
 and a few the GPU passes treat specially."""
 
 import importlib.util
-import os
 
 from numba import cuda, float64
 from numba import prange as pr  # `prange` under another name
 
 import streamjit as sj
-
-CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def checkout_env(**variables):
-    """The environment for a test's Python subprocess: this checkout's
-    streamjit first on its path (a script's sys.path starts at the
-    script's folder, ``-c`` at the working directory), and ``variables``."""
-    path = os.pathsep.join(filter(None, [CHECKOUT, os.environ.get("PYTHONPATH")]))
-    return dict(os.environ, PYTHONPATH=path, **variables)
 
 
 def missing_toolchain():

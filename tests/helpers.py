@@ -2,12 +2,13 @@
 are in kernels.py and the other *_kernels.py modules): random arrays of
 every dtype, data placed in a page, the x86-64 machine-code mark, a call
 that returns its signature, the stream passes' IR right after one runs,
-and the pattern a documented example's printed report is compared with.
+the environment of a test's Python subprocess, and the pattern a documented example's printed report is compared with.
 No test module imports another (tests/test_imports.py checks)."""
 
 import dataclasses
 import functools
 import io
+import os
 import re
 from unittest import mock
 
@@ -20,6 +21,18 @@ from numba.core.analysis import compute_cfg_from_blocks
 
 import streamjit as sj
 from streamjit.machine.cpu_defaults import STALLING_PAGE_ALIAS_BYTES
+
+# ---------------------------------------------------------------- subprocesses
+
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def checkout_env(**variables):
+    """The environment for a test's Python subprocess: this checkout's
+    streamjit first on its path (a script's sys.path starts at the
+    script's folder, ``-c`` at the working directory), and ``variables``."""
+    path = os.pathsep.join(filter(None, [CHECKOUT, os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path, **variables)
 
 # ---------------------------------------------------------------- the staged loop
 

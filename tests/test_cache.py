@@ -11,6 +11,8 @@ import textwrap
 
 import pytest
 
+from helpers import checkout_env
+
 KERNEL_MODULE = textwrap.dedent("""
     import hashlib, os, warnings
     import numpy as np
@@ -44,8 +46,7 @@ KERNEL_MODULE = textwrap.dedent("""
 @pytest.fixture
 def run(tmp_path):
     (tmp_path / "cached_kernel.py").write_text(KERNEL_MODULE)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    env = checkout_env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
 
     def start(stream_loads=False):
         return subprocess.Popen([sys.executable, "cached_kernel.py"], cwd=tmp_path, text=True,
@@ -143,8 +144,7 @@ def run_twice(tmp_path, source):
     """Run the script ``source`` in two fresh processes sharing a cache
     directory (the first compiles, the second loads); both must succeed."""
     (tmp_path / "script.py").write_text(source)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    env = checkout_env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     runs = [subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=300) for _ in range(2)]
     assert all(done.returncode == 0 for done in runs), runs[-1].stderr
@@ -254,8 +254,7 @@ def test_numba_options_never_share_an_entry(tmp_path):
     function would load the parallel=True kernel's entry (and run on
     Numba's threads), a fastmath=False kernel the fastmath=True one's."""
     (tmp_path / "options_kernel.py").write_text(OPTIONS_MODULE)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    env = checkout_env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
 
     def run(parallel, fastmath):
         done = subprocess.run([sys.executable, "options_kernel.py"], cwd=tmp_path, capture_output=True, text=True,
@@ -319,7 +318,7 @@ SIGNATURES_MODULE = textwrap.dedent("""
 
 def test_signatures_compiled_at_once_each_run_their_own_code(tmp_path):
     (tmp_path / "signatures.py").write_text(SIGNATURES_MODULE)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    env = checkout_env()
     names = ["f8", "f4", "i8", "i4"]
     for round_ in range(2):
         env["NUMBA_CACHE_DIR"] = str(tmp_path / f"cache{round_}")

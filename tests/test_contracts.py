@@ -14,7 +14,7 @@ import pytest
 from numba.core.compiler_machinery import AnalysisPass, _pass_registry
 
 import streamjit as sj
-from cuda_kernels import checkout_env
+from helpers import checkout_env
 from streamjit.kernel import pipeline
 from streamjit.passes import accesses, fence_placement, fills, legality
 from streamjit.post_o3 import keep_scalar

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import cuda_kernels as K
+from helpers import checkout_env
 import streamjit as sj
 
 
@@ -45,6 +46,6 @@ def test_without_numba_cuda_a_gpu_kernel_says_what_to_install():
 
 def _python(code):
     """The output of ``code`` run by a fresh Python with this checkout's streamjit."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=K.checkout_env())
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=checkout_env())
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from cuda_kernels import MISSING_TOOLCHAIN, checkout_env
+from cuda_kernels import MISSING_TOOLCHAIN
+from helpers import checkout_env
 
 pytestmark = pytest.mark.skipif(bool(MISSING_TOOLCHAIN), reason=MISSING_TOOLCHAIN)
 

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from cuda_kernels import checkout_env
+from helpers import checkout_env
 
 SCRIPT = r'''
 import json, numpy as np, streamjit as sj

@@ -524,7 +524,7 @@ def test_import_streamjit_survives_a_damaged_profile_file(tmp_path):
     import subprocess
     import sys
 
-    from cuda_kernels import checkout_env
+    from helpers import checkout_env
     os_path = tmp_path / "streamjit"
     os_path.mkdir()
     (os_path / "calibration.json").write_text(json.dumps(DAMAGED[-1][0]))

@@ -302,7 +302,7 @@ from numba.extending import intrinsic  # noqa: E402
 from streamjit.numba_internals import arrays, caching, codegen, cuda_simulator, dispatch, runtime, stencils  # noqa: E402
 from streamjit.numba_internals import ir as seam_ir  # noqa: E402
 from streamjit.numba_internals.compiler import EarlyPipelineCompletion  # noqa: E402
-from cuda_kernels import checkout_env  # noqa: E402
+from helpers import checkout_env  # noqa: E402
 
 
 def _library_with(text, cls):

@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 import streamjit as sj
-from cuda_kernels import checkout_env
+from helpers import checkout_env
 from streamjit.kernel.versions import NEWEST, OLDEST, check_numba
 
 PYPROJECT = os.path.join(os.path.dirname(__file__), os.pardir, "pyproject.toml")
